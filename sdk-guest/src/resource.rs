@@ -1,0 +1,259 @@
+//! Resources with fixed URIs, and resource templates (RFC 6570 level 1 and 2).
+
+use crate::bindings::exports::wasm_mcp::plugin::resources as wit;
+use crate::bindings::wasm_mcp::plugin::types::Error;
+use crate::content::ResourceContents;
+
+/// What a resource reader may return: text, contents, or a list of contents.
+pub trait IntoContents {
+    /// Converts the value into the contents of the resource at `uri`.
+    fn into_contents(self, uri: &str, mime_type: Option<&str>) -> Vec<ResourceContents>;
+}
+
+impl IntoContents for String {
+    fn into_contents(self, uri: &str, mime_type: Option<&str>) -> Vec<ResourceContents> {
+        vec![ResourceContents::text(uri, mime_type, self)]
+    }
+}
+
+impl IntoContents for &str {
+    fn into_contents(self, uri: &str, mime_type: Option<&str>) -> Vec<ResourceContents> {
+        vec![ResourceContents::text(uri, mime_type, self)]
+    }
+}
+
+impl IntoContents for Vec<u8> {
+    fn into_contents(self, uri: &str, mime_type: Option<&str>) -> Vec<ResourceContents> {
+        vec![ResourceContents::blob(uri, mime_type, self)]
+    }
+}
+
+impl IntoContents for ResourceContents {
+    fn into_contents(self, _: &str, _: Option<&str>) -> Vec<ResourceContents> {
+        vec![self]
+    }
+}
+
+impl IntoContents for Vec<ResourceContents> {
+    fn into_contents(self, _: &str, _: Option<&str>) -> Vec<ResourceContents> {
+        self
+    }
+}
+
+pub(crate) type Reader = Box<dyn Fn(&str, &UriVars) -> Result<Vec<ResourceContents>, Error>>;
+
+fn reader<R, E, F>(f: F) -> Reader
+where
+    R: IntoContents + 'static,
+    E: std::fmt::Display + 'static,
+    F: Fn(&str, &UriVars) -> Result<R, E> + 'static,
+{
+    Box::new(move |uri, vars| match f(uri, vars) {
+        Ok(r) => Ok(r.into_contents(uri, None)),
+        Err(e) => Err(Error::Internal(e.to_string())),
+    })
+}
+
+/// A resource with a fixed URI.
+pub struct Resource {
+    pub(crate) meta: wit::Resource,
+    pub(crate) read: Reader,
+}
+
+impl Resource {
+    /// A resource at `uri` named `name`, read by `f`.
+    pub fn new<R, E, F>(uri: impl Into<String>, name: impl Into<String>, f: F) -> Self
+    where
+        R: IntoContents + 'static,
+        E: std::fmt::Display + 'static,
+        F: Fn(&str) -> Result<R, E> + 'static,
+    {
+        let read = reader(move |uri: &str, _: &UriVars| f(uri));
+        Resource {
+            meta: wit::Resource {
+                uri: uri.into(),
+                name: name.into(),
+                title: None,
+                description: None,
+                mime_type: None,
+                size: None,
+                annotations: None,
+                icons: Vec::new(),
+                meta: None,
+            },
+            read,
+        }
+    }
+
+    /// Sets the MIME type.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        let mime: String = mime_type.into();
+        self.meta.mime_type = Some(mime.clone());
+        let read = std::mem::replace(&mut self.read, Box::new(|_, _| Ok(Vec::new())));
+        self.read = Box::new(move |uri, vars| {
+            let mut contents = read(uri, vars)?;
+            for c in &mut contents {
+                c.mime_type.get_or_insert_with(|| mime.clone());
+            }
+            Ok(contents)
+        });
+        self
+    }
+
+    /// Sets what the resource is.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.meta.description = Some(description.into());
+        self
+    }
+
+    /// Sets a human-readable title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.meta.title = Some(title.into());
+        self
+    }
+}
+
+/// A family of resources named by a URI template such as `notes://{id}`.
+pub struct Template {
+    pub(crate) meta: wit::ResourceTemplate,
+    pub(crate) pattern: UriPattern,
+    pub(crate) read: Reader,
+}
+
+impl Template {
+    /// A template named `name`; `f` reads a matching URI, given its variables.
+    pub fn new<R, E, F>(uri_template: impl Into<String>, name: impl Into<String>, f: F) -> Self
+    where
+        R: IntoContents + 'static,
+        E: std::fmt::Display + 'static,
+        F: Fn(&str, &UriVars) -> Result<R, E> + 'static,
+    {
+        let uri_template = uri_template.into();
+        let read = reader(f);
+        Template {
+            pattern: UriPattern::parse(&uri_template),
+            meta: wit::ResourceTemplate {
+                uri_template,
+                name: name.into(),
+                title: None,
+                description: None,
+                mime_type: None,
+                annotations: None,
+                icons: Vec::new(),
+                meta: None,
+            },
+            read,
+        }
+    }
+
+    /// Sets the MIME type of every matching resource.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        let mime: String = mime_type.into();
+        self.meta.mime_type = Some(mime.clone());
+        let read = std::mem::replace(&mut self.read, Box::new(|_, _| Ok(Vec::new())));
+        self.read = Box::new(move |uri, vars| {
+            let mut contents = read(uri, vars)?;
+            for c in &mut contents {
+                c.mime_type.get_or_insert_with(|| mime.clone());
+            }
+            Ok(contents)
+        });
+        self
+    }
+
+    /// Sets what the resources are.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.meta.description = Some(description.into());
+        self
+    }
+
+    /// Sets a human-readable title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.meta.title = Some(title.into());
+        self
+    }
+}
+
+/// The variables a URI matched in a template, in template order.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct UriVars(Vec<(String, String)>);
+
+impl UriVars {
+    /// The value of variable `name`, if the template has it.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Part {
+    Literal(String),
+    /// A variable; `reserved` (`{+x}`) values may contain `/`.
+    Var { name: String, reserved: bool },
+}
+
+/// A parsed URI template that can match URIs.
+#[derive(Debug, Clone)]
+pub(crate) struct UriPattern(Vec<Part>);
+
+impl UriPattern {
+    pub(crate) fn parse(template: &str) -> Self {
+        let mut parts = Vec::new();
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            let Some(close) = rest[open..].find('}') else { break };
+            if open > 0 {
+                parts.push(Part::Literal(rest[..open].to_owned()));
+            }
+            let expr = &rest[open + 1..open + close];
+            let (reserved, name) = match expr.strip_prefix(['+', '#']) {
+                Some(name) => (true, name),
+                None => (false, expr),
+            };
+            parts.push(Part::Var { name: name.to_owned(), reserved });
+            rest = &rest[open + close + 1..];
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Literal(rest.to_owned()));
+        }
+        UriPattern(parts)
+    }
+
+    /// The variables of `uri` if it matches the template.
+    pub(crate) fn matches(&self, uri: &str) -> Option<UriVars> {
+        let mut vars = Vec::new();
+        match_parts(&self.0, uri, &mut vars).then_some(UriVars(vars))
+    }
+}
+
+fn match_parts(parts: &[Part], uri: &str, vars: &mut Vec<(String, String)>) -> bool {
+    match parts.split_first() {
+        None => uri.is_empty(),
+        Some((Part::Literal(lit), rest)) => {
+            uri.strip_prefix(lit.as_str()).is_some_and(|tail| match_parts(rest, tail, vars))
+        }
+        Some((Part::Var { name, reserved }, rest)) => {
+            // Try the shortest value first so that a following literal anchors it.
+            for end in 1..=uri.len() {
+                if !uri.is_char_boundary(end) {
+                    continue;
+                }
+                let value = &uri[..end];
+                if !reserved && value.ends_with('/') {
+                    return false;
+                }
+                vars.push((name.clone(), value.to_owned()));
+                if match_parts(rest, &uri[end..], vars) {
+                    return true;
+                }
+                vars.pop();
+            }
+            false
+        }
+    }
+}
+
+pub(crate) fn unmatched(uri: &str) -> Error {
+    Error::NotFound(format!("no resource at {uri}"))
+}
+

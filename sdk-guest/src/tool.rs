@@ -1,0 +1,208 @@
+//! Tools: plain Rust functions over a `serde` + `schemars` argument type.
+
+use crate::bindings::exports::wasm_mcp::plugin::tools as wit;
+use crate::bindings::wasm_mcp::plugin::types::Error;
+use crate::content::{text, Content};
+use crate::schema::{input_schema_of, schema_of};
+use schemars::JsonSchema;
+use serde::{de::DeserializeOwned, Serialize};
+use serde_json::Value;
+
+pub use wit::TaskSupport;
+
+/// The result of a tool call.
+pub type CallResult = wit::CallResult;
+
+/// A tool result that carries structured content (and so an output schema)
+/// as well as its JSON text for clients that only read `content`.
+pub struct Structured<T>(pub T);
+
+/// What a tool function may return.
+///
+/// Implemented for text (`String`, `&str`), [`Content`], `Vec<Content>`,
+/// [`CallResult`], [`Structured`] and `Result<T, E>` where `T` is one of
+/// these and `E: Display`: an `Err` becomes a tool error (`isError: true`)
+/// that the model can read.
+pub trait IntoCallResult {
+    /// Converts the value into the result the client receives.
+    fn into_call_result(self) -> CallResult;
+    /// The output schema of the tool, for results with structured content.
+    fn output_schema() -> Option<Value> {
+        None
+    }
+}
+
+fn content_result(content: Vec<Content>) -> CallResult {
+    CallResult { content, structured_content: None, is_error: false, meta: None }
+}
+
+impl IntoCallResult for String {
+    fn into_call_result(self) -> CallResult {
+        content_result(vec![text(self)])
+    }
+}
+
+impl IntoCallResult for &str {
+    fn into_call_result(self) -> CallResult {
+        content_result(vec![text(self)])
+    }
+}
+
+impl IntoCallResult for Content {
+    fn into_call_result(self) -> CallResult {
+        content_result(vec![self])
+    }
+}
+
+impl IntoCallResult for Vec<Content> {
+    fn into_call_result(self) -> CallResult {
+        content_result(self)
+    }
+}
+
+impl IntoCallResult for CallResult {
+    fn into_call_result(self) -> CallResult {
+        self
+    }
+}
+
+impl<T: Serialize + JsonSchema> IntoCallResult for Structured<T> {
+    fn into_call_result(self) -> CallResult {
+        match serde_json::to_string(&self.0) {
+            Ok(json) => CallResult {
+                content: vec![text(json.clone())],
+                structured_content: Some(json),
+                is_error: false,
+                meta: None,
+            },
+            Err(e) => error_result(format!("could not serialize the result: {e}")),
+        }
+    }
+    fn output_schema() -> Option<Value> {
+        Some(schema_of::<T>())
+    }
+}
+
+impl<T: IntoCallResult, E: std::fmt::Display> IntoCallResult for Result<T, E> {
+    fn into_call_result(self) -> CallResult {
+        match self {
+            Ok(ok) => ok.into_call_result(),
+            Err(e) => error_result(e.to_string()),
+        }
+    }
+    fn output_schema() -> Option<Value> {
+        T::output_schema()
+    }
+}
+
+fn error_result(message: String) -> CallResult {
+    CallResult { content: vec![text(message)], structured_content: None, is_error: true, meta: None }
+}
+
+type Handler = Box<dyn Fn(&str) -> Result<CallResult, Error>>;
+
+/// A tool: its description and the function that runs it.
+pub struct Tool {
+    pub(crate) meta: wit::Tool,
+    pub(crate) handler: Handler,
+}
+
+impl Tool {
+    /// A tool named `name` that runs `f` on arguments parsed from JSON into `A`.
+    /// The input schema is derived from `A`; use `()` for a tool without arguments.
+    pub fn new<A, R, F>(name: impl Into<String>, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        R: IntoCallResult,
+        F: Fn(A) -> R + 'static,
+    {
+        let input_schema = input_schema_of::<A>();
+        let takes_unit = schema_of::<A>().get("type").and_then(Value::as_str) == Some("null");
+        let handler: Handler = Box::new(move |arguments: &str| {
+            let value: Value = serde_json::from_str(arguments)
+                .map_err(|e| Error::InvalidParams(format!("arguments are not JSON: {e}")))?;
+            let value = if takes_unit { Value::Null } else { value };
+            let args: A = serde_json::from_value(value)
+                .map_err(|e| Error::InvalidParams(format!("invalid arguments: {e}")))?;
+            Ok(f(args).into_call_result())
+        });
+        Tool {
+            meta: wit::Tool {
+                name: name.into(),
+                title: None,
+                description: None,
+                input_schema: input_schema.to_string(),
+                output_schema: R::output_schema().map(|s| s.to_string()),
+                annotations: None,
+                task_support: TaskSupport::Forbidden,
+                icons: Vec::new(),
+                meta: None,
+            },
+            handler,
+        }
+    }
+
+    /// Sets what the tool does, for the model.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.meta.description = Some(description.into());
+        self
+    }
+
+    /// Sets a human-readable title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.meta.title = Some(title.into());
+        self
+    }
+
+    /// Sets whether the tool may run as a task.
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.meta.task_support = support;
+        self
+    }
+
+    fn annotations(&mut self) -> &mut wit::ToolAnnotations {
+        self.meta.annotations.get_or_insert(wit::ToolAnnotations {
+            title: None,
+            read_only_hint: None,
+            destructive_hint: None,
+            idempotent_hint: None,
+            open_world_hint: None,
+        })
+    }
+
+    /// Marks the tool as not modifying its environment.
+    pub fn read_only(mut self) -> Self {
+        self.annotations().read_only_hint = Some(true);
+        self
+    }
+
+    /// Marks the tool as possibly destructive.
+    pub fn destructive(mut self) -> Self {
+        self.annotations().destructive_hint = Some(true);
+        self
+    }
+
+    /// Marks repeated calls with the same arguments as having no further effect.
+    pub fn idempotent(mut self) -> Self {
+        self.annotations().idempotent_hint = Some(true);
+        self
+    }
+
+    /// Marks the tool as reaching an open world of external entities.
+    pub fn open_world(mut self) -> Self {
+        self.annotations().open_world_hint = Some(true);
+        self
+    }
+
+    /// Replaces the input schema (JSON) derived from the argument type.
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.meta.input_schema = schema.to_string();
+        self
+    }
+
+    /// Sets `_meta` on the tool's description.
+    pub fn meta(mut self, meta: Value) -> Self {
+        self.meta.meta = Some(meta.to_string());
+        self
+    }
+}
