@@ -1,1 +1,145 @@
-fn main() {}
+//! The `wasm-mcp` command line.
+
+use anyhow::{Context as _, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::sync::Arc;
+use wasm_mcp::config::Config;
+use wasm_mcp::registry::Registry;
+use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
+use wasm_mcp::server::{Server, ServerOptions};
+
+/// An MCP server whose tools, resources and prompts are sandboxed
+/// WebAssembly components.
+///
+/// Put plugin components (`*.wasm`) in a folder and serve them:
+///
+///     wasm-mcp serve --plugins ./plugins
+///
+/// Logs go to stderr (set the level with RUST_LOG, e.g. RUST_LOG=debug);
+/// stdout carries only MCP messages.
+#[derive(Parser)]
+#[command(name = "wasm-mcp", version, verbatim_doc_comment)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the plugins in a folder over stdio (newline-delimited JSON-RPC).
+    Serve {
+        /// The folder of plugin components (*.wasm). Overrides the config file.
+        #[arg(long, short = 'p', env = "WASM_MCP_PLUGINS")]
+        plugins: Option<PathBuf>,
+        /// A TOML config file (see the README for its fields).
+        #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Print what a component offers (tools, resources, prompts) and what it imports.
+    Inspect {
+        /// The component file.
+        file: PathBuf,
+    },
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,wasmtime=warn,cranelift=warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        match cli.command {
+            Command::Serve { plugins, config } => serve(plugins, config).await,
+            Command::Inspect { file } => inspect(file).await,
+        }
+    })
+}
+
+fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("wasm-mcp"))
+}
+
+fn runtime_config(config: &Config) -> RuntimeConfig {
+    let cache_dir = match &config.server.cache_dir {
+        Some(dir) if dir.as_os_str().is_empty() => None,
+        Some(dir) => Some(dir.clone()),
+        None => default_cache_dir(),
+    };
+    RuntimeConfig {
+        cache_dir,
+        memory_bytes: config.limits.memory_mb << 20,
+        call_timeout: config.limits.call_timeout(),
+        ..RuntimeConfig::default()
+    }
+}
+
+async fn serve(plugins: Option<PathBuf>, config_path: Option<PathBuf>) -> Result<()> {
+    let config = match &config_path {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    let dir = plugins
+        .or_else(|| config.server.plugins.clone())
+        .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
+    let runtime = Runtime::new(runtime_config(&config))?;
+    let registry = Arc::new(Registry::new(runtime));
+    registry.load_dir(&dir).await?;
+    let options = ServerOptions {
+        instructions: config.server.instructions.clone(),
+        page_size: config.server.page_size,
+        list_ttl_ms: config.server.list_ttl_ms,
+        ..ServerOptions::default()
+    };
+    let server = Server::new(registry, options);
+    tracing::info!(plugins = %dir.display(), "serving over stdio");
+    wasm_mcp::transport::stdio::serve(server, tokio::io::stdin(), tokio::io::stdout()).await?;
+    Ok(())
+}
+
+async fn inspect(file: PathBuf) -> Result<()> {
+    let runtime = Runtime::new(RuntimeConfig { cache_dir: None, ..RuntimeConfig::default() })?;
+    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let description = describe(&runtime, &bytes).with_context(|| format!("{} is not a loadable component", file.display()))?;
+    println!("{}", file.display());
+    println!("imports:");
+    for import in &description.imports {
+        println!("  {import}");
+    }
+    println!("exports:");
+    for export in &description.exports {
+        println!("  {export}");
+    }
+    let registry = Registry::new(runtime);
+    match registry.load_file(&file).await {
+        Ok(entry) => {
+            let l = &entry.listing;
+            println!("offers:");
+            for t in &l.tools {
+                println!("  tool      {}  {}", t.name, t.description.as_deref().unwrap_or(""));
+            }
+            for r in &l.resources {
+                println!("  resource  {}  {}", r.uri, r.description.as_deref().unwrap_or(&r.name));
+            }
+            for t in &l.templates {
+                println!("  template  {}  {}", t.uri_template, t.description.as_deref().unwrap_or(&t.name));
+            }
+            for p in &l.prompts {
+                println!("  prompt    {}  {}", p.name, p.description.as_deref().unwrap_or(""));
+            }
+            if entry.plugin.exports().completions {
+                println!("  completions");
+            }
+        }
+        Err(e) => println!("not servable: {e:#}"),
+    }
+    Ok(())
+}

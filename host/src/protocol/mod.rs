@@ -1,0 +1,27 @@
+//! MCP on the wire: JSON-RPC 2.0 messages, error codes, and the protocol
+//! revisions with their negotiation. Knows nothing of transports or wasm.
+
+mod jsonrpc;
+mod version;
+
+pub use jsonrpc::{parse_message, ErrorCode, Incoming, RequestId, RpcError};
+pub use version::{
+    is_legacy, is_modern, negotiate_legacy, LATEST_LEGACY, LATEST_MODERN, LEGACY_VERSIONS,
+    MODERN_VERSIONS,
+};
+
+/// `_meta` keys of the 2026-07-28 revision.
+pub mod meta {
+    /// The protocol version of a request.
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// The client's capabilities for a request.
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    /// The client's identity.
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// The log level a request opts in to.
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    /// The server's identity, on results.
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// The subscription a notification belongs to.
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+}

@@ -1,0 +1,190 @@
+//! The merged, name-checked catalogue of everything the loaded plugins offer.
+//!
+//! Naming rules (stable and documented in the README):
+//! - plugins are merged in order of plugin name;
+//! - a tool or prompt keeps its own name unless an earlier plugin already
+//!   uses it; then it is offered as `<plugin>.<name>` and a warning is logged;
+//! - a resource URI or template that an earlier plugin already serves is
+//!   dropped from the later plugin, with a warning.
+
+use super::uri_template::UriTemplate;
+use crate::runtime::{prompts, resources, tools, Listing, LoadedPlugin};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A tool as offered to clients.
+pub struct ToolEntry {
+    /// The name clients call it by.
+    pub name: String,
+    /// The plugin's description of it (with its own name).
+    pub tool: tools::Tool,
+    /// The plugin that serves it.
+    pub plugin: Arc<LoadedPlugin>,
+    /// The compiled input schema.
+    pub validator: Arc<jsonschema::Validator>,
+}
+
+/// A fixed-URI resource as offered to clients.
+pub struct ResourceEntry {
+    /// The plugin's description.
+    pub resource: resources::Resource,
+    /// The plugin that serves it.
+    pub plugin: Arc<LoadedPlugin>,
+}
+
+/// A resource template as offered to clients.
+pub struct TemplateEntry {
+    /// The plugin's description.
+    pub template: resources::ResourceTemplate,
+    /// The parsed template, for routing reads.
+    pub matcher: UriTemplate,
+    /// The plugin that serves it.
+    pub plugin: Arc<LoadedPlugin>,
+}
+
+/// A prompt as offered to clients.
+pub struct PromptEntry {
+    /// The name clients get it by.
+    pub name: String,
+    /// The plugin's description (with its own name).
+    pub prompt: prompts::Prompt,
+    /// The plugin that serves it.
+    pub plugin: Arc<LoadedPlugin>,
+}
+
+/// One loaded plugin and what it listed.
+#[derive(Clone)]
+pub struct PluginEntry {
+    /// The plugin.
+    pub plugin: Arc<LoadedPlugin>,
+    /// What it listed at load.
+    pub listing: Arc<Listing>,
+}
+
+/// Everything offered, in a deterministic order. Immutable: a change builds
+/// a new catalogue and swaps it in whole.
+#[derive(Default)]
+pub struct Catalogue {
+    /// The plugins, by name.
+    pub plugins: Vec<PluginEntry>,
+    /// Tools, in plugin order then the plugin's own order.
+    pub tools: Vec<ToolEntry>,
+    /// Fixed-URI resources.
+    pub resources: Vec<ResourceEntry>,
+    /// Resource templates.
+    pub templates: Vec<TemplateEntry>,
+    /// Prompts.
+    pub prompts: Vec<PromptEntry>,
+    tool_index: HashMap<String, usize>,
+    resource_index: HashMap<String, usize>,
+    prompt_index: HashMap<String, usize>,
+}
+
+impl Catalogue {
+    /// Merges `plugins` by the naming rules above.
+    pub fn build(mut plugins: Vec<PluginEntry>) -> Self {
+        plugins.sort_by(|a, b| a.plugin.name().cmp(b.plugin.name()));
+        let mut cat = Catalogue::default();
+        for entry in &plugins {
+            let plugin = &entry.plugin;
+            for tool in &entry.listing.tools {
+                let validator = match compile_schema(&tool.input_schema) {
+                    Ok(v) => Arc::new(v),
+                    Err(e) => {
+                        tracing::error!(plugin = plugin.name(), tool = %tool.name, "tool skipped: its input schema is invalid: {e}");
+                        continue;
+                    }
+                };
+                let Some(name) = unique_name(&cat.tool_index, plugin.name(), &tool.name, "tool") else {
+                    continue;
+                };
+                cat.tool_index.insert(name.clone(), cat.tools.len());
+                cat.tools.push(ToolEntry { name, tool: tool.clone(), plugin: plugin.clone(), validator });
+            }
+            for resource in &entry.listing.resources {
+                if let Some(&i) = cat.resource_index.get(&resource.uri) {
+                    tracing::warn!(
+                        plugin = plugin.name(), uri = %resource.uri,
+                        "resource dropped: plugin {} already serves this URI", cat.resources[i].plugin.name()
+                    );
+                    continue;
+                }
+                cat.resource_index.insert(resource.uri.clone(), cat.resources.len());
+                cat.resources.push(ResourceEntry { resource: resource.clone(), plugin: plugin.clone() });
+            }
+            for template in &entry.listing.templates {
+                if let Some(other) = cat.templates.iter().find(|t| t.template.uri_template == template.uri_template) {
+                    tracing::warn!(
+                        plugin = plugin.name(), template = %template.uri_template,
+                        "resource template dropped: plugin {} already serves it", other.plugin.name()
+                    );
+                    continue;
+                }
+                cat.templates.push(TemplateEntry {
+                    matcher: UriTemplate::parse(&template.uri_template),
+                    template: template.clone(),
+                    plugin: plugin.clone(),
+                });
+            }
+            for prompt in &entry.listing.prompts {
+                let Some(name) = unique_name(&cat.prompt_index, plugin.name(), &prompt.name, "prompt") else {
+                    continue;
+                };
+                cat.prompt_index.insert(name.clone(), cat.prompts.len());
+                cat.prompts.push(PromptEntry { name, prompt: prompt.clone(), plugin: plugin.clone() });
+            }
+        }
+        cat.plugins = plugins;
+        cat
+    }
+
+    /// The tool clients call `name`.
+    pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tool_index.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The prompt clients get as `name`.
+    pub fn prompt(&self, name: &str) -> Option<&PromptEntry> {
+        self.prompt_index.get(name).map(|&i| &self.prompts[i])
+    }
+
+    /// The plugin that serves `uri`: a fixed resource first, then the first
+    /// template that matches.
+    pub fn resource_owner(&self, uri: &str) -> Option<&Arc<LoadedPlugin>> {
+        if let Some(&i) = self.resource_index.get(uri) {
+            return Some(&self.resources[i].plugin);
+        }
+        self.templates.iter().find(|t| t.matcher.matches(uri)).map(|t| &t.plugin)
+    }
+
+    /// The template with exactly this URI template.
+    pub fn template(&self, uri_template: &str) -> Option<&TemplateEntry> {
+        self.templates.iter().find(|t| t.template.uri_template == uri_template)
+    }
+
+    /// Whether any plugin exports completions.
+    pub fn has_completions(&self) -> bool {
+        self.plugins.iter().any(|p| p.plugin.exports().completions)
+    }
+}
+
+fn unique_name(index: &HashMap<String, usize>, plugin: &str, name: &str, kind: &str) -> Option<String> {
+    if !index.contains_key(name) {
+        return Some(name.to_owned());
+    }
+    let qualified = format!("{plugin}.{name}");
+    if index.contains_key(&qualified) {
+        tracing::warn!(plugin, "{kind} {name} dropped: both {name} and {qualified} are taken");
+        return None;
+    }
+    tracing::warn!(plugin, "{kind} {name} is offered as {qualified}: an earlier plugin already uses {name}");
+    Some(qualified)
+}
+
+fn compile_schema(schema: &str) -> Result<jsonschema::Validator, String> {
+    let value: serde_json::Value = serde_json::from_str(schema).map_err(|e| e.to_string())?;
+    if value.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err("an input schema must have \"type\": \"object\"".into());
+    }
+    jsonschema::draft202012::new(&value).map_err(|e| e.to_string())
+}

@@ -1,0 +1,14 @@
+//! Host-side bindings of the `wasm-mcp:plugin@0.1.0` contract.
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "wasm-mcp:plugin/plugin",
+    imports: {
+        "wasm-mcp:plugin/host.elicit": async,
+        "wasm-mcp:plugin/host.sample": async,
+        "wasm-mcp:plugin/host.roots": async,
+        default: trappable,
+    },
+    exports: { default: async },
+    additional_derives: [PartialEq],
+});

@@ -1,0 +1,66 @@
+//! Precompiled components cached on disk, keyed by the component's content
+//! hash and the engine's compatibility hash, so a plugin compiles once per
+//! machine and later loads are a memory map.
+
+use anyhow::{Context as _, Result};
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+/// A folder of precompiled components.
+pub struct ArtifactCache {
+    dir: Option<PathBuf>,
+    engine_key: String,
+}
+
+impl ArtifactCache {
+    /// A cache in `dir`; `None` disables caching.
+    pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        let engine_key = format!("{:016x}", hasher.finish());
+        ArtifactCache { dir, engine_key }
+    }
+
+    /// The compiled form of `bytes`: from the cache when present, otherwise
+    /// compiled now and stored. Runs the compiler, so call it off the request path.
+    pub fn load(&self, engine: &Engine, bytes: &[u8]) -> Result<(Component, String)> {
+        let hash = hex(&Sha256::digest(bytes));
+        let Some(dir) = &self.dir else {
+            return Ok((Component::new(engine, bytes)?, hash));
+        };
+        let path = dir.join(format!("{hash}-{}.cwasm", self.engine_key));
+        if path.exists() {
+            // SAFETY: the file was written by `Component::serialize` of an engine
+            // with the same compatibility hash (part of the file name), in a
+            // folder owned by this host.
+            match unsafe { Component::deserialize_file(engine, &path) } {
+                Ok(component) => return Ok((component, hash)),
+                Err(e) => tracing::warn!(path = %path.display(), "ignoring unusable cache entry: {e:#}"),
+            }
+        }
+        let component = Component::new(engine, bytes)?;
+        if let Err(e) = self.store(&path, &component) {
+            tracing::warn!(path = %path.display(), "could not cache the compiled component: {e:#}");
+        }
+        Ok((component, hash))
+    }
+
+    fn store(&self, path: &std::path::Path, component: &Component) -> Result<()> {
+        let dir = path.parent().context("cache path has no folder")?;
+        std::fs::create_dir_all(dir)?;
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".{}-{seq}.tmp", std::process::id()));
+        std::fs::write(&tmp, component.serialize()?)?;
+        std::fs::rename(&tmp, path)?;
+        Ok(())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

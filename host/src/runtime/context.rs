@@ -1,0 +1,80 @@
+//! What a call needs from whoever made it: where logs, progress and change
+//! notices go, whether it was cancelled, and how to ask the client for input.
+
+use super::host_types::{
+    ElicitationRequest, ElicitationResponse, InputError, ListKind, Root, SamplingRequest,
+    SamplingResponse,
+};
+use super::types::LogLevel;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// The caller's side of one plugin call. The runtime calls these when the
+/// plugin calls the matching `host` import.
+pub trait CallContext: Send + Sync + 'static {
+    /// The plugin logged a message.
+    fn log(&self, level: LogLevel, message: String);
+    /// The plugin reported progress.
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
+    /// Whether the call was cancelled.
+    fn is_cancelled(&self) -> bool;
+    /// Resolves when the call is cancelled.
+    fn cancelled(&self) -> BoxFuture<()>;
+    /// The plugin says one of its lists changed.
+    fn list_changed(&self, kind: ListKind);
+    /// The plugin says a resource changed.
+    fn resource_updated(&self, uri: String);
+    /// The plugin asks the user for input.
+    fn elicit(
+        &self,
+        request: ElicitationRequest,
+    ) -> BoxFuture<Result<ElicitationResponse, InputError>>;
+    /// The plugin asks the client's model for a message.
+    fn sample(&self, request: SamplingRequest) -> BoxFuture<Result<SamplingResponse, InputError>>;
+    /// The plugin asks for the client's roots.
+    fn roots(&self) -> BoxFuture<Result<Vec<Root>, InputError>>;
+}
+
+/// A context with no client behind it (used when the host itself calls a
+/// plugin, e.g. for its lists at load): logs go to the host log only, and
+/// every question to the client is unsupported.
+pub struct Quiet {
+    /// The plugin's name, for the host log.
+    pub plugin: String,
+}
+
+fn no_client<T>() -> BoxFuture<Result<T, InputError>>
+where
+    T: Send + 'static,
+{
+    Box::pin(async {
+        Err(InputError::Unsupported("no client is attached to this call".into()))
+    })
+}
+
+impl CallContext for Quiet {
+    fn log(&self, level: LogLevel, message: String) {
+        tracing::info!(plugin = %self.plugin, ?level, "{message}");
+    }
+    fn progress(&self, _: f64, _: Option<f64>, _: Option<String>) {}
+    fn is_cancelled(&self) -> bool {
+        false
+    }
+    fn cancelled(&self) -> BoxFuture<()> {
+        Box::pin(std::future::pending())
+    }
+    fn list_changed(&self, _: ListKind) {}
+    fn resource_updated(&self, _: String) {}
+    fn elicit(&self, _: ElicitationRequest) -> BoxFuture<Result<ElicitationResponse, InputError>> {
+        no_client()
+    }
+    fn sample(&self, _: SamplingRequest) -> BoxFuture<Result<SamplingResponse, InputError>> {
+        no_client()
+    }
+    fn roots(&self) -> BoxFuture<Result<Vec<Root>, InputError>> {
+        no_client()
+    }
+}

@@ -1,0 +1,32 @@
+//! The WebAssembly runtime: one wasmtime engine, compiled-component caching,
+//! a fresh instance per call, limits, and the `host` imports plugins call.
+//!
+//! Nothing here knows MCP's wire format: it hands out the contract's typed
+//! values and leaves their JSON shape to the server.
+
+pub mod bindings;
+mod cache;
+mod context;
+mod engine;
+mod inspect;
+mod log_pipe;
+mod plugin;
+mod state;
+
+pub use context::{BoxFuture, CallContext, Quiet};
+pub use engine::{Runtime, RuntimeConfig};
+pub use inspect::{describe, ComponentDescription};
+pub use plugin::{CallError, Exports, Listing, LoadedPlugin};
+
+/// The contract's shared types.
+pub use bindings::wasm_mcp::plugin::types;
+/// The contract's `host` interface types.
+pub use bindings::wasm_mcp::plugin::host as host_types;
+/// The contract's `tools` interface types.
+pub use bindings::exports::wasm_mcp::plugin::tools;
+/// The contract's `resources` interface types.
+pub use bindings::exports::wasm_mcp::plugin::resources;
+/// The contract's `prompts` interface types.
+pub use bindings::exports::wasm_mcp::plugin::prompts;
+/// The contract's `completions` interface types.
+pub use bindings::exports::wasm_mcp::plugin::completions;

@@ -1,0 +1,497 @@
+//! The MCP methods.
+
+use super::context::RequestScope;
+use super::convert;
+use super::session::{all_versions, Era};
+use super::{invalid, Connection, Server, ServerEvent};
+use crate::protocol::{meta, negotiate_legacy, ErrorCode, RequestId, RpcError};
+use crate::registry::{pagination, Catalogue, Registry};
+use crate::runtime::host_types::ListKind;
+use crate::runtime::{completions, types, CallError, LoadedPlugin};
+use serde_json::{json, Map, Value};
+use std::sync::{Arc, Weak};
+use tokio::sync::{broadcast, watch};
+
+type Outcome = Result<Option<Value>, RpcError>;
+
+/// Methods that only exist with the `initialize` handshake.
+const LEGACY_ONLY: &[&str] =
+    &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+
+/// Methods that only exist on the stateless revision.
+const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen"];
+
+/// Serves one request.
+pub(super) async fn handle(
+    conn: &Arc<Connection>,
+    id: &RequestId,
+    method: &str,
+    params: &Map<String, Value>,
+    era: &Era,
+    cancel: watch::Receiver<bool>,
+) -> Outcome {
+    match era {
+        Era::Modern { .. } if LEGACY_ONLY.contains(&method) => {
+            return Err(RpcError::method_not_found(method));
+        }
+        Era::Legacy { .. } if MODERN_ONLY.contains(&method) => {
+            return Err(RpcError::new(
+                ErrorCode::InvalidRequest,
+                format!("{method} needs _meta.\"{}\" of a stateless revision ({})", meta::PROTOCOL_VERSION, all_versions()[0]),
+            ));
+        }
+        Era::Legacy { version: None } if !matches!(method, "initialize" | "ping") => {
+            return Err(RpcError::new(
+                ErrorCode::InvalidRequest,
+                "the session is not initialized: send initialize first, or put the protocol version in _meta",
+            ));
+        }
+        _ => {}
+    }
+    let server = &conn.server;
+    let catalogue = server.registry.catalogue();
+    match method {
+        "initialize" => initialize(conn, params),
+        "ping" => Ok(Some(json!({}))),
+        "server/discover" => Ok(Some(json!({
+            "supportedVersions": all_versions(),
+            "capabilities": capabilities(&catalogue, era),
+            "serverInfo": server.server_info(),
+            "instructions": server.options.instructions,
+        })).map(strip_nulls)),
+        "logging/setLevel" => {
+            let level = params.get("level").and_then(Value::as_str).and_then(convert::parse_log_level);
+            let level = level.ok_or_else(|| invalid("Invalid params: \"level\" must be an MCP log level"))?;
+            conn.session().log_level = Some(level);
+            Ok(Some(json!({})))
+        }
+        "tools/list" => {
+            let with_output_schema = !matches!(era, Era::Legacy { version: Some("2024-11-05" | "2025-03-26") });
+            list(&catalogue.tools, params, server, "tools", |t| convert::tool(&t.name, &t.tool, with_output_schema))
+        }
+        "tools/call" => call_tool(conn, &catalogue, params, era, cancel).await,
+        "resources/list" => list(&catalogue.resources, params, server, "resources", |r| convert::resource(&r.resource)),
+        "resources/templates/list" => {
+            list(&catalogue.templates, params, server, "resourceTemplates", |t| convert::template(&t.template))
+        }
+        "resources/read" => read_resource(conn, &catalogue, params, era, cancel).await,
+        "resources/subscribe" | "resources/unsubscribe" => {
+            let uri = required_str(params, "uri")?;
+            let mut session = conn.session();
+            if method == "resources/subscribe" {
+                session.subscriptions.insert(uri.to_owned());
+            } else {
+                session.subscriptions.remove(uri);
+            }
+            Ok(Some(json!({})))
+        }
+        "prompts/list" => list(&catalogue.prompts, params, server, "prompts", |p| convert::prompt(&p.name, &p.prompt)),
+        "prompts/get" => get_prompt(conn, &catalogue, params, era, cancel).await,
+        "completion/complete" => complete(conn, &catalogue, params, era, cancel).await,
+        "subscriptions/listen" => listen(conn, id, params, cancel).await,
+        _ => Err(RpcError::method_not_found(method)),
+    }
+}
+
+fn strip_nulls(mut value: Value) -> Value {
+    if let Some(obj) = value.as_object_mut() {
+        obj.retain(|_, v| !v.is_null());
+    }
+    value
+}
+
+fn initialize(conn: &Arc<Connection>, params: &Map<String, Value>) -> Outcome {
+    let requested = required_str(params, "protocolVersion")?;
+    let client_capabilities = params.get("capabilities").cloned().unwrap_or_else(|| json!({}));
+    let version = negotiate_legacy(requested);
+    {
+        let mut session = conn.session();
+        if session.version.is_some() {
+            return Err(RpcError::new(ErrorCode::InvalidRequest, "initialize was already received on this connection"));
+        }
+        session.version = Some(version);
+        session.client_capabilities = client_capabilities;
+    }
+    let server = &conn.server;
+    let catalogue = server.registry.catalogue();
+    let era = Era::Legacy { version: Some(version) };
+    Ok(Some(strip_nulls(json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(&catalogue, &era),
+        "serverInfo": server.server_info(),
+        "instructions": server.options.instructions,
+    }))))
+}
+
+/// What the server offers, from what the loaded plugins offer.
+fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
+    let mut caps = Map::new();
+    if !era.is_modern() {
+        caps.insert("logging".into(), json!({}));
+    }
+    if !catalogue.tools.is_empty() {
+        caps.insert("tools".into(), json!({ "listChanged": true }));
+    }
+    let has_resources = !catalogue.resources.is_empty() || !catalogue.templates.is_empty();
+    if has_resources {
+        caps.insert("resources".into(), json!({ "subscribe": true, "listChanged": true }));
+    }
+    if !catalogue.prompts.is_empty() {
+        caps.insert("prompts".into(), json!({ "listChanged": true }));
+    }
+    let completable = !catalogue.prompts.is_empty() || !catalogue.templates.is_empty();
+    if catalogue.has_completions() && completable {
+        caps.insert("completions".into(), json!({}));
+    }
+    Value::Object(caps)
+}
+
+fn required_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<&'a str, RpcError> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(format!("Invalid params: \"{key}\" must be a string")))
+}
+
+fn list<T>(
+    items: &[T],
+    params: &Map<String, Value>,
+    server: &Server,
+    key: &str,
+    render: impl Fn(&T) -> Value,
+) -> Outcome {
+    let cursor = match params.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(c.as_str()),
+        Some(_) => return Err(invalid("Invalid params: \"cursor\" must be a string")),
+    };
+    let (page, next) =
+        pagination::page(items, cursor, server.options.page_size).map_err(|e| invalid(format!("Invalid params: {e}")))?;
+    let mut result = json!({ key: page.iter().map(render).collect::<Vec<_>>() });
+    if let Some(next) = next {
+        result["nextCursor"] = json!(next);
+    }
+    Ok(Some(result))
+}
+
+/// The call context of a request to `plugin`.
+fn scope(
+    conn: &Arc<Connection>,
+    plugin: &LoadedPlugin,
+    params: &Map<String, Value>,
+    era: &Era,
+    cancel: watch::Receiver<bool>,
+) -> Arc<RequestScope> {
+    let log_level = match era {
+        Era::Modern { log_level, .. } => *log_level,
+        Era::Legacy { .. } => Some(conn.session().log_level.unwrap_or(types::LogLevel::Debug)),
+    };
+    let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+    Arc::new(RequestScope {
+        plugin: plugin.name().to_owned(),
+        out: conn.out.clone(),
+        log_level,
+        progress_token,
+        cancelled: cancel,
+        events: conn.server.events.clone(),
+    })
+}
+
+/// Maps a failed call into a plugin: `None` when cancelled (no response).
+fn call_failed(plugin: &LoadedPlugin, error: CallError) -> Option<String> {
+    tracing::warn!(plugin = plugin.name(), "call failed: {error}");
+    match error {
+        CallError::Cancelled => None,
+        other => Some(other.to_string()),
+    }
+}
+
+fn plugin_error(error: types::Error, not_found: ErrorCode) -> RpcError {
+    match error {
+        types::Error::InvalidParams(m) => invalid(m),
+        types::Error::NotFound(m) => RpcError::new(not_found, m),
+        types::Error::Internal(m) => RpcError::internal(m),
+    }
+}
+
+async fn call_tool(
+    conn: &Arc<Connection>,
+    catalogue: &Catalogue,
+    params: &Map<String, Value>,
+    era: &Era,
+    cancel: watch::Receiver<bool>,
+) -> Outcome {
+    let name = required_str(params, "name")?;
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::Object(a)) => Value::Object(a.clone()),
+        Some(_) => return Err(invalid("Invalid params: \"arguments\" must be an object")),
+    };
+    let entry = catalogue.tool(name).ok_or_else(|| invalid(format!("Unknown tool: {name}")))?;
+    let problems: Vec<Value> = entry
+        .validator
+        .iter_errors(&arguments)
+        .map(|e| json!({ "path": e.instance_path().to_string(), "message": e.to_string() }))
+        .collect();
+    if !problems.is_empty() {
+        let summary: Vec<String> = problems
+            .iter()
+            .map(|p| {
+                let path = p["path"].as_str().unwrap_or_default();
+                let at = if path.is_empty() { "arguments".to_owned() } else { format!("arguments{path}") };
+                format!("{at}: {}", p["message"].as_str().unwrap_or_default())
+            })
+            .collect();
+        return Err(invalid(format!("Invalid arguments for tool {name}: {}", summary.join("; ")))
+            .with_data(json!({ "errors": problems })));
+    }
+    let plugin = &entry.plugin;
+    let context = scope(conn, plugin, params, era, cancel);
+    let outcome = plugin.call_tool(context, &entry.tool.name, &arguments.to_string()).await;
+    match outcome {
+        Ok(Ok(result)) => convert::call_result(&result).map(Some).map_err(RpcError::internal),
+        Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
+        Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+        Err(error) => Ok(call_failed(plugin, error).map(|m| convert::tool_error(&m))),
+    }
+}
+
+fn not_found_code(era: &Era) -> ErrorCode {
+    if era.is_modern() {
+        ErrorCode::InvalidParams
+    } else {
+        ErrorCode::ResourceNotFound
+    }
+}
+
+async fn read_resource(
+    conn: &Arc<Connection>,
+    catalogue: &Catalogue,
+    params: &Map<String, Value>,
+    era: &Era,
+    cancel: watch::Receiver<bool>,
+) -> Outcome {
+    let uri = required_str(params, "uri")?;
+    let not_found = || RpcError::new(not_found_code(era), format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }));
+    let plugin = catalogue.resource_owner(uri).ok_or_else(not_found)?;
+    let context = scope(conn, plugin, params, era, cancel);
+    match plugin.read_resource(context, uri).await {
+        Ok(Ok(contents)) => Ok(Some(json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() }))),
+        Ok(Err(types::Error::NotFound(_))) => Err(not_found()),
+        Ok(Err(error)) => Err(plugin_error(error, not_found_code(era))),
+        Err(error) => match call_failed(plugin, error) {
+            Some(message) => Err(RpcError::internal(message)),
+            None => Ok(None),
+        },
+    }
+}
+
+async fn get_prompt(
+    conn: &Arc<Connection>,
+    catalogue: &Catalogue,
+    params: &Map<String, Value>,
+    era: &Era,
+    cancel: watch::Receiver<bool>,
+) -> Outcome {
+    let name = required_str(params, "name")?;
+    let entry = catalogue.prompt(name).ok_or_else(|| invalid(format!("Unknown prompt: {name}")))?;
+    let mut arguments = Vec::new();
+    match params.get("arguments") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(args)) => {
+            for (key, value) in args {
+                let value = value
+                    .as_str()
+                    .ok_or_else(|| invalid(format!("Invalid params: prompt argument \"{key}\" must be a string")))?;
+                arguments.push((key.clone(), value.to_owned()));
+            }
+        }
+        Some(_) => return Err(invalid("Invalid params: \"arguments\" must be an object")),
+    }
+    let missing: Vec<&str> = entry
+        .prompt
+        .arguments
+        .iter()
+        .filter(|a| a.required && !arguments.iter().any(|(k, _)| *k == a.name))
+        .map(|a| a.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(invalid(format!("Missing required argument(s) for prompt {name}: {}", missing.join(", "))));
+    }
+    let plugin = &entry.plugin;
+    let context = scope(conn, plugin, params, era, cancel);
+    match plugin.get_prompt(context, &entry.prompt.name, &arguments).await {
+        Ok(Ok(result)) => Ok(Some(convert::prompt_result(&result))),
+        Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+        Err(error) => match call_failed(plugin, error) {
+            Some(message) => Err(RpcError::internal(message)),
+            None => Ok(None),
+        },
+    }
+}
+
+async fn complete(
+    conn: &Arc<Connection>,
+    catalogue: &Catalogue,
+    params: &Map<String, Value>,
+    era: &Era,
+    cancel: watch::Receiver<bool>,
+) -> Outcome {
+    let reference = params.get("ref").and_then(Value::as_object).ok_or_else(|| invalid("Invalid params: \"ref\" must be an object"))?;
+    let argument = params
+        .get("argument")
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("Invalid params: \"argument\" must be an object"))?;
+    let argument_name = required_str(argument, "name")?.to_owned();
+    let argument_value = required_str(argument, "value")?.to_owned();
+    let context_arguments: Vec<(String, String)> = params
+        .get("context")
+        .and_then(|c| c.get("arguments"))
+        .and_then(Value::as_object)
+        .map(|args| args.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
+        .unwrap_or_default();
+    let (plugin, reference) = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => {
+            let name = required_str(reference, "name")?;
+            let entry = catalogue.prompt(name).ok_or_else(|| invalid(format!("Unknown prompt: {name}")))?;
+            (&entry.plugin, completions::Reference::Prompt(entry.prompt.name.clone()))
+        }
+        Some("ref/resource") => {
+            let uri = required_str(reference, "uri")?;
+            let entry = catalogue.template(uri).ok_or_else(|| invalid(format!("Unknown resource template: {uri}")))?;
+            (&entry.plugin, completions::Reference::ResourceTemplate(uri.to_owned()))
+        }
+        _ => return Err(invalid("Invalid params: \"ref.type\" must be \"ref/prompt\" or \"ref/resource\"")),
+    };
+    if !plugin.exports().completions {
+        return Ok(Some(json!({ "completion": { "values": [], "hasMore": false } })));
+    }
+    let request = completions::CompletionRequest { reference, argument_name, argument_value, context_arguments };
+    let context = scope(conn, plugin, params, era, cancel);
+    match plugin.complete(context, &request).await {
+        Ok(Ok(completion)) => Ok(Some(convert::completion(&completion))),
+        Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+        Err(error) => match call_failed(plugin, error) {
+            Some(message) => Err(RpcError::internal(message)),
+            None => Ok(None),
+        },
+    }
+}
+
+/// `subscriptions/listen`: acknowledges, then forwards the events the
+/// client asked for until it cancels or the server shuts down.
+async fn listen(
+    conn: &Arc<Connection>,
+    id: &RequestId,
+    params: &Map<String, Value>,
+    mut cancel: watch::Receiver<bool>,
+) -> Outcome {
+    let filter = params.get("notifications").and_then(Value::as_object).cloned().unwrap_or_default();
+    let wants = |key: &str| filter.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let (tools, prompts, resources) = (wants("toolsListChanged"), wants("promptsListChanged"), wants("resourcesListChanged"));
+    let uris: Vec<String> = filter
+        .get("resourceSubscriptions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|u| u.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let mut honored = Map::new();
+    for (key, on) in [("toolsListChanged", tools), ("promptsListChanged", prompts), ("resourcesListChanged", resources)] {
+        if on {
+            honored.insert(key.into(), json!(true));
+        }
+    }
+    if filter.contains_key("resourceSubscriptions") {
+        honored.insert("resourceSubscriptions".into(), json!(uris));
+    }
+    let tag = json!({ meta::SUBSCRIPTION_ID: id });
+    let mut events = conn.server.subscribe();
+    conn.out.notify("notifications/subscriptions/acknowledged", json!({ "_meta": tag, "notifications": honored }));
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            _ = cancel.wait_for(|c| *c) => return Ok(None),
+        };
+        let (method, mut params) = match event {
+            Ok(ServerEvent::ListChanged(ListKind::Tools)) if tools => ("notifications/tools/list_changed", json!({})),
+            Ok(ServerEvent::ListChanged(ListKind::Prompts)) if prompts => ("notifications/prompts/list_changed", json!({})),
+            Ok(ServerEvent::ListChanged(ListKind::Resources)) if resources => ("notifications/resources/list_changed", json!({})),
+            Ok(ServerEvent::ResourceUpdated(uri)) if uris.contains(&uri) => ("notifications/resources/updated", json!({ "uri": uri })),
+            Ok(ServerEvent::Shutdown) | Err(broadcast::error::RecvError::Closed) => {
+                return Ok(Some(json!({ "_meta": tag })));
+            }
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("subscription {id} missed {n} events");
+                continue;
+            }
+            Ok(_) => continue,
+        };
+        params["_meta"] = tag.clone();
+        conn.out.notify(method, params);
+    }
+}
+
+/// Sends change notifications to a handshake-revision connection once it is
+/// initialized: list changes always, resource updates for subscribed URIs.
+pub(super) async fn forward_legacy_events(conn: Weak<Connection>, mut events: broadcast::Receiver<ServerEvent>) {
+    loop {
+        let event = match events.recv().await {
+            Ok(event) => event,
+            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(conn) = conn.upgrade() else { return };
+        let (ready, subscribed) = {
+            let session = conn.session();
+            let subscribed = match &event {
+                ServerEvent::ResourceUpdated(uri) => session.subscriptions.contains(uri),
+                _ => false,
+            };
+            (session.version.is_some(), subscribed)
+        };
+        if !ready {
+            continue;
+        }
+        match event {
+            ServerEvent::ListChanged(kind) => {
+                let method = match kind {
+                    ListKind::Tools => "notifications/tools/list_changed",
+                    ListKind::Prompts => "notifications/prompts/list_changed",
+                    ListKind::Resources => "notifications/resources/list_changed",
+                };
+                conn.out.notify(method, json!({}));
+            }
+            ServerEvent::ResourceUpdated(uri) if subscribed => {
+                conn.out.notify("notifications/resources/updated", json!({ "uri": uri }));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Re-asks a plugin for its lists when it says one changed, swaps the
+/// catalogue, and announces the lists that really changed.
+pub(super) async fn relist_on_plugin_change(server: Arc<Server>) {
+    let mut events = server.subscribe();
+    loop {
+        let plugin = match events.recv().await {
+            Ok(ServerEvent::PluginListChanged { plugin, .. }) => plugin,
+            Ok(ServerEvent::Shutdown) | Err(broadcast::error::RecvError::Closed) => return,
+            _ => continue,
+        };
+        let old = server.registry.catalogue();
+        let Some(entry) = old.plugins.iter().find(|p| p.plugin.name() == plugin) else { continue };
+        match Registry::describe(entry.plugin.clone()).await {
+            Ok(fresh) => {
+                let mut entries: Vec<_> = old.plugins.iter().filter(|p| p.plugin.name() != plugin).cloned().collect();
+                entries.push(fresh);
+                let new = Catalogue::build(entries);
+                let changed = crate::registry::changed_lists(&old, &new);
+                server.registry.swap(new);
+                for kind in changed {
+                    server.publish(ServerEvent::ListChanged(kind));
+                }
+            }
+            Err(e) => tracing::error!(plugin, "could not re-list the plugin: {e:#}"),
+        }
+    }
+}

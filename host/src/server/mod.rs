@@ -1,0 +1,265 @@
+//! Serving MCP: one [`Server`] shared by every connection, and one
+//! [`Connection`] per client that dispatches its messages concurrently.
+//! Knows nothing of how bytes arrive.
+
+mod context;
+pub mod convert;
+mod handlers;
+mod session;
+
+use crate::protocol::{meta, parse_message, Incoming, RequestId, RpcError};
+use crate::registry::Registry;
+use crate::runtime::host_types::ListKind;
+use serde_json::{json, Map, Value};
+use session::{Era, Session};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{broadcast, mpsc, watch};
+
+/// Something that changed server-wide, fanned out to every connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    /// The catalogue's list of `kind` changed.
+    ListChanged(ListKind),
+    /// The contents of the resource at this URI changed.
+    ResourceUpdated(String),
+    /// A plugin said its list changed; the server re-asks it.
+    PluginListChanged {
+        /// The plugin.
+        plugin: String,
+        /// Which list.
+        kind: ListKind,
+    },
+    /// The server is shutting down.
+    Shutdown,
+}
+
+/// Settings of the server.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// The name in `serverInfo`.
+    pub name: String,
+    /// The version in `serverInfo`.
+    pub version: String,
+    /// Instructions for the model.
+    pub instructions: Option<String>,
+    /// Items per list page.
+    pub page_size: usize,
+    /// `ttlMs` of list results (2026-07-28).
+    pub list_ttl_ms: u64,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            name: "wasm-mcp".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: None,
+            page_size: crate::registry::pagination::DEFAULT_PAGE_SIZE,
+            list_ttl_ms: 10_000,
+        }
+    }
+}
+
+/// What every connection shares: the registry, the settings, and the
+/// channel of server-wide events.
+pub struct Server {
+    registry: Arc<Registry>,
+    options: ServerOptions,
+    events: broadcast::Sender<ServerEvent>,
+}
+
+impl Server {
+    /// A server over `registry`. Starts the task that re-lists plugins
+    /// which report a changed list.
+    pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {
+        let (events, _) = broadcast::channel(1024);
+        let server = Arc::new(Server { registry, options, events });
+        tokio::spawn(handlers::relist_on_plugin_change(server.clone()));
+        server
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Publishes a server-wide event to every connection.
+    pub fn publish(&self, event: ServerEvent) {
+        let _ = self.events.send(event);
+    }
+
+    /// Listens to server-wide events.
+    pub fn subscribe(&self) -> broadcast::Receiver<ServerEvent> {
+        self.events.subscribe()
+    }
+
+    /// `serverInfo`.
+    fn server_info(&self) -> Value {
+        json!({ "name": self.options.name, "version": self.options.version })
+    }
+}
+
+/// Where a connection's outgoing messages go; the transport drains it.
+#[derive(Clone)]
+pub struct Outbox(mpsc::UnboundedSender<Value>);
+
+impl Outbox {
+    /// An outbox and the receiver the transport writes from.
+    pub fn new() -> (Self, mpsc::UnboundedReceiver<Value>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Outbox(tx), rx)
+    }
+
+    /// Queues a message; dropped silently when the transport is gone.
+    pub fn send(&self, message: Value) {
+        let _ = self.0.send(message);
+    }
+
+    /// Queues a notification.
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+    }
+}
+
+/// One client connection: its session state and its requests in flight.
+pub struct Connection {
+    server: Arc<Server>,
+    out: Outbox,
+    session: Mutex<Session>,
+    in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
+}
+
+impl Connection {
+    /// A new connection whose messages go to `out`. Starts forwarding
+    /// server-wide events to it.
+    pub fn new(server: Arc<Server>, out: Outbox) -> Arc<Self> {
+        let conn = Arc::new(Connection {
+            server,
+            out,
+            session: Mutex::new(Session::default()),
+            in_flight: Mutex::new(HashMap::new()),
+        });
+        tokio::spawn(handlers::forward_legacy_events(Arc::downgrade(&conn), conn.server.subscribe()));
+        conn
+    }
+
+    /// Handles one incoming message (one line of stdio, one POST body).
+    /// Requests run concurrently; their responses go to the outbox.
+    pub fn handle_text(self: &Arc<Self>, text: &str) {
+        match parse_message(text) {
+            Ok(Incoming::Request { id, method, params }) => {
+                let this = self.clone();
+                let cancel = self.track(&id);
+                tokio::spawn(async move {
+                    let response = this.clone().dispatch(id.clone(), &method, params, cancel.clone()).await;
+                    this.untrack(&id);
+                    // A cancelled request gets no response.
+                    if let Some(response) = response {
+                        if !*cancel.borrow() {
+                            this.out.send(response);
+                        }
+                    }
+                });
+            }
+            Ok(Incoming::Notification { method, params }) => self.notification(&method, &params),
+            Ok(Incoming::Response { id, .. }) => {
+                tracing::debug!(%id, "ignoring a response to a request this server did not send");
+            }
+            Err((id, error)) => {
+                tracing::warn!("bad message: {}", error.message);
+                self.out.send(error.response(&id));
+            }
+        }
+    }
+
+    /// Ends every request and subscription of this connection.
+    pub fn close(&self) {
+        for (_, cancel) in self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).drain() {
+            let _ = cancel.send(true);
+        }
+    }
+
+    fn track(&self, id: &RequestId) -> watch::Receiver<bool> {
+        let (tx, rx) = watch::channel(false);
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string(), tx);
+        rx
+    }
+
+    fn untrack(&self, id: &RequestId) {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id.to_string());
+    }
+
+    fn notification(&self, method: &str, params: &Map<String, Value>) {
+        match method {
+            "notifications/cancelled" => {
+                let Some(id) = params.get("requestId") else { return };
+                if let Some(cancel) = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).get(&id.to_string()) {
+                    tracing::debug!(%id, "request cancelled by the client");
+                    let _ = cancel.send(true);
+                }
+            }
+            "notifications/initialized" => self.session().initialized = true,
+            "notifications/roots/list_changed" | "notifications/progress" => {}
+            other => tracing::debug!(method = other, "ignoring notification"),
+        }
+    }
+
+    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Routes a request to its handler and shapes the response for the
+    /// request's era. `None` means no response (a cancelled subscription).
+    async fn dispatch(
+        self: Arc<Self>,
+        id: RequestId,
+        method: &str,
+        params: Map<String, Value>,
+        cancel: watch::Receiver<bool>,
+    ) -> Option<Value> {
+        let era = match session::era_of(&params, &self.session()) {
+            Ok(era) => era,
+            Err(error) => return Some(error.response(&id)),
+        };
+        let outcome = handlers::handle(&self, &id, method, &params, &era, cancel).await;
+        match outcome {
+            Ok(None) => None,
+            Ok(Some(result)) => Some(json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "result": shape_result(&self.server, &era, method, result),
+            })),
+            Err(error) => Some(error.response(&id)),
+        }
+    }
+}
+
+/// Adds what 2026-07-28 requires on every result (`resultType`, server
+/// identity, and caching hints on cacheable ones).
+fn shape_result(server: &Server, era: &Era, method: &str, mut result: Value) -> Value {
+    let Era::Modern { .. } = era else { return result };
+    let Some(obj) = result.as_object_mut() else { return result };
+    obj.entry("resultType").or_insert_with(|| json!("complete"));
+    let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(meta::SERVER_INFO.into(), server.server_info());
+    }
+    let ttl = match method {
+        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" | "server/discover" => {
+            Some((server.options.list_ttl_ms, "public"))
+        }
+        "resources/read" => Some((0, "private")),
+        _ => None,
+    };
+    if let Some((ttl, scope)) = ttl {
+        obj.entry("ttlMs").or_insert_with(|| json!(ttl));
+        obj.entry("cacheScope").or_insert_with(|| json!(scope));
+    }
+    result
+}
+
+/// Shorthand for a `-32602` error.
+fn invalid(message: impl Into<String>) -> RpcError {
+    RpcError::invalid_params(message)
+}

@@ -1,0 +1,80 @@
+//! Per-connection session state (handshake revisions) and the era of each
+//! request: a `_meta` protocol version makes it stateless (2026-07-28).
+
+use super::convert::parse_log_level;
+use crate::protocol::{meta, ErrorCode, RpcError, LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::runtime::types::LogLevel;
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+
+/// The state an `initialize` handshake creates.
+#[derive(Debug, Default)]
+pub struct Session {
+    /// The negotiated revision, once `initialize` was answered.
+    pub version: Option<&'static str>,
+    /// The client's declared capabilities.
+    pub client_capabilities: Value,
+    /// Whether `notifications/initialized` arrived.
+    pub initialized: bool,
+    /// The level set by `logging/setLevel`; `None` sends every level.
+    pub log_level: Option<LogLevel>,
+    /// URIs subscribed with `resources/subscribe`.
+    pub subscriptions: HashSet<String>,
+}
+
+/// How one request is to be served.
+#[derive(Debug, Clone)]
+pub enum Era {
+    /// A handshake revision (or no session yet).
+    Legacy {
+        /// The negotiated revision, if the handshake happened.
+        version: Option<&'static str>,
+    },
+    /// The stateless revision; everything comes from the request's `_meta`.
+    Modern {
+        /// The request's log level opt-in.
+        log_level: Option<LogLevel>,
+    },
+}
+
+impl Era {
+    /// Whether the request is stateless.
+    pub fn is_modern(&self) -> bool {
+        matches!(self, Era::Modern { .. })
+    }
+}
+
+/// Every revision this server speaks, newest first.
+pub fn all_versions() -> Vec<&'static str> {
+    MODERN_VERSIONS.iter().rev().chain(LEGACY_VERSIONS.iter().rev()).copied().collect()
+}
+
+/// Decides the era of a request from its `_meta`.
+pub fn era_of(params: &Map<String, Value>, session: &Session) -> Result<Era, RpcError> {
+    let request_meta = params.get("_meta").and_then(Value::as_object);
+    let Some(requested) = request_meta.and_then(|m| m.get(meta::PROTOCOL_VERSION)) else {
+        return Ok(Era::Legacy { version: session.version });
+    };
+    let request_meta = request_meta.expect("checked above");
+    let requested_text = requested.as_str().unwrap_or_default();
+    if !MODERN_VERSIONS.contains(&requested_text) {
+        return Err(RpcError::new(ErrorCode::UnsupportedProtocolVersion, "Unsupported protocol version")
+            .with_data(json!({ "supported": all_versions(), "requested": requested })));
+    }
+    let Some(client_capabilities) = request_meta.get(meta::CLIENT_CAPABILITIES) else {
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: missing _meta keys: {}",
+            meta::CLIENT_CAPABILITIES
+        )));
+    };
+    if !client_capabilities.is_object() {
+        return Err(RpcError::invalid_params(format!("Invalid params: _meta.{} must be an object", meta::CLIENT_CAPABILITIES)));
+    }
+    let log_level = match request_meta.get(meta::LOG_LEVEL) {
+        None => None,
+        Some(level) => Some(level.as_str().and_then(parse_log_level).ok_or_else(|| {
+            RpcError::invalid_params(format!("Invalid params: unknown log level {level}"))
+        })?),
+    };
+    Ok(Era::Modern { log_level })
+}

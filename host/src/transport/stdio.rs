@@ -1,0 +1,62 @@
+//! The stdio transport: one JSON-RPC message per line on stdin and stdout.
+//! Nothing else is ever written to stdout; logs go to stderr.
+
+use crate::server::{Connection, Outbox, Server, ServerEvent};
+use std::sync::Arc;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// The longest line accepted, in bytes; a longer one is answered with a
+/// parse error and skipped.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// Serves one client over `input`/`output` until `input` closes.
+pub async fn serve<R, W>(server: Arc<Server>, input: R, mut output: W) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (out, mut outgoing) = Outbox::new();
+    let conn = Connection::new(server.clone(), out.clone());
+    let writer = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            let mut line = serde_json::to_vec(&message).expect("JSON values always serialize");
+            line.push(b'\n');
+            if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+
+    let mut reader = BufReader::new(input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1).read_until(b'\n', &mut line).await?;
+        if read == 0 {
+            break;
+        }
+        if line.len() > MAX_LINE && !line.ends_with(b"\n") {
+            out.send(crate::protocol::RpcError::new(crate::protocol::ErrorCode::ParseError, "message too long").response(&serde_json::Value::Null));
+            // Skip the rest of the over-long line.
+            loop {
+                line.clear();
+                let n = AsyncReadExt::take(&mut reader, MAX_LINE as u64).read_until(b'\n', &mut line).await?;
+                if n == 0 || line.ends_with(b"\n") {
+                    break;
+                }
+            }
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim();
+        if !text.is_empty() {
+            conn.handle_text(text);
+        }
+    }
+    server.publish(ServerEvent::Shutdown);
+    conn.close();
+    drop(conn);
+    drop(out);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
+    Ok(())
+}
