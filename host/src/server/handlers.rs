@@ -51,7 +51,6 @@ pub(super) async fn handle(
     let server = &conn.server;
     let catalogue = server.registry.catalogue();
     match method {
-        "initialize" => initialize(conn, params),
         "ping" => Ok(Some(json!({}))),
         "server/discover" => Ok(Some(json!({
             "supportedVersions": all_versions(),
@@ -100,7 +99,7 @@ fn strip_nulls(mut value: Value) -> Value {
     value
 }
 
-fn initialize(conn: &Arc<Connection>, params: &Map<String, Value>) -> Outcome {
+pub(super) fn initialize(conn: &Arc<Connection>, params: &Map<String, Value>) -> Outcome {
     let requested = required_str(params, "protocolVersion")?;
     let client_capabilities = params.get("capabilities").cloned().unwrap_or_else(|| json!({}));
     let version = negotiate_legacy(requested);

@@ -149,10 +149,24 @@ impl Connection {
     pub fn handle_text(self: &Arc<Self>, text: &str) {
         match parse_message(text) {
             Ok(Incoming::Request { id, method, params }) => {
+                // The era and the handshake are settled in arrival order;
+                // everything else runs concurrently.
+                let era = match session::era_of(&params, &self.session()) {
+                    Ok(era) => era,
+                    Err(error) => return self.out.send(error.response(&id)),
+                };
+                if method == "initialize" && !era.is_modern() {
+                    let outcome = handlers::initialize(self, &params);
+                    if let Some(response) = self.respond(&id, &era, &method, outcome) {
+                        self.out.send(response);
+                    }
+                    return;
+                }
                 let this = self.clone();
                 let cancel = self.track(&id);
                 tokio::spawn(async move {
-                    let response = this.clone().dispatch(id.clone(), &method, params, cancel.clone()).await;
+                    let outcome = handlers::handle(&this, &id, &method, &params, &era, cancel.clone()).await;
+                    let response = this.respond(&id, &era, &method, outcome);
                     this.untrack(&id);
                     // A cancelled request gets no response.
                     if let Some(response) = response {
@@ -209,28 +223,17 @@ impl Connection {
         self.session.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Routes a request to its handler and shapes the response for the
-    /// request's era. `None` means no response (a cancelled subscription).
-    async fn dispatch(
-        self: Arc<Self>,
-        id: RequestId,
-        method: &str,
-        params: Map<String, Value>,
-        cancel: watch::Receiver<bool>,
-    ) -> Option<Value> {
-        let era = match session::era_of(&params, &self.session()) {
-            Ok(era) => era,
-            Err(error) => return Some(error.response(&id)),
-        };
-        let outcome = handlers::handle(&self, &id, method, &params, &era, cancel).await;
+    /// The response to request `id`, shaped for its era; `None` means no
+    /// response (a cancelled request).
+    fn respond(&self, id: &RequestId, era: &Era, method: &str, outcome: Result<Option<Value>, RpcError>) -> Option<Value> {
         match outcome {
             Ok(None) => None,
             Ok(Some(result)) => Some(json!({
                 "jsonrpc": "2.0",
                 "id": id,
-                "result": shape_result(&self.server, &era, method, result),
+                "result": shape_result(&self.server, era, method, result),
             })),
-            Err(error) => Some(error.response(&id)),
+            Err(error) => Some(error.response(id)),
         }
     }
 }
