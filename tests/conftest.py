@@ -1,0 +1,130 @@
+"""Shared fixtures: the built host binary and plugin folders (made by scripts/build)."""
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BINARY = ROOT / "target" / "release" / "wasm-mcp"
+PLUGINS = ROOT / "dist" / "plugins"
+FIXTURES = ROOT / "dist" / "fixtures"
+MODERN = "2026-07-28"
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    """One compiled-component cache for the whole run, so each plugin compiles once."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def host_env(cache_dir):
+    config = cache_dir / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n')
+    env = dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="info")
+    return env
+
+
+@pytest.fixture(scope="session")
+def all_plugins(tmp_path_factory):
+    """The example plugins plus the misbehaving test fixtures, in one folder."""
+    folder = tmp_path_factory.mktemp("plugins")
+    for source in list(PLUGINS.glob("*.wasm")) + list(FIXTURES.glob("*.wasm")):
+        shutil.copy(source, folder / source.name)
+    return folder
+
+
+class RawHost:
+    """The host over stdio, spoken to one JSON line at a time."""
+
+    def __init__(self, plugins: Path, env: dict):
+        self.proc = subprocess.Popen(
+            [str(BINARY), "serve", "--plugins", str(plugins)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.pending: list[dict] = []
+        self.next_id = 1000
+
+    def send_line(self, text: str) -> None:
+        self.proc.stdin.write(text.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def send(self, message: dict) -> None:
+        self.send_line(json.dumps(message))
+
+    def read(self, timeout: float = 60.0) -> dict:
+        """The next message on stdout; every line must be one JSON object."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            assert left > 0, "no message from the host in time"
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                line = self.proc.stdout.readline()
+                assert line, f"the host closed stdout; stderr: {self.proc.stderr.read().decode()[-2000:]}"
+                message = json.loads(line)
+                assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line
+                return message
+
+    def response(self, id_, timeout: float = 60.0) -> dict:
+        """The response to request `id_`, keeping other messages for later."""
+        for i, message in enumerate(self.pending):
+            if message.get("id") == id_ and "method" not in message:
+                return self.pending.pop(i)
+        while True:
+            message = self.read(timeout)
+            if message.get("id") == id_ and "method" not in message:
+                return message
+            self.pending.append(message)
+
+    def request(self, method: str, params: dict | None = None, timeout: float = 60.0) -> dict:
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.response(self.next_id, timeout)
+
+    def initialize(self, version: str = "2025-11-25") -> dict:
+        result = self.request(
+            "initialize",
+            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return result
+
+    def close(self) -> str:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        return self.proc.stderr.read().decode()
+
+
+def modern_meta(**extra) -> dict:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    }
+    meta.update(extra)
+    return meta
+
+
+@pytest.fixture
+def raw_host(all_plugins, host_env):
+    host = RawHost(all_plugins, host_env)
+    yield host
+    if host.proc.poll() is None:
+        host.close()

@@ -1,0 +1,109 @@
+"""The real Python `mcp` client over stdio, in its legacy (initialize) mode
+and its stateless 2026-07-28 mode."""
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from conftest import BINARY
+
+pytestmark = pytest.mark.anyio
+
+MODES = ["legacy", "2026-07-28"]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def client(plugins, env, mode, **kwargs) -> Client:
+    params = StdioServerParameters(command=str(BINARY), args=["serve", "--plugins", str(plugins)], env=env)
+    return Client(params, mode=mode, read_timeout_seconds=120, **kwargs)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tools_in_rust_and_python(all_plugins, host_env, mode):
+    async with client(all_plugins, host_env, mode) as c:
+        names = [t.name for t in (await c.list_tools()).tools]
+        for expected in ("greet", "add", "countdown", "word_count", "reverse"):
+            assert expected in names
+        add = next(t for t in (await c.list_tools()).tools if t.name == "add")
+        assert add.input_schema["required"] == ["a", "b"]
+        result = await c.call_tool("add", {"a": 1.5, "b": 2})
+        assert result.structured_content == {"sum": 3.5}
+        greet = await c.call_tool("greet", {"name": "wasm"})
+        assert greet.content[0].text == "Hello, wasm!"
+        words = await c.call_tool("word_count", {"text": "the quick brown fox"})
+        assert words.content[0].text == "4"
+        reverse = await c.call_tool("reverse", {"text": "stressed"})
+        assert reverse.content[0].text == "desserts"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_resources_templates_prompts_and_completions(all_plugins, host_env, mode):
+    async with client(all_plugins, host_env, mode) as c:
+        resources = (await c.list_resources()).resources
+        assert [str(r.uri) for r in resources] == ["notes://index"]
+        templates = (await c.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["notes://note/{id}"]
+        index = await c.read_resource("notes://index")
+        assert index.contents[0].text.split("\n") == ["groceries", "ideas", "todo"]
+        note = await c.read_resource("notes://note/ideas")
+        assert note.contents[0].text == "a wasm host for MCP tools"
+        assert note.contents[0].mime_type == "text/plain"
+        prompts = (await c.list_prompts()).prompts
+        summarize = next(p for p in prompts if p.name == "summarize")
+        assert {a.name: a.required for a in summarize.arguments} == {"id": True, "style": False}
+        got = await c.get_prompt("summarize", {"id": "todo", "style": "detailed"})
+        assert "detailed summary" in got.messages[0].content.text
+        assert "write the README" in got.messages[0].content.text
+        assert got.messages[1].role == "assistant"
+        from mcp_types import PromptReference, ResourceTemplateReference
+
+        done = await c.complete(PromptReference(type="ref/prompt", name="summarize"), {"name": "id", "value": "i"})
+        assert done.completion.values == ["ideas"]
+        done = await c.complete(
+            ResourceTemplateReference(type="ref/resource", uri="notes://note/{id}"), {"name": "id", "value": "t"}
+        )
+        assert done.completion.values == ["todo"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_and_log_notifications(all_plugins, host_env, mode):
+    logs = []
+
+    async def on_log(params):
+        logs.append(params)
+
+    extra = {"logging_callback": on_log}
+    if mode != "legacy":
+        extra["log_level"] = "info"
+    async with client(all_plugins, host_env, mode, **extra) as c:
+        if mode == "legacy":
+            await c.set_logging_level("info")
+        progress = []
+
+        async def on_progress(value, total, message):
+            progress.append((value, total, message))
+
+        result = await c.call_tool("countdown", {"steps": 3}, progress_callback=on_progress)
+        assert result.content[0].text == "counted down from 3"
+        assert progress == [(1.0, 3.0, "counting"), (2.0, 3.0, "counting"), (3.0, 3.0, "counting")]
+        assert [l.data for l in logs] == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+        assert all(l.level == "info" and l.logger == "hello" for l in logs)
+
+
+async def test_auto_mode_discovers_the_stateless_revision(all_plugins, host_env):
+    async with client(all_plugins, host_env, "auto") as c:
+        assert c.session.discover_result is not None
+        assert "2026-07-28" in c.session.discover_result.supported_versions
+        assert (await c.call_tool("greet", {"name": "auto"})).content[0].text == "Hello, auto!"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tool_errors_reach_the_client(all_plugins, host_env, mode):
+    async with client(all_plugins, host_env, mode) as c:
+        trapped = await c.call_tool("trap", {})
+        assert trapped.is_error
+        after = await c.call_tool("add", {"a": 1, "b": 1})
+        assert after.structured_content == {"sum": 2}
