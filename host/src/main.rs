@@ -47,12 +47,15 @@ fn main() -> Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,wasmtime=warn,cranelift=warn")),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("info,wasmtime=warn,cranelift=warn")
+            }),
         )
         .init();
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         match cli.command {
             Command::Serve { plugins, config } => serve(plugins, config).await,
@@ -106,9 +109,13 @@ async fn serve(plugins: Option<PathBuf>, config_path: Option<PathBuf>) -> Result
 }
 
 async fn inspect(file: PathBuf) -> Result<()> {
-    let runtime = Runtime::new(RuntimeConfig { cache_dir: None, ..RuntimeConfig::default() })?;
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: None,
+        ..RuntimeConfig::default()
+    })?;
     let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-    let description = describe(&runtime, &bytes).with_context(|| format!("{} is not a loadable component", file.display()))?;
+    let description = describe(&runtime, &bytes)
+        .with_context(|| format!("{} is not a loadable component", file.display()))?;
     println!("{}", file.display());
     println!("imports:");
     for import in &description.imports {
@@ -124,16 +131,32 @@ async fn inspect(file: PathBuf) -> Result<()> {
             let l = &entry.listing;
             println!("offers:");
             for t in &l.tools {
-                println!("  tool      {}  {}", t.name, t.description.as_deref().unwrap_or(""));
+                println!(
+                    "  tool      {}  {}",
+                    t.name,
+                    t.description.as_deref().unwrap_or("")
+                );
             }
             for r in &l.resources {
-                println!("  resource  {}  {}", r.uri, r.description.as_deref().unwrap_or(&r.name));
+                println!(
+                    "  resource  {}  {}",
+                    r.uri,
+                    r.description.as_deref().unwrap_or(&r.name)
+                );
             }
             for t in &l.templates {
-                println!("  template  {}  {}", t.uri_template, t.description.as_deref().unwrap_or(&t.name));
+                println!(
+                    "  template  {}  {}",
+                    t.uri_template,
+                    t.description.as_deref().unwrap_or(&t.name)
+                );
             }
             for p in &l.prompts {
-                println!("  prompt    {}  {}", p.name, p.description.as_deref().unwrap_or(""));
+                println!(
+                    "  prompt    {}  {}",
+                    p.name,
+                    p.description.as_deref().unwrap_or("")
+                );
             }
             if entry.plugin.exports().completions {
                 println!("  completions");

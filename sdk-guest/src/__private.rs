@@ -53,8 +53,10 @@ pub fn get_prompt(
         .iter()
         .find(|p| p.meta.name == name)
         .ok_or_else(|| Error::NotFound(format!("no prompt named {name}")))?;
-    let args: Map<String, Value> =
-        arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+    let args: Map<String, Value> = arguments
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
     Ok(prompts::PromptResult {
         description: prompt.meta.description.clone(),
         messages: (prompt.render)(args)?,
@@ -75,7 +77,11 @@ pub fn complete(
         .map(|(_, _, f)| f(&request.argument_value, &request.context_arguments));
     let values = found.unwrap_or_default();
     let total = values.len() as u32;
-    Ok(completions::Completion { values, total: Some(total), has_more: false })
+    Ok(completions::Completion {
+        values,
+        total: Some(total),
+        has_more: false,
+    })
 }
 
 fn same_reference(a: &completions::Reference, b: &completions::Reference) -> bool {

@@ -10,7 +10,11 @@ pub type ResourceContents = wit::ResourceContents;
 
 /// Text content.
 pub fn text(text: impl Into<String>) -> Content {
-    Content::Text(wit::TextContent { text: text.into(), annotations: None, meta: None })
+    Content::Text(wit::TextContent {
+        text: text.into(),
+        annotations: None,
+        meta: None,
+    })
 }
 
 /// Image content from raw bytes and a MIME type such as `image/png`.

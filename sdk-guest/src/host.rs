@@ -1,12 +1,12 @@
 //! What the host offers a plugin while it serves a request: logging,
 //! progress, cancellation, change notices, and questions to the client.
 
+use crate::bindings::wasm_mcp::plugin::host as raw;
 pub use crate::bindings::wasm_mcp::plugin::host::{
     ElicitationAction, ElicitationMode, ElicitationRequest, ElicitationResponse, InputError,
     ListKind, Root, SamplingMessage, SamplingRequest, SamplingResponse,
 };
 pub use crate::bindings::wasm_mcp::plugin::types::LogLevel;
-use crate::bindings::wasm_mcp::plugin::host as raw;
 
 /// Logs `message` at `level`; the client sees it if it asked for that level.
 pub fn log(level: LogLevel, message: impl AsRef<str>) {

@@ -45,16 +45,16 @@ pub mod __private;
 
 pub use content::{image, text, Content, ResourceContents};
 pub use plugin::Plugin;
-pub use prompt::{assistant, user, IntoMessages, PromptMessage};
 pub use prompt::Prompt;
+pub use prompt::{assistant, user, IntoMessages, PromptMessage};
 pub use resource::{IntoContents, Resource, Template, UriVars};
-pub use tool::{CallResult, IntoCallResult, Structured, Tool, TaskSupport};
+pub use tool::{CallResult, IntoCallResult, Structured, TaskSupport, Tool};
 
 /// Everything a plugin usually needs, in one `use`.
 pub mod prelude {
     pub use crate::{
-        assistant, export_plugin, host, image, text, user, CallResult, Content, Plugin, PromptMessage, Resource,
-        ResourceContents, Structured, Template, Tool, UriVars,
+        assistant, export_plugin, host, image, text, user, CallResult, Content, Plugin,
+        PromptMessage, Resource, ResourceContents, Structured, Template, Tool, UriVars,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};

@@ -81,7 +81,8 @@ impl Plugin {
         R: IntoMessages,
         F: Fn(A) -> R + 'static,
     {
-        self.prompts.push(Prompt::new(name, f).description(description));
+        self.prompts
+            .push(Prompt::new(name, f).description(description));
         self
     }
 
@@ -91,7 +92,11 @@ impl Plugin {
     where
         F: Fn(&str, &[(String, String)]) -> Vec<String> + 'static,
     {
-        self.completers.push((Reference::Prompt(prompt.into()), argument.into(), Box::new(f)));
+        self.completers.push((
+            Reference::Prompt(prompt.into()),
+            argument.into(),
+            Box::new(f),
+        ));
         self
     }
 
@@ -101,7 +106,8 @@ impl Plugin {
         F: Fn(&str, &[(String, String)]) -> Vec<String> + 'static,
     {
         let reference = Reference::ResourceTemplate(uri_template.into());
-        self.completers.push((reference, variable.into(), Box::new(f)));
+        self.completers
+            .push((reference, variable.into(), Box::new(f)));
         self
     }
 }

@@ -13,12 +13,18 @@ pub type PromptMessage = wit::PromptMessage;
 
 /// A message from the user.
 pub fn user(content: impl Into<PromptContent>) -> PromptMessage {
-    PromptMessage { role: Role::User, content: content.into().0 }
+    PromptMessage {
+        role: Role::User,
+        content: content.into().0,
+    }
 }
 
 /// A message from the assistant.
 pub fn assistant(content: impl Into<PromptContent>) -> PromptMessage {
-    PromptMessage { role: Role::Assistant, content: content.into().0 }
+    PromptMessage {
+        role: Role::Assistant,
+        content: content.into().0,
+    }
 }
 
 /// Content of a prompt message: text or any [`Content`].
@@ -69,7 +75,8 @@ impl IntoMessages for Vec<PromptMessage> {
 
 impl<T: IntoMessages, E: std::fmt::Display> IntoMessages for Result<T, E> {
     fn into_messages(self) -> Result<Vec<PromptMessage>, Error> {
-        self.map_err(|e| Error::Internal(e.to_string()))?.into_messages()
+        self.map_err(|e| Error::Internal(e.to_string()))?
+            .into_messages()
     }
 }
 
@@ -94,7 +101,11 @@ impl Prompt {
         let schema = schema_of::<A>();
         let takes_unit = schema.get("type").and_then(Value::as_str) == Some("null");
         let render: Render = Box::new(move |args| {
-            let value = if takes_unit { Value::Null } else { Value::Object(args) };
+            let value = if takes_unit {
+                Value::Null
+            } else {
+                Value::Object(args)
+            };
             let args: A = serde_json::from_value(value)
                 .map_err(|e| Error::InvalidParams(format!("invalid arguments: {e}")))?;
             f(args).into_messages()
@@ -138,8 +149,14 @@ fn arguments_of(schema: &Value) -> Vec<wit::PromptArgument> {
         .iter()
         .map(|(name, property)| wit::PromptArgument {
             name: name.clone(),
-            title: property.get("title").and_then(Value::as_str).map(str::to_owned),
-            description: property.get("description").and_then(Value::as_str).map(str::to_owned),
+            title: property
+                .get("title")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            description: property
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             required: required.contains(&name.as_str()),
         })
         .collect()

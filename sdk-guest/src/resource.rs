@@ -181,7 +181,10 @@ pub struct UriVars(Vec<(String, String)>);
 impl UriVars {
     /// The value of variable `name`, if the template has it.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -189,7 +192,10 @@ impl UriVars {
 enum Part {
     Literal(String),
     /// A variable; `reserved` (`{+x}`) values may contain `/`.
-    Var { name: String, reserved: bool },
+    Var {
+        name: String,
+        reserved: bool,
+    },
 }
 
 /// A parsed URI template that can match URIs.
@@ -201,7 +207,9 @@ impl UriPattern {
         let mut parts = Vec::new();
         let mut rest = template;
         while let Some(open) = rest.find('{') {
-            let Some(close) = rest[open..].find('}') else { break };
+            let Some(close) = rest[open..].find('}') else {
+                break;
+            };
             if open > 0 {
                 parts.push(Part::Literal(rest[..open].to_owned()));
             }
@@ -210,7 +218,10 @@ impl UriPattern {
                 Some(name) => (true, name),
                 None => (false, expr),
             };
-            parts.push(Part::Var { name: name.to_owned(), reserved });
+            parts.push(Part::Var {
+                name: name.to_owned(),
+                reserved,
+            });
             rest = &rest[open + close + 1..];
         }
         if !rest.is_empty() {
@@ -229,9 +240,9 @@ impl UriPattern {
 fn match_parts(parts: &[Part], uri: &str, vars: &mut Vec<(String, String)>) -> bool {
     match parts.split_first() {
         None => uri.is_empty(),
-        Some((Part::Literal(lit), rest)) => {
-            uri.strip_prefix(lit.as_str()).is_some_and(|tail| match_parts(rest, tail, vars))
-        }
+        Some((Part::Literal(lit), rest)) => uri
+            .strip_prefix(lit.as_str())
+            .is_some_and(|tail| match_parts(rest, tail, vars)),
         Some((Part::Var { name, reserved }, rest)) => {
             // Try the shortest value first so that a following literal anchors it.
             for end in 1..=uri.len() {
@@ -256,4 +267,3 @@ fn match_parts(parts: &[Part], uri: &str, vars: &mut Vec<(String, String)>) -> b
 pub(crate) fn unmatched(uri: &str) -> Error {
     Error::NotFound(format!("no resource at {uri}"))
 }
-

@@ -33,7 +33,12 @@ pub trait IntoCallResult {
 }
 
 fn content_result(content: Vec<Content>) -> CallResult {
-    CallResult { content, structured_content: None, is_error: false, meta: None }
+    CallResult {
+        content,
+        structured_content: None,
+        is_error: false,
+        meta: None,
+    }
 }
 
 impl IntoCallResult for String {
@@ -96,7 +101,12 @@ impl<T: IntoCallResult, E: std::fmt::Display> IntoCallResult for Result<T, E> {
 }
 
 fn error_result(message: String) -> CallResult {
-    CallResult { content: vec![text(message)], structured_content: None, is_error: true, meta: None }
+    CallResult {
+        content: vec![text(message)],
+        structured_content: None,
+        is_error: true,
+        meta: None,
+    }
 }
 
 type Handler = Box<dyn Fn(&str) -> Result<CallResult, Error>>;

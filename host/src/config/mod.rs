@@ -34,7 +34,13 @@ pub struct ServerSection {
 
 impl Default for ServerSection {
     fn default() -> Self {
-        ServerSection { plugins: None, cache_dir: None, page_size: 100, instructions: None, list_ttl_ms: 10_000 }
+        ServerSection {
+            plugins: None,
+            cache_dir: None,
+            page_size: 100,
+            instructions: None,
+            list_ttl_ms: 10_000,
+        }
     }
 }
 
@@ -50,7 +56,10 @@ pub struct LimitsSection {
 
 impl Default for LimitsSection {
     fn default() -> Self {
-        LimitsSection { memory_mb: 256, call_timeout_ms: 60_000 }
+        LimitsSection {
+            memory_mb: 256,
+            call_timeout_ms: 60_000,
+        }
     }
 }
 
@@ -64,16 +73,26 @@ impl LimitsSection {
 impl Config {
     /// Reads and checks `path`. Errors name the file, line and column.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config {}", path.display()))?;
         Self::parse(&text).with_context(|| format!("invalid config {}", path.display()))
     }
 
     /// Parses config text.
     pub fn parse(text: &str) -> Result<Self> {
         let config: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
-        anyhow::ensure!(config.server.page_size > 0, "server.page_size must be at least 1");
-        anyhow::ensure!(config.limits.memory_mb > 0, "limits.memory_mb must be at least 1");
-        anyhow::ensure!(config.limits.call_timeout_ms > 0, "limits.call_timeout_ms must be at least 1");
+        anyhow::ensure!(
+            config.server.page_size > 0,
+            "server.page_size must be at least 1"
+        );
+        anyhow::ensure!(
+            config.limits.memory_mb > 0,
+            "limits.memory_mb must be at least 1"
+        );
+        anyhow::ensure!(
+            config.limits.call_timeout_ms > 0,
+            "limits.call_timeout_ms must be at least 1"
+        );
         Ok(config)
     }
 }
@@ -88,9 +107,15 @@ mod tests {
         assert_eq!(c.server.page_size, 100);
         let c = Config::parse("[limits]\nmemory_mb = 64\n").unwrap();
         assert_eq!(c.limits.memory_mb, 64);
-        let e = format!("{:#}", Config::parse("[limits]\nmemory_mb = \"lots\"\n").unwrap_err());
+        let e = format!(
+            "{:#}",
+            Config::parse("[limits]\nmemory_mb = \"lots\"\n").unwrap_err()
+        );
         assert!(e.contains("line 2"), "{e}");
-        let e = format!("{:#}", Config::parse("[server]\nplugin = \"x\"\n").unwrap_err());
+        let e = format!(
+            "{:#}",
+            Config::parse("[server]\nplugin = \"x\"\n").unwrap_err()
+        );
         assert!(e.contains("unknown field"), "{e}");
     }
 }

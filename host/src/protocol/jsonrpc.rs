@@ -59,7 +59,11 @@ pub struct RpcError {
 impl RpcError {
     /// An error with `code` and `message`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        RpcError { code, message: message.into(), data: None }
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
     }
 
     /// Adds `data`.
@@ -75,7 +79,10 @@ impl RpcError {
 
     /// -32601 for `method`.
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(ErrorCode::MethodNotFound, format!("Method not found: {method}"))
+        Self::new(
+            ErrorCode::MethodNotFound,
+            format!("Method not found: {method}"),
+        )
     }
 
     /// -32603.
@@ -130,10 +137,16 @@ pub enum Incoming {
 /// (`null` when the message had none or could not be read).
 pub fn parse_message(text: &str) -> Result<Incoming, (RequestId, RpcError)> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
-        (Value::Null, RpcError::new(ErrorCode::ParseError, format!("Parse error: {e}")))
+        (
+            Value::Null,
+            RpcError::new(ErrorCode::ParseError, format!("Parse error: {e}")),
+        )
     })?;
     let invalid = |id: &Value, why: &str| {
-        (id.clone(), RpcError::new(ErrorCode::InvalidRequest, format!("Invalid request: {why}")))
+        (
+            id.clone(),
+            RpcError::new(ErrorCode::InvalidRequest, format!("Invalid request: {why}")),
+        )
     };
     let Value::Object(mut obj) = value else {
         let why = if value.is_array() {
@@ -150,7 +163,10 @@ pub fn parse_message(text: &str) -> Result<Incoming, (RequestId, RpcError)> {
     }
     if let Some(id) = &id {
         if !(id.is_string() || id.is_i64() || id.is_u64()) {
-            return Err(invalid(&Value::Null, "\"id\" must be a string or an integer"));
+            return Err(invalid(
+                &Value::Null,
+                "\"id\" must be a string or an integer",
+            ));
         }
     }
     match obj.remove("method") {
@@ -176,9 +192,15 @@ pub fn parse_message(text: &str) -> Result<Incoming, (RequestId, RpcError)> {
                 return Err(invalid(&Value::Null, "no \"method\" and no \"id\""));
             };
             if let Some(result) = obj.remove("result") {
-                Ok(Incoming::Response { id, outcome: Ok(result) })
+                Ok(Incoming::Response {
+                    id,
+                    outcome: Ok(result),
+                })
             } else if let Some(error) = obj.remove("error") {
-                Ok(Incoming::Response { id, outcome: Err(error) })
+                Ok(Incoming::Response {
+                    id,
+                    outcome: Err(error),
+                })
             } else {
                 Err(invalid(&id, "no \"method\", \"result\" or \"error\""))
             }
@@ -193,7 +215,14 @@ mod tests {
     #[test]
     fn parses_requests_notifications_and_responses() {
         let r = parse_message(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
-        assert_eq!(r, Incoming::Request { id: json!(1), method: "ping".into(), params: Map::new() });
+        assert_eq!(
+            r,
+            Incoming::Request {
+                id: json!(1),
+                method: "ping".into(),
+                params: Map::new()
+            }
+        );
         let n = parse_message(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(n, Incoming::Notification { .. }));
         let resp = parse_message(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap();
@@ -204,10 +233,22 @@ mod tests {
     fn rejects_bad_messages_with_the_right_codes() {
         let code = |text: &str| parse_message(text).unwrap_err().1.code;
         assert_eq!(code("{not json"), ErrorCode::ParseError);
-        assert_eq!(code(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#), ErrorCode::InvalidRequest);
-        assert_eq!(code(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), ErrorCode::InvalidRequest);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#), ErrorCode::InvalidParams);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), ErrorCode::InvalidRequest);
+        assert_eq!(
+            code(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
+            ErrorCode::InvalidRequest
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#),
+            ErrorCode::InvalidRequest
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#),
+            ErrorCode::InvalidParams
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#),
+            ErrorCode::InvalidRequest
+        );
         let (id, _) = parse_message(r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#).unwrap_err();
         assert_eq!(id, json!(7));
     }

@@ -25,7 +25,11 @@ pub fn is_modern(version: &str) -> bool {
 /// The revision to answer an `initialize` with: the client's when we speak
 /// it, otherwise our newest handshake revision (the client then decides).
 pub fn negotiate_legacy(requested: &str) -> &'static str {
-    LEGACY_VERSIONS.iter().copied().find(|v| *v == requested).unwrap_or(LATEST_LEGACY)
+    LEGACY_VERSIONS
+        .iter()
+        .copied()
+        .find(|v| *v == requested)
+        .unwrap_or(LATEST_LEGACY)
 }
 
 #[cfg(test)]

@@ -95,11 +95,17 @@ impl Catalogue {
                         continue;
                     }
                 };
-                let Some(name) = unique_name(&cat.tool_index, plugin.name(), &tool.name, "tool") else {
+                let Some(name) = unique_name(&cat.tool_index, plugin.name(), &tool.name, "tool")
+                else {
                     continue;
                 };
                 cat.tool_index.insert(name.clone(), cat.tools.len());
-                cat.tools.push(ToolEntry { name, tool: tool.clone(), plugin: plugin.clone(), validator });
+                cat.tools.push(ToolEntry {
+                    name,
+                    tool: tool.clone(),
+                    plugin: plugin.clone(),
+                    validator,
+                });
             }
             for resource in &entry.listing.resources {
                 if let Some(&i) = cat.resource_index.get(&resource.uri) {
@@ -109,11 +115,19 @@ impl Catalogue {
                     );
                     continue;
                 }
-                cat.resource_index.insert(resource.uri.clone(), cat.resources.len());
-                cat.resources.push(ResourceEntry { resource: resource.clone(), plugin: plugin.clone() });
+                cat.resource_index
+                    .insert(resource.uri.clone(), cat.resources.len());
+                cat.resources.push(ResourceEntry {
+                    resource: resource.clone(),
+                    plugin: plugin.clone(),
+                });
             }
             for template in &entry.listing.templates {
-                if let Some(other) = cat.templates.iter().find(|t| t.template.uri_template == template.uri_template) {
+                if let Some(other) = cat
+                    .templates
+                    .iter()
+                    .find(|t| t.template.uri_template == template.uri_template)
+                {
                     tracing::warn!(
                         plugin = plugin.name(), template = %template.uri_template,
                         "resource template dropped: plugin {} already serves it", other.plugin.name()
@@ -127,11 +141,17 @@ impl Catalogue {
                 });
             }
             for prompt in &entry.listing.prompts {
-                let Some(name) = unique_name(&cat.prompt_index, plugin.name(), &prompt.name, "prompt") else {
+                let Some(name) =
+                    unique_name(&cat.prompt_index, plugin.name(), &prompt.name, "prompt")
+                else {
                     continue;
                 };
                 cat.prompt_index.insert(name.clone(), cat.prompts.len());
-                cat.prompts.push(PromptEntry { name, prompt: prompt.clone(), plugin: plugin.clone() });
+                cat.prompts.push(PromptEntry {
+                    name,
+                    prompt: prompt.clone(),
+                    plugin: plugin.clone(),
+                });
             }
         }
         cat.plugins = plugins;
@@ -154,12 +174,17 @@ impl Catalogue {
         if let Some(&i) = self.resource_index.get(uri) {
             return Some(&self.resources[i].plugin);
         }
-        self.templates.iter().find(|t| t.matcher.matches(uri)).map(|t| &t.plugin)
+        self.templates
+            .iter()
+            .find(|t| t.matcher.matches(uri))
+            .map(|t| &t.plugin)
     }
 
     /// The template with exactly this URI template.
     pub fn template(&self, uri_template: &str) -> Option<&TemplateEntry> {
-        self.templates.iter().find(|t| t.template.uri_template == uri_template)
+        self.templates
+            .iter()
+            .find(|t| t.template.uri_template == uri_template)
     }
 
     /// Whether any plugin exports completions.
@@ -168,16 +193,27 @@ impl Catalogue {
     }
 }
 
-fn unique_name(index: &HashMap<String, usize>, plugin: &str, name: &str, kind: &str) -> Option<String> {
+fn unique_name(
+    index: &HashMap<String, usize>,
+    plugin: &str,
+    name: &str,
+    kind: &str,
+) -> Option<String> {
     if !index.contains_key(name) {
         return Some(name.to_owned());
     }
     let qualified = format!("{plugin}.{name}");
     if index.contains_key(&qualified) {
-        tracing::warn!(plugin, "{kind} {name} dropped: both {name} and {qualified} are taken");
+        tracing::warn!(
+            plugin,
+            "{kind} {name} dropped: both {name} and {qualified} are taken"
+        );
         return None;
     }
-    tracing::warn!(plugin, "{kind} {name} is offered as {qualified}: an earlier plugin already uses {name}");
+    tracing::warn!(
+        plugin,
+        "{kind} {name} is offered as {qualified}: an earlier plugin already uses {name}"
+    );
     Some(qualified)
 }
 

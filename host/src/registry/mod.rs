@@ -22,12 +22,18 @@ pub struct Registry {
 impl Registry {
     /// An empty registry.
     pub fn new(runtime: Arc<Runtime>) -> Self {
-        Registry { runtime, current: RwLock::new(Arc::new(Catalogue::default())) }
+        Registry {
+            runtime,
+            current: RwLock::new(Arc::new(Catalogue::default())),
+        }
     }
 
     /// The catalogue as it is now.
     pub fn catalogue(&self) -> Arc<Catalogue> {
-        self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Installs `catalogue`, returning the previous one.
@@ -44,15 +50,27 @@ impl Registry {
     /// Loads one component file and asks for its lists.
     pub async fn load_file(&self, path: &Path) -> Result<PluginEntry> {
         let name = plugin_name(path)?;
-        let bytes = tokio::fs::read(path).await.with_context(|| format!("reading {}", path.display()))?;
-        let plugin = self.runtime.load(&name, bytes).await.with_context(|| format!("loading {}", path.display()))?;
+        let bytes = tokio::fs::read(path)
+            .await
+            .with_context(|| format!("reading {}", path.display()))?;
+        let plugin = self
+            .runtime
+            .load(&name, bytes)
+            .await
+            .with_context(|| format!("loading {}", path.display()))?;
         Self::describe(plugin).await
     }
 
     /// Asks a loaded plugin for its lists.
     pub async fn describe(plugin: Arc<LoadedPlugin>) -> Result<PluginEntry> {
-        let listing = plugin.list().await.with_context(|| format!("listing what plugin {} offers", plugin.name()))?;
-        Ok(PluginEntry { plugin, listing: Arc::new(listing) })
+        let listing = plugin
+            .list()
+            .await
+            .with_context(|| format!("listing what plugin {} offers", plugin.name()))?;
+        Ok(PluginEntry {
+            plugin,
+            listing: Arc::new(listing),
+        })
     }
 
     /// Loads every `*.wasm` in `dir` (concurrently) and installs the merged
@@ -76,7 +94,9 @@ impl Registry {
                     );
                     entries.push(entry);
                 }
-                (Err(e), path) => tracing::error!(path = %path.display(), "plugin not loaded: {e:#}"),
+                (Err(e), path) => {
+                    tracing::error!(path = %path.display(), "plugin not loaded: {e:#}")
+                }
             }
         }
         self.swap(Catalogue::build(entries));
@@ -97,21 +117,50 @@ pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// A plugin's name: its file stem, which must be letters, digits, `-` or `_`.
 pub fn plugin_name(path: &Path) -> Result<String> {
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-    let valid = !stem.is_empty() && stem.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    anyhow::ensure!(valid, "{}: a plugin file name must be letters, digits, '-' or '_' before .wasm", path.display());
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let valid = !stem.is_empty()
+        && stem
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    anyhow::ensure!(
+        valid,
+        "{}: a plugin file name must be letters, digits, '-' or '_' before .wasm",
+        path.display()
+    );
     Ok(stem.to_owned())
 }
 
 /// Which client-visible lists differ between two catalogues.
-pub fn changed_lists(old: &Catalogue, new: &Catalogue) -> Vec<crate::runtime::host_types::ListKind> {
+pub fn changed_lists(
+    old: &Catalogue,
+    new: &Catalogue,
+) -> Vec<crate::runtime::host_types::ListKind> {
     use crate::runtime::host_types::ListKind;
-    let tools = |c: &Catalogue| c.tools.iter().map(|t| (t.name.clone(), t.tool.clone())).collect::<Vec<_>>();
-    let prompts = |c: &Catalogue| c.prompts.iter().map(|p| (p.name.clone(), p.prompt.clone())).collect::<Vec<_>>();
+    let tools = |c: &Catalogue| {
+        c.tools
+            .iter()
+            .map(|t| (t.name.clone(), t.tool.clone()))
+            .collect::<Vec<_>>()
+    };
+    let prompts = |c: &Catalogue| {
+        c.prompts
+            .iter()
+            .map(|p| (p.name.clone(), p.prompt.clone()))
+            .collect::<Vec<_>>()
+    };
     let resources = |c: &Catalogue| {
         (
-            c.resources.iter().map(|r| r.resource.clone()).collect::<Vec<_>>(),
-            c.templates.iter().map(|t| t.template.clone()).collect::<Vec<_>>(),
+            c.resources
+                .iter()
+                .map(|r| r.resource.clone())
+                .collect::<Vec<_>>(),
+            c.templates
+                .iter()
+                .map(|t| t.template.clone())
+                .collect::<Vec<_>>(),
         )
     };
     let mut changed = Vec::new();

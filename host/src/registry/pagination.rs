@@ -31,7 +31,11 @@ fn encode(offset: usize) -> String {
 
 fn decode(cursor: &str) -> Option<usize> {
     let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
-    std::str::from_utf8(&bytes).ok()?.strip_prefix("o:")?.parse().ok()
+    std::str::from_utf8(&bytes)
+        .ok()?
+        .strip_prefix("o:")?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

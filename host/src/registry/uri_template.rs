@@ -9,7 +9,9 @@ pub struct UriTemplate(Vec<Part>);
 enum Part {
     Literal(String),
     /// A variable; reserved ones (`{+x}`, `{#x}`) may match `/`.
-    Var { reserved: bool },
+    Var {
+        reserved: bool,
+    },
 }
 
 impl UriTemplate {
@@ -18,12 +20,16 @@ impl UriTemplate {
         let mut parts = Vec::new();
         let mut rest = template;
         while let Some(open) = rest.find('{') {
-            let Some(len) = rest[open..].find('}') else { break };
+            let Some(len) = rest[open..].find('}') else {
+                break;
+            };
             if open > 0 {
                 parts.push(Part::Literal(rest[..open].to_owned()));
             }
             let expr = &rest[open + 1..open + len];
-            parts.push(Part::Var { reserved: expr.starts_with(['+', '#']) });
+            parts.push(Part::Var {
+                reserved: expr.starts_with(['+', '#']),
+            });
             rest = &rest[open + len + 1..];
         }
         if !rest.is_empty() {
@@ -41,10 +47,18 @@ impl UriTemplate {
 fn matches(parts: &[Part], uri: &str) -> bool {
     match parts.split_first() {
         None => uri.is_empty(),
-        Some((Part::Literal(lit), rest)) => uri.strip_prefix(lit.as_str()).is_some_and(|t| matches(rest, t)),
+        Some((Part::Literal(lit), rest)) => uri
+            .strip_prefix(lit.as_str())
+            .is_some_and(|t| matches(rest, t)),
         Some((Part::Var { reserved }, rest)) => {
-            let limit = if *reserved { uri.len() } else { uri.find('/').unwrap_or(uri.len()) };
-            (1..=limit).filter(|&end| uri.is_char_boundary(end)).any(|end| matches(rest, &uri[end..]))
+            let limit = if *reserved {
+                uri.len()
+            } else {
+                uri.find('/').unwrap_or(uri.len())
+            };
+            (1..=limit)
+                .filter(|&end| uri.is_char_boundary(end))
+                .any(|end| matches(rest, &uri[end..]))
         }
     }
 }

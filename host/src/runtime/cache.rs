@@ -39,7 +39,9 @@ impl ArtifactCache {
             // folder owned by this host.
             match unsafe { Component::deserialize_file(engine, &path) } {
                 Ok(component) => return Ok((component, hash)),
-                Err(e) => tracing::warn!(path = %path.display(), "ignoring unusable cache entry: {e:#}"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "ignoring unusable cache entry: {e:#}")
+                }
             }
         }
         let component = Component::new(engine, bytes)?;

@@ -51,7 +51,9 @@ where
     T: Send + 'static,
 {
     Box::pin(async {
-        Err(InputError::Unsupported("no client is attached to this call".into()))
+        Err(InputError::Unsupported(
+            "no client is attached to this call".into(),
+        ))
     })
 }
 

@@ -79,23 +79,37 @@ impl Runtime {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        bindings::wasm_mcp::plugin::types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-        bindings::wasm_mcp::plugin::host::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+        bindings::wasm_mcp::plugin::types::add_to_linker::<_, HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )?;
+        bindings::wasm_mcp::plugin::host::add_to_linker::<_, HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         {
             let engine = engine.clone();
             let stop = ticker_stop.clone();
-            std::thread::Builder::new().name("epoch-ticker".into()).spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    engine.increment_epoch();
-                }
-            })?;
+            std::thread::Builder::new()
+                .name("epoch-ticker".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(EPOCH_TICK);
+                        engine.increment_epoch();
+                    }
+                })?;
         }
 
         let cache = ArtifactCache::new(&engine, config.cache_dir.clone());
-        Ok(Arc::new(Runtime { engine, linker, cache, config, ticker_stop }))
+        Ok(Arc::new(Runtime {
+            engine,
+            linker,
+            cache,
+            config,
+            ticker_stop,
+        }))
     }
 
     /// Compiles (or loads from the cache) and links a component. CPU-heavy:

@@ -21,7 +21,11 @@ pub struct LogPipe {
 
 impl LogPipe {
     pub fn new(plugin: Arc<str>, stream: &'static str) -> Self {
-        LogPipe { plugin, stream, line: Arc::default() }
+        LogPipe {
+            plugin,
+            stream,
+            line: Arc::default(),
+        }
     }
 
     fn emit(&self, line: &[u8]) {
@@ -56,7 +60,11 @@ impl Drop for LogPipe {
 }
 
 impl AsyncWrite for LogPipe {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         self.write_bytes(buf);
         Poll::Ready(Ok(buf.len()))
     }

@@ -18,15 +18,15 @@ pub use engine::{Runtime, RuntimeConfig};
 pub use inspect::{describe, ComponentDescription};
 pub use plugin::{CallError, Exports, Listing, LoadedPlugin};
 
-/// The contract's shared types.
-pub use bindings::wasm_mcp::plugin::types;
-/// The contract's `host` interface types.
-pub use bindings::wasm_mcp::plugin::host as host_types;
-/// The contract's `tools` interface types.
-pub use bindings::exports::wasm_mcp::plugin::tools;
-/// The contract's `resources` interface types.
-pub use bindings::exports::wasm_mcp::plugin::resources;
-/// The contract's `prompts` interface types.
-pub use bindings::exports::wasm_mcp::plugin::prompts;
 /// The contract's `completions` interface types.
 pub use bindings::exports::wasm_mcp::plugin::completions;
+/// The contract's `prompts` interface types.
+pub use bindings::exports::wasm_mcp::plugin::prompts;
+/// The contract's `resources` interface types.
+pub use bindings::exports::wasm_mcp::plugin::resources;
+/// The contract's `tools` interface types.
+pub use bindings::exports::wasm_mcp::plugin::tools;
+/// The contract's `host` interface types.
+pub use bindings::wasm_mcp::plugin::host as host_types;
+/// The contract's shared types.
+pub use bindings::wasm_mcp::plugin::types;

@@ -47,7 +47,11 @@ impl CallError {
     fn from_wasm(error: wasmtime::Error) -> Self {
         let detail = match error.downcast_ref::<wasmtime::Trap>() {
             Some(trap) => trap.to_string(),
-            None => format!("{error:#}").lines().next().unwrap_or_default().to_owned(),
+            None => format!("{error:#}")
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
         };
         CallError::Trap(detail)
     }
@@ -97,7 +101,16 @@ impl LoadedPlugin {
                 "the component exports none of wasm-mcp:plugin/tools, resources or prompts @0.1.0"
             );
         }
-        Ok(Arc::new(LoadedPlugin { runtime, name, hash, pre, tools, resources, prompts, completions }))
+        Ok(Arc::new(LoadedPlugin {
+            runtime,
+            name,
+            hash,
+            pre,
+            tools,
+            resources,
+            prompts,
+            completions,
+        }))
     }
 
     /// The plugin's name.
@@ -146,13 +159,18 @@ impl LoadedPlugin {
 
     /// Asks every `list-*` export, in one instance.
     pub async fn list(&self) -> Result<Listing, CallError> {
-        let context: Arc<dyn CallContext> = Arc::new(Quiet { plugin: self.name.to_string() });
+        let context: Arc<dyn CallContext> = Arc::new(Quiet {
+            plugin: self.name.to_string(),
+        });
         let mut store = self.store(context.clone());
         self.guarded(&context, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             let mut listing = Listing::default();
             if let Some(idx) = &self.tools {
-                listing.tools = idx.load(&mut store, &instance)?.call_list_tools(&mut store).await?;
+                listing.tools = idx
+                    .load(&mut store, &instance)?
+                    .call_list_tools(&mut store)
+                    .await?;
             }
             if let Some(idx) = &self.resources {
                 let guest = idx.load(&mut store, &instance)?;
@@ -160,7 +178,10 @@ impl LoadedPlugin {
                 listing.templates = guest.call_list_resource_templates(&mut store).await?;
             }
             if let Some(idx) = &self.prompts {
-                listing.prompts = idx.load(&mut store, &instance)?.call_list_prompts(&mut store).await?;
+                listing.prompts = idx
+                    .load(&mut store, &instance)?
+                    .call_list_prompts(&mut store)
+                    .await?;
             }
             Ok(listing)
         })
@@ -184,7 +205,9 @@ impl LoadedPlugin {
         let mut store = self.store(context.clone());
         self.guarded(&context, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
-            idx.load(&mut store, &instance)?.call_call_tool(&mut store, &name, &arguments).await
+            idx.load(&mut store, &instance)?
+                .call_call_tool(&mut store, &name, &arguments)
+                .await
         })
         .await
     }
@@ -195,11 +218,16 @@ impl LoadedPlugin {
         context: Arc<dyn CallContext>,
         uri: &str,
     ) -> Result<Result<Vec<types::ResourceContents>, types::Error>, CallError> {
-        let idx = self.resources.as_ref().ok_or(CallError::NotExported("resources"))?;
+        let idx = self
+            .resources
+            .as_ref()
+            .ok_or(CallError::NotExported("resources"))?;
         let mut store = self.store(context.clone());
         self.guarded(&context, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
-            idx.load(&mut store, &instance)?.call_read_resource(&mut store, uri).await
+            idx.load(&mut store, &instance)?
+                .call_read_resource(&mut store, uri)
+                .await
         })
         .await
     }
@@ -211,11 +239,16 @@ impl LoadedPlugin {
         name: &str,
         arguments: &[(String, String)],
     ) -> Result<Result<prompts::PromptResult, types::Error>, CallError> {
-        let idx = self.prompts.as_ref().ok_or(CallError::NotExported("prompts"))?;
+        let idx = self
+            .prompts
+            .as_ref()
+            .ok_or(CallError::NotExported("prompts"))?;
         let mut store = self.store(context.clone());
         self.guarded(&context, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
-            idx.load(&mut store, &instance)?.call_get_prompt(&mut store, name, arguments).await
+            idx.load(&mut store, &instance)?
+                .call_get_prompt(&mut store, name, arguments)
+                .await
         })
         .await
     }
@@ -226,11 +259,16 @@ impl LoadedPlugin {
         context: Arc<dyn CallContext>,
         request: &completions::CompletionRequest,
     ) -> Result<Result<completions::Completion, types::Error>, CallError> {
-        let idx = self.completions.as_ref().ok_or(CallError::NotExported("completions"))?;
+        let idx = self
+            .completions
+            .as_ref()
+            .ok_or(CallError::NotExported("completions"))?;
         let mut store = self.store(context.clone());
         self.guarded(&context, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
-            idx.load(&mut store, &instance)?.call_complete(&mut store, request).await
+            idx.load(&mut store, &instance)?
+                .call_complete(&mut store, request)
+                .await
         })
         .await
     }

@@ -31,13 +31,21 @@ impl CallState {
             .memory_size(memory_bytes)
             .trap_on_grow_failure(true)
             .build();
-        CallState { wasi, table: ResourceTable::new(), limits, context }
+        CallState {
+            wasi,
+            table: ResourceTable::new(),
+            limits,
+            context,
+        }
     }
 }
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 

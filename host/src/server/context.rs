@@ -35,7 +35,10 @@ fn unsupported<T: Send + 'static>(what: &str) -> BoxFuture<Result<T, InputError>
 impl CallContext for RequestScope {
     fn log(&self, level: LogLevel, message: String) {
         tracing::debug!(plugin = %self.plugin, level = log_level_name(level), "{message}");
-        if self.log_level.is_some_and(|min| severity(level) >= severity(min)) {
+        if self
+            .log_level
+            .is_some_and(|min| severity(level) >= severity(min))
+        {
             self.out.notify(
                 "notifications/message",
                 json!({ "level": log_level_name(level), "logger": self.plugin, "data": message }),
@@ -44,7 +47,9 @@ impl CallContext for RequestScope {
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        let Some(token) = &self.progress_token else { return };
+        let Some(token) = &self.progress_token else {
+            return;
+        };
         let mut params = json!({ "progressToken": token, "progress": progress });
         if let Some(total) = total {
             params["total"] = json!(total);
@@ -69,7 +74,10 @@ impl CallContext for RequestScope {
     }
 
     fn list_changed(&self, kind: ListKind) {
-        let _ = self.events.send(ServerEvent::PluginListChanged { plugin: self.plugin.clone(), kind });
+        let _ = self.events.send(ServerEvent::PluginListChanged {
+            plugin: self.plugin.clone(),
+            kind,
+        });
     }
 
     fn resource_updated(&self, uri: String) {

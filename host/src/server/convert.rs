@@ -7,7 +7,8 @@ use serde_json::{json, Map, Value};
 
 /// Parses JSON text a plugin produced; `what` names it in the error.
 pub fn plugin_json(text: &str, what: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| format!("the plugin returned invalid JSON for {what}: {e}"))
+    serde_json::from_str(text)
+        .map_err(|e| format!("the plugin returned invalid JSON for {what}: {e}"))
 }
 
 fn put(obj: &mut Map<String, Value>, key: &str, value: Option<Value>) {
@@ -38,7 +39,10 @@ fn annotations(a: &Option<types::Annotations>) -> Option<Value> {
     let a = a.as_ref()?;
     let mut obj = Map::new();
     if !a.audience.is_empty() {
-        obj.insert("audience".into(), a.audience.iter().map(|r| json!(role(*r))).collect());
+        obj.insert(
+            "audience".into(),
+            a.audience.iter().map(|r| json!(role(*r))).collect(),
+        );
     }
     put(&mut obj, "priority", a.priority.map(|p| json!(p)));
     put_str(&mut obj, "lastModified", &a.last_modified);
@@ -90,7 +94,11 @@ pub fn content(c: &types::Content) -> Value {
         types::Content::Image(m) | types::Content::Audio(m) => {
             obj.insert("data".into(), json!(B64.encode(&m.data)));
             obj.insert("mimeType".into(), json!(m.mime_type));
-            let kind = if matches!(c, types::Content::Image(_)) { "image" } else { "audio" };
+            let kind = if matches!(c, types::Content::Image(_)) {
+                "image"
+            } else {
+                "audio"
+            };
             (kind, &m.annotations, &m.meta)
         }
         types::Content::ResourceLink(l) => {
@@ -119,17 +127,38 @@ pub fn tool(name: &str, t: &tools::Tool, with_output_schema: bool) -> Value {
     obj.insert("name".into(), json!(name));
     put_str(&mut obj, "title", &t.title);
     put_str(&mut obj, "description", &t.description);
-    obj.insert("inputSchema".into(), serde_json::from_str(&t.input_schema).unwrap_or_else(|_| json!({"type": "object"})));
+    obj.insert(
+        "inputSchema".into(),
+        serde_json::from_str(&t.input_schema).unwrap_or_else(|_| json!({"type": "object"})),
+    );
     if with_output_schema {
-        put(&mut obj, "outputSchema", t.output_schema.as_deref().and_then(|s| serde_json::from_str(s).ok()));
+        put(
+            &mut obj,
+            "outputSchema",
+            t.output_schema
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok()),
+        );
     }
     if let Some(a) = &t.annotations {
         let mut ann = Map::new();
         put_str(&mut ann, "title", &a.title);
         put(&mut ann, "readOnlyHint", a.read_only_hint.map(Value::Bool));
-        put(&mut ann, "destructiveHint", a.destructive_hint.map(Value::Bool));
-        put(&mut ann, "idempotentHint", a.idempotent_hint.map(Value::Bool));
-        put(&mut ann, "openWorldHint", a.open_world_hint.map(Value::Bool));
+        put(
+            &mut ann,
+            "destructiveHint",
+            a.destructive_hint.map(Value::Bool),
+        );
+        put(
+            &mut ann,
+            "idempotentHint",
+            a.idempotent_hint.map(Value::Bool),
+        );
+        put(
+            &mut ann,
+            "openWorldHint",
+            a.open_world_hint.map(Value::Bool),
+        );
         obj.insert("annotations".into(), Value::Object(ann));
     }
     let support = match t.task_support {
@@ -137,7 +166,11 @@ pub fn tool(name: &str, t: &tools::Tool, with_output_schema: bool) -> Value {
         tools::TaskSupport::Optional => Some("optional"),
         tools::TaskSupport::Required => Some("required"),
     };
-    put(&mut obj, "execution", support.map(|s| json!({ "taskSupport": s })));
+    put(
+        &mut obj,
+        "execution",
+        support.map(|s| json!({ "taskSupport": s })),
+    );
     put(&mut obj, "icons", icons(&t.icons));
     put_meta(&mut obj, &t.meta);
     Value::Object(obj)
@@ -148,7 +181,10 @@ pub fn call_result(r: &tools::CallResult) -> Result<Value, String> {
     let mut obj = Map::new();
     obj.insert("content".into(), r.content.iter().map(content).collect());
     if let Some(structured) = &r.structured_content {
-        obj.insert("structuredContent".into(), plugin_json(structured, "structured-content")?);
+        obj.insert(
+            "structuredContent".into(),
+            plugin_json(structured, "structured-content")?,
+        );
     }
     if r.is_error {
         obj.insert("isError".into(), Value::Bool(true));
@@ -219,8 +255,11 @@ pub fn prompt(name: &str, p: &prompts::Prompt) -> Value {
 pub fn prompt_result(r: &prompts::PromptResult) -> Value {
     let mut obj = Map::new();
     put_str(&mut obj, "description", &r.description);
-    let messages: Vec<Value> =
-        r.messages.iter().map(|m| json!({ "role": role(m.role), "content": content(&m.content) })).collect();
+    let messages: Vec<Value> = r
+        .messages
+        .iter()
+        .map(|m| json!({ "role": role(m.role), "content": content(&m.content) }))
+        .collect();
     obj.insert("messages".into(), Value::Array(messages));
     put_meta(&mut obj, &r.meta);
     Value::Object(obj)

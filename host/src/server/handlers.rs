@@ -15,8 +15,13 @@ use tokio::sync::{broadcast, watch};
 type Outcome = Result<Option<Value>, RpcError>;
 
 /// Methods that only exist with the `initialize` handshake.
-const LEGACY_ONLY: &[&str] =
-    &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+const LEGACY_ONLY: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
 
 /// Methods that only exist on the stateless revision.
 const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen"];
@@ -37,7 +42,11 @@ pub(super) async fn handle(
         Era::Legacy { .. } if MODERN_ONLY.contains(&method) => {
             return Err(RpcError::new(
                 ErrorCode::InvalidRequest,
-                format!("{method} needs _meta.\"{}\" of a stateless revision ({})", meta::PROTOCOL_VERSION, all_versions()[0]),
+                format!(
+                    "{method} needs _meta.\"{}\" of a stateless revision ({})",
+                    meta::PROTOCOL_VERSION,
+                    all_versions()[0]
+                ),
             ));
         }
         Era::Legacy { version: None } if !matches!(method, "initialize" | "ping") => {
@@ -57,22 +66,40 @@ pub(super) async fn handle(
             "capabilities": capabilities(&catalogue, era),
             "serverInfo": server.server_info(),
             "instructions": server.options.instructions,
-        })).map(strip_nulls)),
+        }))
+        .map(strip_nulls)),
         "logging/setLevel" => {
-            let level = params.get("level").and_then(Value::as_str).and_then(convert::parse_log_level);
-            let level = level.ok_or_else(|| invalid("Invalid params: \"level\" must be an MCP log level"))?;
+            let level = params
+                .get("level")
+                .and_then(Value::as_str)
+                .and_then(convert::parse_log_level);
+            let level = level
+                .ok_or_else(|| invalid("Invalid params: \"level\" must be an MCP log level"))?;
             conn.session().log_level = Some(level);
             Ok(Some(json!({})))
         }
         "tools/list" => {
-            let with_output_schema = !matches!(era, Era::Legacy { version: Some("2024-11-05" | "2025-03-26") });
-            list(&catalogue.tools, params, server, "tools", |t| convert::tool(&t.name, &t.tool, with_output_schema))
+            let with_output_schema = !matches!(
+                era,
+                Era::Legacy {
+                    version: Some("2024-11-05" | "2025-03-26")
+                }
+            );
+            list(&catalogue.tools, params, server, "tools", |t| {
+                convert::tool(&t.name, &t.tool, with_output_schema)
+            })
         }
         "tools/call" => call_tool(conn, &catalogue, params, era, cancel).await,
-        "resources/list" => list(&catalogue.resources, params, server, "resources", |r| convert::resource(&r.resource)),
-        "resources/templates/list" => {
-            list(&catalogue.templates, params, server, "resourceTemplates", |t| convert::template(&t.template))
-        }
+        "resources/list" => list(&catalogue.resources, params, server, "resources", |r| {
+            convert::resource(&r.resource)
+        }),
+        "resources/templates/list" => list(
+            &catalogue.templates,
+            params,
+            server,
+            "resourceTemplates",
+            |t| convert::template(&t.template),
+        ),
         "resources/read" => read_resource(conn, &catalogue, params, era, cancel).await,
         "resources/subscribe" | "resources/unsubscribe" => {
             let uri = required_str(params, "uri")?;
@@ -84,7 +111,9 @@ pub(super) async fn handle(
             }
             Ok(Some(json!({})))
         }
-        "prompts/list" => list(&catalogue.prompts, params, server, "prompts", |p| convert::prompt(&p.name, &p.prompt)),
+        "prompts/list" => list(&catalogue.prompts, params, server, "prompts", |p| {
+            convert::prompt(&p.name, &p.prompt)
+        }),
         "prompts/get" => get_prompt(conn, &catalogue, params, era, cancel).await,
         "completion/complete" => complete(conn, &catalogue, params, era, cancel).await,
         "subscriptions/listen" => listen(conn, id, params, cancel).await,
@@ -101,19 +130,27 @@ fn strip_nulls(mut value: Value) -> Value {
 
 pub(super) fn initialize(conn: &Arc<Connection>, params: &Map<String, Value>) -> Outcome {
     let requested = required_str(params, "protocolVersion")?;
-    let client_capabilities = params.get("capabilities").cloned().unwrap_or_else(|| json!({}));
+    let client_capabilities = params
+        .get("capabilities")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let version = negotiate_legacy(requested);
     {
         let mut session = conn.session();
         if session.version.is_some() {
-            return Err(RpcError::new(ErrorCode::InvalidRequest, "initialize was already received on this connection"));
+            return Err(RpcError::new(
+                ErrorCode::InvalidRequest,
+                "initialize was already received on this connection",
+            ));
         }
         session.version = Some(version);
         session.client_capabilities = client_capabilities;
     }
     let server = &conn.server;
     let catalogue = server.registry.catalogue();
-    let era = Era::Legacy { version: Some(version) };
+    let era = Era::Legacy {
+        version: Some(version),
+    };
     Ok(Some(strip_nulls(json!({
         "protocolVersion": version,
         "capabilities": capabilities(&catalogue, &era),
@@ -133,7 +170,10 @@ fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
     }
     let has_resources = !catalogue.resources.is_empty() || !catalogue.templates.is_empty();
     if has_resources {
-        caps.insert("resources".into(), json!({ "subscribe": true, "listChanged": true }));
+        caps.insert(
+            "resources".into(),
+            json!({ "subscribe": true, "listChanged": true }),
+        );
     }
     if !catalogue.prompts.is_empty() {
         caps.insert("prompts".into(), json!({ "listChanged": true }));
@@ -164,8 +204,8 @@ fn list<T>(
         Some(Value::String(c)) => Some(c.as_str()),
         Some(_) => return Err(invalid("Invalid params: \"cursor\" must be a string")),
     };
-    let (page, next) =
-        pagination::page(items, cursor, server.options.page_size).map_err(|e| invalid(format!("Invalid params: {e}")))?;
+    let (page, next) = pagination::page(items, cursor, server.options.page_size)
+        .map_err(|e| invalid(format!("Invalid params: {e}")))?;
     let mut result = json!({ key: page.iter().map(render).collect::<Vec<_>>() });
     if let Some(next) = next {
         result["nextCursor"] = json!(next);
@@ -185,7 +225,10 @@ fn scope(
         Era::Modern { log_level, .. } => *log_level,
         Era::Legacy { .. } => Some(conn.session().log_level.unwrap_or(types::LogLevel::Debug)),
     };
-    let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+    let progress_token = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .cloned();
     Arc::new(RequestScope {
         plugin: plugin.name().to_owned(),
         out: conn.out.clone(),
@@ -226,7 +269,9 @@ async fn call_tool(
         Some(Value::Object(a)) => Value::Object(a.clone()),
         Some(_) => return Err(invalid("Invalid params: \"arguments\" must be an object")),
     };
-    let entry = catalogue.tool(name).ok_or_else(|| invalid(format!("Unknown tool: {name}")))?;
+    let entry = catalogue
+        .tool(name)
+        .ok_or_else(|| invalid(format!("Unknown tool: {name}")))?;
     let problems: Vec<Value> = entry
         .validator
         .iter_errors(&arguments)
@@ -237,18 +282,29 @@ async fn call_tool(
             .iter()
             .map(|p| {
                 let path = p["path"].as_str().unwrap_or_default();
-                let at = if path.is_empty() { "arguments".to_owned() } else { format!("arguments{path}") };
+                let at = if path.is_empty() {
+                    "arguments".to_owned()
+                } else {
+                    format!("arguments{path}")
+                };
                 format!("{at}: {}", p["message"].as_str().unwrap_or_default())
             })
             .collect();
-        return Err(invalid(format!("Invalid arguments for tool {name}: {}", summary.join("; ")))
-            .with_data(json!({ "errors": problems })));
+        return Err(invalid(format!(
+            "Invalid arguments for tool {name}: {}",
+            summary.join("; ")
+        ))
+        .with_data(json!({ "errors": problems })));
     }
     let plugin = &entry.plugin;
     let context = scope(conn, plugin, params, era, cancel);
-    let outcome = plugin.call_tool(context, &entry.tool.name, &arguments.to_string()).await;
+    let outcome = plugin
+        .call_tool(context, &entry.tool.name, &arguments.to_string())
+        .await;
     match outcome {
-        Ok(Ok(result)) => convert::call_result(&result).map(Some).map_err(RpcError::internal),
+        Ok(Ok(result)) => convert::call_result(&result)
+            .map(Some)
+            .map_err(RpcError::internal),
         Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
         Err(error) => Ok(call_failed(plugin, error).map(|m| convert::tool_error(&m))),
@@ -271,11 +327,16 @@ async fn read_resource(
     cancel: watch::Receiver<bool>,
 ) -> Outcome {
     let uri = required_str(params, "uri")?;
-    let not_found = || RpcError::new(not_found_code(era), format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }));
+    let not_found = || {
+        RpcError::new(not_found_code(era), format!("Resource not found: {uri}"))
+            .with_data(json!({ "uri": uri }))
+    };
     let plugin = catalogue.resource_owner(uri).ok_or_else(not_found)?;
     let context = scope(conn, plugin, params, era, cancel);
     match plugin.read_resource(context, uri).await {
-        Ok(Ok(contents)) => Ok(Some(json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() }))),
+        Ok(Ok(contents)) => Ok(Some(
+            json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() }),
+        )),
         Ok(Err(types::Error::NotFound(_))) => Err(not_found()),
         Ok(Err(error)) => Err(plugin_error(error, not_found_code(era))),
         Err(error) => match call_failed(plugin, error) {
@@ -293,15 +354,19 @@ async fn get_prompt(
     cancel: watch::Receiver<bool>,
 ) -> Outcome {
     let name = required_str(params, "name")?;
-    let entry = catalogue.prompt(name).ok_or_else(|| invalid(format!("Unknown prompt: {name}")))?;
+    let entry = catalogue
+        .prompt(name)
+        .ok_or_else(|| invalid(format!("Unknown prompt: {name}")))?;
     let mut arguments = Vec::new();
     match params.get("arguments") {
         None | Some(Value::Null) => {}
         Some(Value::Object(args)) => {
             for (key, value) in args {
-                let value = value
-                    .as_str()
-                    .ok_or_else(|| invalid(format!("Invalid params: prompt argument \"{key}\" must be a string")))?;
+                let value = value.as_str().ok_or_else(|| {
+                    invalid(format!(
+                        "Invalid params: prompt argument \"{key}\" must be a string"
+                    ))
+                })?;
                 arguments.push((key.clone(), value.to_owned()));
             }
         }
@@ -315,11 +380,17 @@ async fn get_prompt(
         .map(|a| a.name.as_str())
         .collect();
     if !missing.is_empty() {
-        return Err(invalid(format!("Missing required argument(s) for prompt {name}: {}", missing.join(", "))));
+        return Err(invalid(format!(
+            "Missing required argument(s) for prompt {name}: {}",
+            missing.join(", ")
+        )));
     }
     let plugin = &entry.plugin;
     let context = scope(conn, plugin, params, era, cancel);
-    match plugin.get_prompt(context, &entry.prompt.name, &arguments).await {
+    match plugin
+        .get_prompt(context, &entry.prompt.name, &arguments)
+        .await
+    {
         Ok(Ok(result)) => Ok(Some(convert::prompt_result(&result))),
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
         Err(error) => match call_failed(plugin, error) {
@@ -336,7 +407,10 @@ async fn complete(
     era: &Era,
     cancel: watch::Receiver<bool>,
 ) -> Outcome {
-    let reference = params.get("ref").and_then(Value::as_object).ok_or_else(|| invalid("Invalid params: \"ref\" must be an object"))?;
+    let reference = params
+        .get("ref")
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("Invalid params: \"ref\" must be an object"))?;
     let argument = params
         .get("argument")
         .and_then(Value::as_object)
@@ -347,25 +421,50 @@ async fn complete(
         .get("context")
         .and_then(|c| c.get("arguments"))
         .and_then(Value::as_object)
-        .map(|args| args.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
+        .map(|args| {
+            args.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
         .unwrap_or_default();
     let (plugin, reference) = match reference.get("type").and_then(Value::as_str) {
         Some("ref/prompt") => {
             let name = required_str(reference, "name")?;
-            let entry = catalogue.prompt(name).ok_or_else(|| invalid(format!("Unknown prompt: {name}")))?;
-            (&entry.plugin, completions::Reference::Prompt(entry.prompt.name.clone()))
+            let entry = catalogue
+                .prompt(name)
+                .ok_or_else(|| invalid(format!("Unknown prompt: {name}")))?;
+            (
+                &entry.plugin,
+                completions::Reference::Prompt(entry.prompt.name.clone()),
+            )
         }
         Some("ref/resource") => {
             let uri = required_str(reference, "uri")?;
-            let entry = catalogue.template(uri).ok_or_else(|| invalid(format!("Unknown resource template: {uri}")))?;
-            (&entry.plugin, completions::Reference::ResourceTemplate(uri.to_owned()))
+            let entry = catalogue
+                .template(uri)
+                .ok_or_else(|| invalid(format!("Unknown resource template: {uri}")))?;
+            (
+                &entry.plugin,
+                completions::Reference::ResourceTemplate(uri.to_owned()),
+            )
         }
-        _ => return Err(invalid("Invalid params: \"ref.type\" must be \"ref/prompt\" or \"ref/resource\"")),
+        _ => {
+            return Err(invalid(
+                "Invalid params: \"ref.type\" must be \"ref/prompt\" or \"ref/resource\"",
+            ))
+        }
     };
     if !plugin.exports().completions {
-        return Ok(Some(json!({ "completion": { "values": [], "hasMore": false } })));
+        return Ok(Some(
+            json!({ "completion": { "values": [], "hasMore": false } }),
+        ));
     }
-    let request = completions::CompletionRequest { reference, argument_name, argument_value, context_arguments };
+    let request = completions::CompletionRequest {
+        reference,
+        argument_name,
+        argument_value,
+        context_arguments,
+    };
     let context = scope(conn, plugin, params, era, cancel);
     match plugin.complete(context, &request).await {
         Ok(Ok(completion)) => Ok(Some(convert::completion(&completion))),
@@ -385,16 +484,32 @@ async fn listen(
     params: &Map<String, Value>,
     mut cancel: watch::Receiver<bool>,
 ) -> Outcome {
-    let filter = params.get("notifications").and_then(Value::as_object).cloned().unwrap_or_default();
+    let filter = params
+        .get("notifications")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     let wants = |key: &str| filter.get(key).and_then(Value::as_bool).unwrap_or(false);
-    let (tools, prompts, resources) = (wants("toolsListChanged"), wants("promptsListChanged"), wants("resourcesListChanged"));
+    let (tools, prompts, resources) = (
+        wants("toolsListChanged"),
+        wants("promptsListChanged"),
+        wants("resourcesListChanged"),
+    );
     let uris: Vec<String> = filter
         .get("resourceSubscriptions")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|u| u.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     let mut honored = Map::new();
-    for (key, on) in [("toolsListChanged", tools), ("promptsListChanged", prompts), ("resourcesListChanged", resources)] {
+    for (key, on) in [
+        ("toolsListChanged", tools),
+        ("promptsListChanged", prompts),
+        ("resourcesListChanged", resources),
+    ] {
         if on {
             honored.insert(key.into(), json!(true));
         }
@@ -404,17 +519,28 @@ async fn listen(
     }
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
     let mut events = conn.server.subscribe();
-    conn.out.notify("notifications/subscriptions/acknowledged", json!({ "_meta": tag, "notifications": honored }));
+    conn.out.notify(
+        "notifications/subscriptions/acknowledged",
+        json!({ "_meta": tag, "notifications": honored }),
+    );
     loop {
         let event = tokio::select! {
             event = events.recv() => event,
             _ = cancel.wait_for(|c| *c) => return Ok(None),
         };
         let (method, mut params) = match event {
-            Ok(ServerEvent::ListChanged(ListKind::Tools)) if tools => ("notifications/tools/list_changed", json!({})),
-            Ok(ServerEvent::ListChanged(ListKind::Prompts)) if prompts => ("notifications/prompts/list_changed", json!({})),
-            Ok(ServerEvent::ListChanged(ListKind::Resources)) if resources => ("notifications/resources/list_changed", json!({})),
-            Ok(ServerEvent::ResourceUpdated(uri)) if uris.contains(&uri) => ("notifications/resources/updated", json!({ "uri": uri })),
+            Ok(ServerEvent::ListChanged(ListKind::Tools)) if tools => {
+                ("notifications/tools/list_changed", json!({}))
+            }
+            Ok(ServerEvent::ListChanged(ListKind::Prompts)) if prompts => {
+                ("notifications/prompts/list_changed", json!({}))
+            }
+            Ok(ServerEvent::ListChanged(ListKind::Resources)) if resources => {
+                ("notifications/resources/list_changed", json!({}))
+            }
+            Ok(ServerEvent::ResourceUpdated(uri)) if uris.contains(&uri) => {
+                ("notifications/resources/updated", json!({ "uri": uri }))
+            }
             Ok(ServerEvent::Shutdown) | Err(broadcast::error::RecvError::Closed) => {
                 return Ok(Some(json!({ "_meta": tag })));
             }
@@ -431,7 +557,10 @@ async fn listen(
 
 /// Sends change notifications to a handshake-revision connection once it is
 /// initialized: list changes always, resource updates for subscribed URIs.
-pub(super) async fn forward_legacy_events(conn: Weak<Connection>, mut events: broadcast::Receiver<ServerEvent>) {
+pub(super) async fn forward_legacy_events(
+    conn: Weak<Connection>,
+    mut events: broadcast::Receiver<ServerEvent>,
+) {
     loop {
         let event = match events.recv().await {
             Ok(event) => event,
@@ -460,7 +589,8 @@ pub(super) async fn forward_legacy_events(conn: Weak<Connection>, mut events: br
                 conn.out.notify(method, json!({}));
             }
             ServerEvent::ResourceUpdated(uri) if subscribed => {
-                conn.out.notify("notifications/resources/updated", json!({ "uri": uri }));
+                conn.out
+                    .notify("notifications/resources/updated", json!({ "uri": uri }));
             }
             _ => {}
         }
@@ -478,10 +608,17 @@ pub(super) async fn relist_on_plugin_change(server: Arc<Server>) {
             _ => continue,
         };
         let old = server.registry.catalogue();
-        let Some(entry) = old.plugins.iter().find(|p| p.plugin.name() == plugin) else { continue };
+        let Some(entry) = old.plugins.iter().find(|p| p.plugin.name() == plugin) else {
+            continue;
+        };
         match Registry::describe(entry.plugin.clone()).await {
             Ok(fresh) => {
-                let mut entries: Vec<_> = old.plugins.iter().filter(|p| p.plugin.name() != plugin).cloned().collect();
+                let mut entries: Vec<_> = old
+                    .plugins
+                    .iter()
+                    .filter(|p| p.plugin.name() != plugin)
+                    .cloned()
+                    .collect();
                 entries.push(fresh);
                 let new = Catalogue::build(entries);
                 let changed = crate::registry::changed_lists(&old, &new);

@@ -74,7 +74,11 @@ impl Server {
     /// which report a changed list.
     pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {
         let (events, _) = broadcast::channel(1024);
-        let server = Arc::new(Server { registry, options, events });
+        let server = Arc::new(Server {
+            registry,
+            options,
+            events,
+        });
         tokio::spawn(handlers::relist_on_plugin_change(server.clone()));
         server
     }
@@ -140,7 +144,10 @@ impl Connection {
             session: Mutex::new(Session::default()),
             in_flight: Mutex::new(HashMap::new()),
         });
-        tokio::spawn(handlers::forward_legacy_events(Arc::downgrade(&conn), conn.server.subscribe()));
+        tokio::spawn(handlers::forward_legacy_events(
+            Arc::downgrade(&conn),
+            conn.server.subscribe(),
+        ));
         conn
     }
 
@@ -165,7 +172,8 @@ impl Connection {
                 let this = self.clone();
                 let cancel = self.track(&id);
                 tokio::spawn(async move {
-                    let outcome = handlers::handle(&this, &id, &method, &params, &era, cancel.clone()).await;
+                    let outcome =
+                        handlers::handle(&this, &id, &method, &params, &era, cancel.clone()).await;
                     let response = this.respond(&id, &era, &method, outcome);
                     this.untrack(&id);
                     // A cancelled request gets no response.
@@ -189,26 +197,44 @@ impl Connection {
 
     /// Ends every request and subscription of this connection.
     pub fn close(&self) {
-        for (_, cancel) in self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).drain() {
+        for (_, cancel) in self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+        {
             let _ = cancel.send(true);
         }
     }
 
     fn track(&self, id: &RequestId) -> watch::Receiver<bool> {
         let (tx, rx) = watch::channel(false);
-        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string(), tx);
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string(), tx);
         rx
     }
 
     fn untrack(&self, id: &RequestId) {
-        self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id.to_string());
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id.to_string());
     }
 
     fn notification(&self, method: &str, params: &Map<String, Value>) {
         match method {
             "notifications/cancelled" => {
-                let Some(id) = params.get("requestId") else { return };
-                if let Some(cancel) = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).get(&id.to_string()) {
+                let Some(id) = params.get("requestId") else {
+                    return;
+                };
+                if let Some(cancel) = self
+                    .in_flight
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&id.to_string())
+                {
                     tracing::debug!(%id, "request cancelled by the client");
                     let _ = cancel.send(true);
                 }
@@ -225,7 +251,13 @@ impl Connection {
 
     /// The response to request `id`, shaped for its era; `None` means no
     /// response (a cancelled request).
-    fn respond(&self, id: &RequestId, era: &Era, method: &str, outcome: Result<Option<Value>, RpcError>) -> Option<Value> {
+    fn respond(
+        &self,
+        id: &RequestId,
+        era: &Era,
+        method: &str,
+        outcome: Result<Option<Value>, RpcError>,
+    ) -> Option<Value> {
         match outcome {
             Ok(None) => None,
             Ok(Some(result)) => Some(json!({
@@ -241,17 +273,23 @@ impl Connection {
 /// Adds what 2026-07-28 requires on every result (`resultType`, server
 /// identity, and caching hints on cacheable ones).
 fn shape_result(server: &Server, era: &Era, method: &str, mut result: Value) -> Value {
-    let Era::Modern { .. } = era else { return result };
-    let Some(obj) = result.as_object_mut() else { return result };
+    let Era::Modern { .. } = era else {
+        return result;
+    };
+    let Some(obj) = result.as_object_mut() else {
+        return result;
+    };
     obj.entry("resultType").or_insert_with(|| json!("complete"));
     let meta = obj.entry("_meta").or_insert_with(|| json!({}));
     if let Some(meta) = meta.as_object_mut() {
         meta.insert(meta::SERVER_INFO.into(), server.server_info());
     }
     let ttl = match method {
-        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" | "server/discover" => {
-            Some((server.options.list_ttl_ms, "public"))
-        }
+        "tools/list"
+        | "prompts/list"
+        | "resources/list"
+        | "resources/templates/list"
+        | "server/discover" => Some((server.options.list_ttl_ms, "public")),
         "resources/read" => Some((0, "private")),
         _ => None,
     };

@@ -46,20 +46,30 @@ impl Era {
 
 /// Every revision this server speaks, newest first.
 pub fn all_versions() -> Vec<&'static str> {
-    MODERN_VERSIONS.iter().rev().chain(LEGACY_VERSIONS.iter().rev()).copied().collect()
+    MODERN_VERSIONS
+        .iter()
+        .rev()
+        .chain(LEGACY_VERSIONS.iter().rev())
+        .copied()
+        .collect()
 }
 
 /// Decides the era of a request from its `_meta`.
 pub fn era_of(params: &Map<String, Value>, session: &Session) -> Result<Era, RpcError> {
     let request_meta = params.get("_meta").and_then(Value::as_object);
     let Some(requested) = request_meta.and_then(|m| m.get(meta::PROTOCOL_VERSION)) else {
-        return Ok(Era::Legacy { version: session.version });
+        return Ok(Era::Legacy {
+            version: session.version,
+        });
     };
     let request_meta = request_meta.expect("checked above");
     let requested_text = requested.as_str().unwrap_or_default();
     if !MODERN_VERSIONS.contains(&requested_text) {
-        return Err(RpcError::new(ErrorCode::UnsupportedProtocolVersion, "Unsupported protocol version")
-            .with_data(json!({ "supported": all_versions(), "requested": requested })));
+        return Err(RpcError::new(
+            ErrorCode::UnsupportedProtocolVersion,
+            "Unsupported protocol version",
+        )
+        .with_data(json!({ "supported": all_versions(), "requested": requested })));
     }
     let Some(client_capabilities) = request_meta.get(meta::CLIENT_CAPABILITIES) else {
         return Err(RpcError::invalid_params(format!(
@@ -68,7 +78,10 @@ pub fn era_of(params: &Map<String, Value>, session: &Session) -> Result<Era, Rpc
         )));
     };
     if !client_capabilities.is_object() {
-        return Err(RpcError::invalid_params(format!("Invalid params: _meta.{} must be an object", meta::CLIENT_CAPABILITIES)));
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: _meta.{} must be an object",
+            meta::CLIENT_CAPABILITIES
+        )));
     }
     let log_level = match request_meta.get(meta::LOG_LEVEL) {
         None => None,

@@ -31,16 +31,26 @@ where
     let mut line = Vec::new();
     loop {
         line.clear();
-        let read = AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1).read_until(b'\n', &mut line).await?;
+        let read = AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await?;
         if read == 0 {
             break;
         }
         if line.len() > MAX_LINE && !line.ends_with(b"\n") {
-            out.send(crate::protocol::RpcError::new(crate::protocol::ErrorCode::ParseError, "message too long").response(&serde_json::Value::Null));
+            out.send(
+                crate::protocol::RpcError::new(
+                    crate::protocol::ErrorCode::ParseError,
+                    "message too long",
+                )
+                .response(&serde_json::Value::Null),
+            );
             // Skip the rest of the over-long line.
             loop {
                 line.clear();
-                let n = AsyncReadExt::take(&mut reader, MAX_LINE as u64).read_until(b'\n', &mut line).await?;
+                let n = AsyncReadExt::take(&mut reader, MAX_LINE as u64)
+                    .read_until(b'\n', &mut line)
+                    .await?;
                 if n == 0 || line.ends_with(b"\n") {
                     break;
                 }

@@ -12,18 +12,28 @@ struct Spin {
 
 fn plugin() -> Plugin {
     Plugin::new()
-        .tool("panic", "Panics", |(): ()| -> String { panic!("the plugin panicked on purpose") })
-        .tool("trap", "Executes an unreachable instruction", |(): ()| -> String {
-            #[cfg(target_arch = "wasm32")]
-            core::arch::wasm32::unreachable();
-            #[cfg(not(target_arch = "wasm32"))]
-            unreachable!()
+        .tool("panic", "Panics", |(): ()| -> String {
+            panic!("the plugin panicked on purpose")
         })
-        .tool("stdout", "Writes to stdout and stderr, then answers", |(): ()| {
-            println!("{{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{{}}}}");
-            eprintln!("a line on stderr");
-            "wrote to stdout and stderr"
-        })
+        .tool(
+            "trap",
+            "Executes an unreachable instruction",
+            |(): ()| -> String {
+                #[cfg(target_arch = "wasm32")]
+                core::arch::wasm32::unreachable();
+                #[cfg(not(target_arch = "wasm32"))]
+                unreachable!()
+            },
+        )
+        .tool(
+            "stdout",
+            "Writes to stdout and stderr, then answers",
+            |(): ()| {
+                println!("{{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{{}}}}");
+                eprintln!("a line on stderr");
+                "wrote to stdout and stderr"
+            },
+        )
         .tool("spin", "Loops until interrupted", |s: Spin| {
             let mut n: u64 = 0;
             loop {

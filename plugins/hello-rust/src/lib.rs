@@ -36,7 +36,11 @@ fn countdown(args: Countdown) -> Result<String, String> {
         if host::is_cancelled() {
             return Err(format!("cancelled after {step} steps"));
         }
-        host::progress(f64::from(step + 1), Some(f64::from(args.steps)), Some("counting"));
+        host::progress(
+            f64::from(step + 1),
+            Some(f64::from(args.steps)),
+            Some("counting"),
+        );
         host::info(format!("step {} of {}", step + 1, args.steps));
         std::thread::sleep(std::time::Duration::from_millis(args.delay_ms));
     }
@@ -45,14 +49,20 @@ fn countdown(args: Countdown) -> Result<String, String> {
 
 fn plugin() -> Plugin {
     Plugin::new()
-        .tool("greet", "Says hello to someone", |g: Greet| format!("Hello, {}!", g.name))
+        .tool("greet", "Says hello to someone", |g: Greet| {
+            format!("Hello, {}!", g.name)
+        })
         .add_tool(
             Tool::new("add", |x: Add| Structured(Sum { sum: x.a + x.b }))
                 .description("Adds two numbers")
                 .read_only()
                 .idempotent(),
         )
-        .tool("countdown", "Counts down, reporting progress and logging each step", countdown)
+        .tool(
+            "countdown",
+            "Counts down, reporting progress and logging each step",
+            countdown,
+        )
 }
 
 export_plugin!(plugin);

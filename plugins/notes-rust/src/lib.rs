@@ -9,7 +9,10 @@ const NOTES: &[(&str, &str)] = &[
 ];
 
 fn note(id: &str) -> Option<&'static str> {
-    NOTES.iter().find(|(name, _)| *name == id).map(|(_, body)| *body)
+    NOTES
+        .iter()
+        .find(|(name, _)| *name == id)
+        .map(|(_, body)| *body)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -30,13 +33,24 @@ fn summarize(args: Summarize) -> Result<Vec<PromptMessage>, String> {
 }
 
 fn starting_with(prefix: &str) -> Vec<String> {
-    NOTES.iter().map(|(id, _)| *id).filter(|id| id.starts_with(prefix)).map(String::from).collect()
+    NOTES
+        .iter()
+        .map(|(id, _)| *id)
+        .filter(|id| id.starts_with(prefix))
+        .map(String::from)
+        .collect()
 }
 
 fn plugin() -> Plugin {
     Plugin::new()
         .resource("notes://index", "index", "text/plain", |_| {
-            Ok::<_, String>(NOTES.iter().map(|(id, _)| *id).collect::<Vec<_>>().join("\n"))
+            Ok::<_, String>(
+                NOTES
+                    .iter()
+                    .map(|(id, _)| *id)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
         })
         .template("notes://note/{id}", "note", "text/plain", |_, vars| {
             let id = vars.get("id").unwrap_or_default();
