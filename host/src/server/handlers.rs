@@ -248,6 +248,11 @@ fn call_failed(plugin: &LoadedPlugin, error: CallError) -> Option<String> {
     }
 }
 
+/// A failed call as a JSON-RPC outcome: -32603, or no response when cancelled.
+fn failed_request(plugin: &LoadedPlugin, error: CallError) -> Outcome {
+    call_failed(plugin, error).map(RpcError::internal).map_or(Ok(None), Err)
+}
+
 fn plugin_error(error: types::Error, not_found: ErrorCode) -> RpcError {
     match error {
         types::Error::InvalidParams(m) => invalid(m),
@@ -339,10 +344,7 @@ async fn read_resource(
         )),
         Ok(Err(types::Error::NotFound(_))) => Err(not_found()),
         Ok(Err(error)) => Err(plugin_error(error, not_found_code(era))),
-        Err(error) => match call_failed(plugin, error) {
-            Some(message) => Err(RpcError::internal(message)),
-            None => Ok(None),
-        },
+        Err(error) => failed_request(plugin, error),
     }
 }
 
@@ -393,10 +395,7 @@ async fn get_prompt(
     {
         Ok(Ok(result)) => Ok(Some(convert::prompt_result(&result))),
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
-        Err(error) => match call_failed(plugin, error) {
-            Some(message) => Err(RpcError::internal(message)),
-            None => Ok(None),
-        },
+        Err(error) => failed_request(plugin, error),
     }
 }
 
@@ -469,10 +468,7 @@ async fn complete(
     match plugin.complete(context, &request).await {
         Ok(Ok(completion)) => Ok(Some(convert::completion(&completion))),
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
-        Err(error) => match call_failed(plugin, error) {
-            Some(message) => Err(RpcError::internal(message)),
-            None => Ok(None),
-        },
+        Err(error) => failed_request(plugin, error),
     }
 }
 
