@@ -2,10 +2,10 @@
 
 import json
 import os
-import select
+import queue
 import shutil
 import subprocess
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -53,6 +53,15 @@ class RawHost:
         )
         self.pending: list[dict] = []
         self.next_id = 1000
+        # A thread reads stdout: select() on a buffered pipe would miss lines
+        # already read into the buffer.
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read_lines, daemon=True).start()
+
+    def _read_lines(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(b"")
 
     def send_line(self, text: str) -> None:
         self.proc.stdin.write(text.encode() + b"\n")
@@ -63,17 +72,14 @@ class RawHost:
 
     def read(self, timeout: float = 60.0) -> dict:
         """The next message on stdout; every line must be one JSON object."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            assert left > 0, "no message from the host in time"
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
-            if ready:
-                line = self.proc.stdout.readline()
-                assert line, f"the host closed stdout; stderr: {self.proc.stderr.read().decode()[-2000:]}"
-                message = json.loads(line)
-                assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line
-                return message
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("no message from the host in time") from None
+        assert line, f"the host closed stdout; stderr: {self.proc.stderr.read().decode()[-2000:]}"
+        message = json.loads(line)
+        assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line
+        return message
 
     def response(self, id_, timeout: float = 60.0) -> dict:
         """The response to request `id_`, keeping other messages for later."""

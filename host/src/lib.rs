@@ -2,10 +2,12 @@
 //! sandboxed WebAssembly components.
 //!
 //! Data flows one way: `transport` → `server` → `registry` → `runtime`.
+//! `reload` sits beside `transport`: it feeds file changes to the server.
 
 pub mod config;
 pub mod protocol;
 pub mod registry;
+pub mod reload;
 pub mod runtime;
 pub mod server;
 pub mod transport;

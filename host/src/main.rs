@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use wasm_mcp::config::Config;
 use wasm_mcp::registry::Registry;
+use wasm_mcp::reload::FolderWatch;
 use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
 use wasm_mcp::server::{Server, ServerOptions};
 
@@ -35,6 +36,9 @@ enum Command {
         /// A TOML config file (see the README for its fields).
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
+        /// Do not reload plugins when their files change.
+        #[arg(long)]
+        no_watch: bool,
     },
     /// Print what a component offers (tools, resources, prompts) and what it imports.
     Inspect {
@@ -58,7 +62,11 @@ fn main() -> Result<()> {
         .build()?;
     runtime.block_on(async {
         match cli.command {
-            Command::Serve { plugins, config } => serve(plugins, config).await,
+            Command::Serve {
+                plugins,
+                config,
+                no_watch,
+            } => serve(plugins, config, no_watch).await,
             Command::Inspect { file } => inspect(file).await,
         }
     })
@@ -85,7 +93,11 @@ fn runtime_config(config: &Config) -> RuntimeConfig {
     }
 }
 
-async fn serve(plugins: Option<PathBuf>, config_path: Option<PathBuf>) -> Result<()> {
+async fn serve(
+    plugins: Option<PathBuf>,
+    config_path: Option<PathBuf>,
+    no_watch: bool,
+) -> Result<()> {
     let config = match &config_path {
         Some(path) => Config::load(path)?,
         None => Config::default(),
@@ -95,6 +107,12 @@ async fn serve(plugins: Option<PathBuf>, config_path: Option<PathBuf>) -> Result
         .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
     let runtime = Runtime::new(runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime));
+    // Watch first, so a file written while the folder loads is not missed.
+    let watch = if config.server.watch && !no_watch {
+        Some(FolderWatch::start(&dir)?)
+    } else {
+        None
+    };
     registry.load_dir(&dir).await?;
     let options = ServerOptions {
         instructions: config.server.instructions.clone(),
@@ -103,6 +121,9 @@ async fn serve(plugins: Option<PathBuf>, config_path: Option<PathBuf>) -> Result
         ..ServerOptions::default()
     };
     let server = Server::new(registry, options);
+    if let Some(watch) = watch {
+        tokio::spawn(watch.run(server.clone()));
+    }
     tracing::info!(plugins = %dir.display(), "serving over stdio");
     wasm_mcp::transport::stdio::serve(server, tokio::io::stdin(), tokio::io::stdout()).await?;
     Ok(())

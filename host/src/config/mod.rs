@@ -30,6 +30,8 @@ pub struct ServerSection {
     pub instructions: Option<String>,
     /// How long clients may cache list results, in milliseconds (2026-07-28).
     pub list_ttl_ms: u64,
+    /// Whether to reload plugins when their files change.
+    pub watch: bool,
 }
 
 impl Default for ServerSection {
@@ -40,6 +42,7 @@ impl Default for ServerSection {
             page_size: 100,
             instructions: None,
             list_ttl_ms: 10_000,
+            watch: true,
         }
     }
 }

@@ -163,6 +163,11 @@ impl Catalogue {
         self.tool_index.get(name).map(|&i| &self.tools[i])
     }
 
+    /// The loaded plugin called `name`.
+    pub fn plugin(&self, name: &str) -> Option<&PluginEntry> {
+        self.plugins.iter().find(|p| p.plugin.name() == name)
+    }
+
     /// The prompt clients get as `name`.
     pub fn prompt(&self, name: &str) -> Option<&PromptEntry> {
         self.prompt_index.get(name).map(|&i| &self.prompts[i])

@@ -8,15 +8,41 @@ mod uri_template;
 pub use catalogue::{Catalogue, PluginEntry, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
 pub use uri_template::UriTemplate;
 
-use crate::runtime::{LoadedPlugin, Runtime};
+use crate::runtime::host_types::ListKind;
+use crate::runtime::{ComponentSource, LoadedPlugin, Runtime};
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// The plugins the host serves.
 pub struct Registry {
     runtime: Arc<Runtime>,
     current: RwLock<Arc<Catalogue>>,
+    /// Serializes read-modify-write updates of `current`.
+    writer: Mutex<()>,
+}
+
+/// What one update of the registry did.
+pub struct Change {
+    /// The catalogue before.
+    pub old: Arc<Catalogue>,
+    /// The catalogue after (now current).
+    pub new: Arc<Catalogue>,
+    /// The client-visible lists that differ between the two.
+    pub lists: Vec<ListKind>,
+}
+
+/// What [`Registry::reload_file`] did.
+pub enum Reload {
+    /// The file holds the component already loaded (or is absent and no
+    /// plugin of that name is loaded): nothing changed.
+    Unchanged,
+    /// The plugin was loaded for the first time.
+    Added(Change),
+    /// A new version of the plugin replaced the old one.
+    Replaced(Change),
+    /// The file is gone and so is the plugin.
+    Removed(Change),
 }
 
 impl Registry {
@@ -25,6 +51,7 @@ impl Registry {
         Registry {
             runtime,
             current: RwLock::new(Arc::new(Catalogue::default())),
+            writer: Mutex::new(()),
         }
     }
 
@@ -36,12 +63,6 @@ impl Registry {
             .clone()
     }
 
-    /// Installs `catalogue`, returning the previous one.
-    pub fn swap(&self, catalogue: Catalogue) -> Arc<Catalogue> {
-        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
-        std::mem::replace(&mut *current, Arc::new(catalogue))
-    }
-
     /// The runtime plugins run in.
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
@@ -50,12 +71,19 @@ impl Registry {
     /// Loads one component file and asks for its lists.
     pub async fn load_file(&self, path: &Path) -> Result<PluginEntry> {
         let name = plugin_name(path)?;
-        let bytes = tokio::fs::read(path)
-            .await
-            .with_context(|| format!("reading {}", path.display()))?;
+        let source = read_source(path).await?;
+        self.load_source(&name, source, path).await
+    }
+
+    async fn load_source(
+        &self,
+        name: &str,
+        source: ComponentSource,
+        path: &Path,
+    ) -> Result<PluginEntry> {
         let plugin = self
             .runtime
-            .load(&name, bytes)
+            .load(name, source)
             .await
             .with_context(|| format!("loading {}", path.display()))?;
         Self::describe(plugin).await
@@ -75,7 +103,7 @@ impl Registry {
 
     /// Loads every `*.wasm` in `dir` (concurrently) and installs the merged
     /// catalogue. A file that fails to load is logged and skipped.
-    pub async fn load_dir(self: &Arc<Self>, dir: &Path) -> Result<()> {
+    pub async fn load_dir(self: &Arc<Self>, dir: &Path) -> Result<Change> {
         let files = wasm_files(dir)?;
         let mut tasks = tokio::task::JoinSet::new();
         for path in files {
@@ -86,12 +114,7 @@ impl Registry {
         while let Some(joined) = tasks.join_next().await {
             match joined? {
                 (Ok(entry), path) => {
-                    let l = &entry.listing;
-                    tracing::info!(
-                        plugin = entry.plugin.name(), path = %path.display(),
-                        tools = l.tools.len(), resources = l.resources.len(),
-                        templates = l.templates.len(), prompts = l.prompts.len(), "plugin loaded"
-                    );
+                    log_loaded(&entry, &path, "plugin loaded");
                     entries.push(entry);
                 }
                 (Err(e), path) => {
@@ -99,9 +122,121 @@ impl Registry {
                 }
             }
         }
-        self.swap(Catalogue::build(entries));
-        Ok(())
+        Ok(self.update(|_| entries))
     }
+
+    /// Brings the plugin of one `*.wasm` path up to date with the file:
+    /// loads it when new or changed, drops it when the file is gone. A file
+    /// that does not load leaves the registry as it was and is an error.
+    pub async fn reload_file(&self, path: &Path) -> Result<Reload> {
+        let name = plugin_name(path)?;
+        let loaded = self.catalogue().plugin(&name).map(|e| e.plugin.clone());
+        let source = match tokio::fs::read(path).await {
+            Ok(bytes) => ComponentSource::new(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(match self.remove(&name) {
+                    Some(change) => {
+                        tracing::info!(plugin = name, "plugin removed");
+                        Reload::Removed(change)
+                    }
+                    None => Reload::Unchanged,
+                });
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        if loaded.as_ref().is_some_and(|p| p.hash() == source.hash()) {
+            return Ok(Reload::Unchanged);
+        }
+        let entry = self.load_source(&name, source, path).await?;
+        let replaced = loaded.is_some();
+        log_loaded(
+            &entry,
+            path,
+            if replaced { "plugin reloaded" } else { "plugin added" },
+        );
+        let change = self.install(entry);
+        Ok(if replaced {
+            Reload::Replaced(change)
+        } else {
+            Reload::Added(change)
+        })
+    }
+
+    /// Adds a plugin, or replaces the one of the same name.
+    pub fn install(&self, entry: PluginEntry) -> Change {
+        self.update(|old| {
+            let name = entry.plugin.name().to_owned();
+            let mut entries = others(old, &name);
+            entries.push(entry);
+            entries
+        })
+    }
+
+    /// Replaces a plugin's entry with a fresh listing of the same loaded
+    /// plugin, unless that plugin was replaced or removed meanwhile.
+    pub fn relisted(&self, entry: PluginEntry) -> Option<Change> {
+        let _writing = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.catalogue();
+        let current = old.plugin(entry.plugin.name())?;
+        if !Arc::ptr_eq(&current.plugin, &entry.plugin) {
+            return None;
+        }
+        let mut entries = others(&old, entry.plugin.name());
+        entries.push(entry);
+        Some(self.swap(old, Catalogue::build(entries)))
+    }
+
+    /// Removes the plugin called `name`, if loaded.
+    pub fn remove(&self, name: &str) -> Option<Change> {
+        let _writing = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.catalogue();
+        old.plugin(name)?;
+        let entries = others(&old, name);
+        Some(self.swap(old, Catalogue::build(entries)))
+    }
+
+    /// Builds a new catalogue from the plugins `f` returns for the current
+    /// one, and installs it.
+    fn update(&self, f: impl FnOnce(&Catalogue) -> Vec<PluginEntry>) -> Change {
+        let _writing = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.catalogue();
+        let new = Catalogue::build(f(&old));
+        self.swap(old, new)
+    }
+
+    /// Installs `new` in place of `old`; the caller holds `writer`.
+    fn swap(&self, old: Arc<Catalogue>, new: Catalogue) -> Change {
+        let new = Arc::new(new);
+        let lists = changed_lists(&old, &new);
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = new.clone();
+        Change { old, new, lists }
+    }
+}
+
+/// The entries of `catalogue` except the plugin called `name`.
+fn others(catalogue: &Catalogue, name: &str) -> Vec<PluginEntry> {
+    catalogue
+        .plugins
+        .iter()
+        .filter(|p| p.plugin.name() != name)
+        .cloned()
+        .collect()
+}
+
+async fn read_source(path: &Path) -> Result<ComponentSource> {
+    let bytes = tokio::fs::read(path)
+        .await
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(ComponentSource::new(bytes))
+}
+
+fn log_loaded(entry: &PluginEntry, path: &Path, what: &str) {
+    let l = &entry.listing;
+    tracing::info!(
+        plugin = entry.plugin.name(), path = %path.display(),
+        tools = l.tools.len(), resources = l.resources.len(),
+        templates = l.templates.len(), prompts = l.prompts.len(), "{what}"
+    );
 }
 
 /// The `*.wasm` files directly in `dir`, sorted.
@@ -109,10 +244,20 @@ pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading the plugin folder {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .filter(|p| is_plugin_file(p) && p.is_file())
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// Whether `path` names a plugin component: `*.wasm`, not hidden (editors
+/// and copy tools write hidden temporary files).
+pub fn is_plugin_file(path: &Path) -> bool {
+    let hidden = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with('.'));
+    !hidden && path.extension().is_some_and(|x| x == "wasm")
 }
 
 /// A plugin's name: its file stem, which must be letters, digits, `-` or `_`.
@@ -134,11 +279,7 @@ pub fn plugin_name(path: &Path) -> Result<String> {
 }
 
 /// Which client-visible lists differ between two catalogues.
-pub fn changed_lists(
-    old: &Catalogue,
-    new: &Catalogue,
-) -> Vec<crate::runtime::host_types::ListKind> {
-    use crate::runtime::host_types::ListKind;
+pub fn changed_lists(old: &Catalogue, new: &Catalogue) -> Vec<ListKind> {
     let tools = |c: &Catalogue| {
         c.tools
             .iter()

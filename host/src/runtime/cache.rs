@@ -10,6 +10,47 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
+/// A component's bytes and their SHA-256, which names it in the cache and
+/// tells a changed file from a rewritten identical one.
+pub struct ComponentSource {
+    bytes: Vec<u8>,
+    pub(super) hash: String,
+}
+
+impl ComponentSource {
+    /// Wraps the bytes of a component file.
+    pub fn new(bytes: Vec<u8>) -> Self {
+        let hash = hex(&Sha256::digest(&bytes));
+        ComponentSource { bytes, hash }
+    }
+
+    /// The SHA-256 of the bytes, in hex.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// Says plainly what the file is when it is not a component at all,
+    /// before the compiler says it less plainly.
+    pub fn check_header(&self) -> Result<()> {
+        const MAGIC: &[u8] = b"\0asm";
+        const CORE_MODULE: &[u8] = &[1, 0, 0, 0];
+        let bytes = &self.bytes;
+        if bytes.len() < 8 || &bytes[..4] != MAGIC {
+            anyhow::bail!(
+                "not a WebAssembly file ({} bytes; it may still be being written)",
+                bytes.len()
+            );
+        }
+        if &bytes[4..8] == CORE_MODULE {
+            anyhow::bail!(
+                "a core WebAssembly module, not a component: build for wasm32-wasip2, \
+                 or wrap it with `wasm-tools component new`"
+            );
+        }
+        Ok(())
+    }
+}
+
 /// A folder of precompiled components.
 pub struct ArtifactCache {
     dir: Option<PathBuf>,
@@ -25,12 +66,12 @@ impl ArtifactCache {
         ArtifactCache { dir, engine_key }
     }
 
-    /// The compiled form of `bytes`: from the cache when present, otherwise
+    /// The compiled form of `source`: from the cache when present, otherwise
     /// compiled now and stored. Runs the compiler, so call it off the request path.
-    pub fn load(&self, engine: &Engine, bytes: &[u8]) -> Result<(Component, String)> {
-        let hash = hex(&Sha256::digest(bytes));
+    pub fn load(&self, engine: &Engine, source: &ComponentSource) -> Result<Component> {
+        let (bytes, hash) = (&source.bytes, &source.hash);
         let Some(dir) = &self.dir else {
-            return Ok((Component::new(engine, bytes)?, hash));
+            return Ok(Component::new(engine, bytes)?);
         };
         let path = dir.join(format!("{hash}-{}.cwasm", self.engine_key));
         if path.exists() {
@@ -38,7 +79,7 @@ impl ArtifactCache {
             // with the same compatibility hash (part of the file name), in a
             // folder owned by this host.
             match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(component) => return Ok((component, hash)),
+                Ok(component) => return Ok(component),
                 Err(e) => {
                     tracing::warn!(path = %path.display(), "ignoring unusable cache entry: {e:#}")
                 }
@@ -48,7 +89,7 @@ impl ArtifactCache {
         if let Err(e) = self.store(&path, &component) {
             tracing::warn!(path = %path.display(), "could not cache the compiled component: {e:#}");
         }
-        Ok((component, hash))
+        Ok(component)
     }
 
     fn store(&self, path: &std::path::Path, component: &Component) -> Result<()> {

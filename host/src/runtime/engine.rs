@@ -2,7 +2,7 @@
 //! deadlines, and the linker every plugin is instantiated through.
 
 use super::bindings;
-use super::cache::ArtifactCache;
+use super::cache::{ArtifactCache, ComponentSource};
 use super::plugin::LoadedPlugin;
 use super::state::CallState;
 use anyhow::Result;
@@ -115,12 +115,17 @@ impl Runtime {
     /// Compiles (or loads from the cache) and links a component. CPU-heavy:
     /// runs on a blocking thread. Fails with a clear message when the file is
     /// not a component or imports something the host does not provide.
-    pub async fn load(self: &Arc<Self>, name: &str, bytes: Vec<u8>) -> Result<Arc<LoadedPlugin>> {
+    pub async fn load(
+        self: &Arc<Self>,
+        name: &str,
+        source: ComponentSource,
+    ) -> Result<Arc<LoadedPlugin>> {
+        source.check_header()?;
         let this = self.clone();
         let name: Arc<str> = name.into();
         tokio::task::spawn_blocking(move || {
-            let (component, hash) = this.cache.load(&this.engine, &bytes)?;
-            LoadedPlugin::link(this.clone(), name, component, hash)
+            let component = this.cache.load(&this.engine, &source)?;
+            LoadedPlugin::link(this.clone(), name, component, source.hash)
         })
         .await?
     }

@@ -13,6 +13,7 @@ mod log_pipe;
 mod plugin;
 mod state;
 
+pub use cache::ComponentSource;
 pub use context::{BoxFuture, CallContext, Quiet};
 pub use engine::{Runtime, RuntimeConfig};
 pub use inspect::{describe, ComponentDescription};

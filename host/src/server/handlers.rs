@@ -159,25 +159,20 @@ pub(super) fn initialize(conn: &Arc<Connection>, params: &Map<String, Value>) ->
     }))))
 }
 
-/// What the server offers, from what the loaded plugins offer.
+/// What the server offers.
 fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
     let mut caps = Map::new();
     if !era.is_modern() {
         caps.insert("logging".into(), json!({}));
     }
-    if !catalogue.tools.is_empty() {
-        caps.insert("tools".into(), json!({ "listChanged": true }));
-    }
-    let has_resources = !catalogue.resources.is_empty() || !catalogue.templates.is_empty();
-    if has_resources {
-        caps.insert(
-            "resources".into(),
-            json!({ "subscribe": true, "listChanged": true }),
-        );
-    }
-    if !catalogue.prompts.is_empty() {
-        caps.insert("prompts".into(), json!({ "listChanged": true }));
-    }
+    // Plugins come and go while the server runs, so every list is offered,
+    // possibly empty, and announced when it changes.
+    caps.insert("tools".into(), json!({ "listChanged": true }));
+    caps.insert(
+        "resources".into(),
+        json!({ "subscribe": true, "listChanged": true }),
+    );
+    caps.insert("prompts".into(), json!({ "listChanged": true }));
     let completable = !catalogue.prompts.is_empty() || !catalogue.templates.is_empty();
     if catalogue.has_completions() && completable {
         caps.insert("completions".into(), json!({}));
@@ -537,11 +532,21 @@ async fn listen(
             Ok(ServerEvent::ResourceUpdated(uri)) if uris.contains(&uri) => {
                 ("notifications/resources/updated", json!({ "uri": uri }))
             }
+            Ok(ServerEvent::PluginReplaced(plugin)) => {
+                let catalogue = conn.server.registry.catalogue();
+                for uri in served_by(&catalogue, &plugin, &uris) {
+                    conn.out.notify(
+                        "notifications/resources/updated",
+                        json!({ "uri": uri, "_meta": tag }),
+                    );
+                }
+                continue;
+            }
             Ok(ServerEvent::Shutdown) | Err(broadcast::error::RecvError::Closed) => {
                 return Ok(Some(json!({ "_meta": tag })));
             }
             Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!("subscription {id} missed {n} events");
+                tracing::warn!("subscription {id} missed {n} server events");
                 continue;
             }
             Ok(_) => continue,
@@ -552,7 +557,8 @@ async fn listen(
 }
 
 /// Sends change notifications to a handshake-revision connection once it is
-/// initialized: list changes always, resource updates for subscribed URIs.
+/// initialized: list changes always, resource updates for subscribed URIs,
+/// server log messages at or above the level the session set.
 pub(super) async fn forward_legacy_events(
     conn: Weak<Connection>,
     mut events: broadcast::Receiver<ServerEvent>,
@@ -560,37 +566,70 @@ pub(super) async fn forward_legacy_events(
     loop {
         let event = match events.recv().await {
             Ok(event) => event,
-            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("a connection missed {n} server events");
+                continue;
+            }
             Err(broadcast::error::RecvError::Closed) => return,
         };
         let Some(conn) = conn.upgrade() else { return };
-        let (ready, subscribed) = {
+        let (ready, subscriptions, log_level) = {
             let session = conn.session();
-            let subscribed = match &event {
-                ServerEvent::ResourceUpdated(uri) => session.subscriptions.contains(uri),
-                _ => false,
+            let subscriptions: Vec<String> = match &event {
+                ServerEvent::ResourceUpdated(_) | ServerEvent::PluginReplaced(_) => {
+                    session.subscriptions.iter().cloned().collect()
+                }
+                _ => Vec::new(),
             };
-            (session.version.is_some(), subscribed)
+            (session.version.is_some(), subscriptions, session.log_level)
         };
         if !ready {
             continue;
         }
         match event {
             ServerEvent::ListChanged(kind) => {
-                let method = match kind {
-                    ListKind::Tools => "notifications/tools/list_changed",
-                    ListKind::Prompts => "notifications/prompts/list_changed",
-                    ListKind::Resources => "notifications/resources/list_changed",
-                };
-                conn.out.notify(method, json!({}));
+                conn.out.notify(list_changed_method(kind), json!({}));
             }
-            ServerEvent::ResourceUpdated(uri) if subscribed => {
+            ServerEvent::ResourceUpdated(uri) if subscriptions.contains(&uri) => {
                 conn.out
                     .notify("notifications/resources/updated", json!({ "uri": uri }));
+            }
+            ServerEvent::PluginReplaced(plugin) => {
+                let catalogue = conn.server.registry.catalogue();
+                for uri in served_by(&catalogue, &plugin, &subscriptions) {
+                    conn.out
+                        .notify("notifications/resources/updated", json!({ "uri": uri }));
+                }
+            }
+            ServerEvent::Log {
+                level,
+                logger,
+                message,
+            } if log_level.is_some_and(|min| convert::severity(level) >= convert::severity(min)) => {
+                conn.out.notify(
+                    "notifications/message",
+                    json!({ "level": convert::log_level_name(level), "logger": logger, "data": message }),
+                );
             }
             _ => {}
         }
     }
+}
+
+/// The notification that announces a change of `kind`.
+fn list_changed_method(kind: ListKind) -> &'static str {
+    match kind {
+        ListKind::Tools => "notifications/tools/list_changed",
+        ListKind::Prompts => "notifications/prompts/list_changed",
+        ListKind::Resources => "notifications/resources/list_changed",
+    }
+}
+
+/// The URIs among `uris` that `plugin` serves in `catalogue`.
+fn served_by<'a>(catalogue: &Catalogue, plugin: &str, uris: &'a [String]) -> Vec<&'a String> {
+    uris.iter()
+        .filter(|uri| catalogue.resource_owner(uri).is_some_and(|p| p.name() == plugin))
+        .collect()
 }
 
 /// Re-asks a plugin for its lists when it says one changed, swaps the
@@ -603,24 +642,13 @@ pub(super) async fn relist_on_plugin_change(server: Arc<Server>) {
             Ok(ServerEvent::Shutdown) | Err(broadcast::error::RecvError::Closed) => return,
             _ => continue,
         };
-        let old = server.registry.catalogue();
-        let Some(entry) = old.plugins.iter().find(|p| p.plugin.name() == plugin) else {
+        let Some(entry) = server.registry.catalogue().plugin(&plugin).cloned() else {
             continue;
         };
-        match Registry::describe(entry.plugin.clone()).await {
+        match Registry::describe(entry.plugin).await {
             Ok(fresh) => {
-                let mut entries: Vec<_> = old
-                    .plugins
-                    .iter()
-                    .filter(|p| p.plugin.name() != plugin)
-                    .cloned()
-                    .collect();
-                entries.push(fresh);
-                let new = Catalogue::build(entries);
-                let changed = crate::registry::changed_lists(&old, &new);
-                server.registry.swap(new);
-                for kind in changed {
-                    server.publish(ServerEvent::ListChanged(kind));
+                if let Some(change) = server.registry.relisted(fresh) {
+                    server.announce(&change);
                 }
             }
             Err(e) => tracing::error!(plugin, "could not re-list the plugin: {e:#}"),

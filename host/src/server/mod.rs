@@ -8,8 +8,9 @@ mod handlers;
 mod session;
 
 use crate::protocol::{meta, parse_message, Incoming, RequestId, RpcError};
-use crate::registry::Registry;
+use crate::registry::{Change, Registry, Reload};
 use crate::runtime::host_types::ListKind;
+use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
 use session::{Era, Session};
 use std::collections::HashMap;
@@ -23,6 +24,18 @@ pub enum ServerEvent {
     ListChanged(ListKind),
     /// The contents of the resource at this URI changed.
     ResourceUpdated(String),
+    /// A new version of this plugin replaced the old one: every subscribed
+    /// URI it serves may read differently now.
+    PluginReplaced(String),
+    /// A message for the log of every session that set a log level.
+    Log {
+        /// Its level.
+        level: LogLevel,
+        /// Who says it.
+        logger: String,
+        /// What it says.
+        message: String,
+    },
     /// A plugin said its list changed; the server re-asks it.
     PluginListChanged {
         /// The plugin.
@@ -91,6 +104,36 @@ impl Server {
     /// Publishes a server-wide event to every connection.
     pub fn publish(&self, event: ServerEvent) {
         let _ = self.events.send(event);
+    }
+
+    /// Tells every connection which lists a registry change changed.
+    pub fn announce(&self, change: &Change) {
+        for kind in &change.lists {
+            self.publish(ServerEvent::ListChanged(*kind));
+        }
+    }
+
+    /// Announces a plugin file's reload: changed lists, and for a replaced
+    /// plugin, the subscribed resources it serves.
+    pub fn announce_reload(&self, plugin: &str, reload: &Reload) {
+        match reload {
+            Reload::Unchanged => {}
+            Reload::Added(change) | Reload::Removed(change) => self.announce(change),
+            Reload::Replaced(change) => {
+                self.announce(change);
+                self.publish(ServerEvent::PluginReplaced(plugin.to_owned()));
+            }
+        }
+    }
+
+    /// Logs an error server-side and to every session that set a log level.
+    pub fn log_error(&self, logger: &str, message: String) {
+        tracing::error!(logger, "{message}");
+        self.publish(ServerEvent::Log {
+            level: LogLevel::Error,
+            logger: logger.to_owned(),
+            message,
+        });
     }
 
     /// Listens to server-wide events.

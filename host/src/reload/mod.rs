@@ -1,0 +1,105 @@
+//! Hot reload: watches the plugin folder and brings the registry up to date
+//! when a component file is added, replaced or removed, then tells the
+//! connected clients what changed.
+//!
+//! Loading happens here, off the request path; the registry swaps its
+//! catalogue atomically, so a call in flight finishes on the version it
+//! started with. A file that does not load leaves the working version
+//! serving, and the error goes to the log and to clients that set a level.
+
+mod settle;
+
+use crate::registry::{is_plugin_file, plugin_name};
+use crate::server::Server;
+use anyhow::{Context as _, Result};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
+use settle::Settle;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// A watch on a plugin folder. Events are collected from the moment it
+/// starts, so nothing written while the initial load runs is missed.
+pub struct FolderWatch {
+    dir: PathBuf,
+    events: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
+    /// Kept alive for as long as the watch runs.
+    _watcher: RecommendedWatcher,
+}
+
+impl FolderWatch {
+    /// Starts watching `dir` (not its subfolders).
+    pub fn start(dir: &Path) -> Result<Self> {
+        let (tx, events) = mpsc::unbounded_channel();
+        let mut watcher = notify::recommended_watcher(move |event| {
+            let _ = tx.send(event);
+        })
+        .context("starting the file watcher")?;
+        watcher
+            .watch(dir, RecursiveMode::NonRecursive)
+            .with_context(|| format!("watching {}", dir.display()))?;
+        Ok(FolderWatch {
+            dir: dir.to_owned(),
+            events,
+            _watcher: watcher,
+        })
+    }
+
+    /// Reloads plugins as their files change, for as long as the server
+    /// runs. Files are reloaded one at a time, in the order they settle.
+    pub async fn run(mut self, server: Arc<Server>) {
+        tracing::info!(folder = %self.dir.display(), "watching for plugin changes");
+        let mut settle = Settle::default();
+        loop {
+            let next_due = settle.next_due();
+            let wake = async {
+                match next_due {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                event = self.events.recv() => match event {
+                    Some(Ok(event)) => {
+                        tracing::trace!(?event, "file event");
+                        let now = Instant::now();
+                        for path in event.paths.iter().filter(|p| is_plugin_file(p)) {
+                            settle.note(path, &event.kind, now);
+                        }
+                    }
+                    Some(Err(e)) => tracing::warn!(folder = %self.dir.display(), "file watcher: {e}"),
+                    None => return,
+                },
+                _ = wake => {
+                    for path in settle.take_due(Instant::now()) {
+                        reload(&server, &path).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Brings one plugin up to date with its file and announces the change.
+pub async fn reload(server: &Server, path: &Path) {
+    let name = match plugin_name(path) {
+        Ok(name) => name,
+        Err(e) => return server.log_error("wasm-mcp", format!("{e:#}")),
+    };
+    let had_it = server.registry().catalogue().plugin(&name).is_some();
+    match server.registry().reload_file(path).await {
+        Ok(reload) => server.announce_reload(&name, &reload),
+        Err(e) => {
+            let consequence = if had_it {
+                "the previous version keeps serving"
+            } else {
+                "it is not served"
+            };
+            server.log_error(
+                "wasm-mcp",
+                format!("plugin {name} not reloaded ({consequence}): {e:#}"),
+            );
+        }
+    }
+}
