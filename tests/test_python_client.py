@@ -1,10 +1,14 @@
 """The real Python `mcp` client over stdio, in its legacy (initialize) mode
 and its stateless 2026-07-28 mode."""
 
+import os
+import shutil
+
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import BINARY
+from conftest import BINARY, PLUGINS
 
 pytestmark = pytest.mark.anyio
 
@@ -107,3 +111,55 @@ async def test_tool_errors_reach_the_client(all_plugins, host_env, mode):
         assert trapped.is_error
         after = await c.call_tool("add", {"a": 1, "b": 1})
         assert after.structured_content == {"sum": 2}
+
+
+def _folder_with(tmp_path, *names):
+    for name in names:
+        shutil.copy(PLUGINS / f"{name}.wasm", tmp_path / f"{name}.wasm")
+    return tmp_path
+
+
+def _replace(path, source):
+    tmp = path.parent / f".{path.name}.tmp"
+    shutil.copy(source, tmp)
+    os.replace(tmp, path)
+
+
+async def test_legacy_client_hears_add_replace_and_remove(tmp_path, host_env):
+    folder = _folder_with(tmp_path, "hello")
+    send, heard = anyio.create_memory_object_stream(100)
+
+    async def on_message(message):
+        method = getattr(message, "method", None)
+        if method and method.endswith("list_changed"):
+            await send.send(method)
+
+    async def next_changes(count):
+        with anyio.fail_after(120):
+            return sorted([await heard.receive() for _ in range(count)])
+
+    async with client(folder, host_env, "legacy", message_handler=on_message) as c:
+        shutil.copy(PLUGINS / "notes.wasm", folder / "notes.wasm")
+        assert await next_changes(2) == ["notifications/prompts/list_changed", "notifications/resources/list_changed"]
+        assert [str(r.uri) for r in (await c.list_resources()).resources] == ["notes://index"]
+
+        _replace(folder / "hello.wasm", PLUGINS / "wordcount.wasm")
+        assert await next_changes(1) == ["notifications/tools/list_changed"]
+        assert [t.name for t in (await c.list_tools()).tools] == ["word_count", "reverse"]
+
+        (folder / "notes.wasm").unlink()
+        assert await next_changes(2) == ["notifications/prompts/list_changed", "notifications/resources/list_changed"]
+        assert (await c.list_resources()).resources == []
+
+
+async def test_stateless_client_listens_and_refetches_after_a_reload(tmp_path, host_env):
+    folder = _folder_with(tmp_path, "hello")
+    async with client(folder, host_env, "2026-07-28") as c:
+        assert "greet" in [t.name for t in (await c.list_tools()).tools]
+        async with c.listen(tools_list_changed=True) as sub:
+            _replace(folder / "hello.wasm", PLUGINS / "wordcount.wasm")
+            with anyio.fail_after(120):
+                event = await sub.__anext__()
+            assert type(event).__name__ == "ToolsListChanged"
+            # The client cached tools/list (ttlMs); the event made it refetch.
+            assert [t.name for t in (await c.list_tools()).tools] == ["word_count", "reverse"]
