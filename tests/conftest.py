@@ -43,9 +43,9 @@ def all_plugins(tmp_path_factory):
 class RawHost:
     """The host over stdio, spoken to one JSON line at a time."""
 
-    def __init__(self, plugins: Path, env: dict):
+    def __init__(self, plugins: Path | None, env: dict, args: list[str] | None = None):
         self.proc = subprocess.Popen(
-            [str(BINARY), "serve", "--plugins", str(plugins)],
+            [str(BINARY)] + (args if args is not None else ["serve", "--plugins", str(plugins)]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -53,15 +53,36 @@ class RawHost:
         )
         self.pending: list[dict] = []
         self.next_id = 1000
-        # A thread reads stdout: select() on a buffered pipe would miss lines
-        # already read into the buffer.
+        # Threads read stdout and stderr: select() on a buffered pipe would
+        # miss lines already read into the buffer.
         self.lines: queue.Queue = queue.Queue()
+        self.log_lines: list[str] = []
+        self.log_changed = threading.Condition()
         threading.Thread(target=self._read_lines, daemon=True).start()
+        self.log_reader = threading.Thread(target=self._read_log, daemon=True)
+        self.log_reader.start()
 
     def _read_lines(self) -> None:
         for line in self.proc.stdout:
             self.lines.put(line)
         self.lines.put(b"")
+
+    def _read_log(self) -> None:
+        for line in self.proc.stderr:
+            with self.log_changed:
+                self.log_lines.append(line.decode(errors="replace"))
+                self.log_changed.notify_all()
+
+    def log(self) -> str:
+        with self.log_changed:
+            return "".join(self.log_lines)
+
+    def wait_for_log(self, text: str, timeout: float = 120.0) -> str:
+        """Waits until `text` appears on the host's stderr; returns the log."""
+        with self.log_changed:
+            found = self.log_changed.wait_for(lambda: text in "".join(self.log_lines), timeout)
+        assert found, f"{text!r} never appeared in the log:\n{self.log()[-3000:]}"
+        return self.log()
 
     def send_line(self, text: str) -> None:
         self.proc.stdin.write(text.encode() + b"\n")
@@ -76,7 +97,7 @@ class RawHost:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
             raise AssertionError("no message from the host in time") from None
-        assert line, f"the host closed stdout; stderr: {self.proc.stderr.read().decode()[-2000:]}"
+        assert line, f"the host closed stdout; stderr: {self.log()[-2000:]}"
         message = json.loads(line)
         assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line
         return message
@@ -100,10 +121,11 @@ class RawHost:
         self.send(message)
         return self.response(self.next_id, timeout)
 
-    def initialize(self, version: str = "2025-11-25") -> dict:
+    def initialize(self, version: str = "2025-11-25", timeout: float = 60.0) -> dict:
         result = self.request(
             "initialize",
             {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+            timeout,
         )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return result
@@ -115,7 +137,8 @@ class RawHost:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise
-        return self.proc.stderr.read().decode()
+        self.log_reader.join(timeout=20)
+        return self.log()
 
 
 def modern_meta(**extra) -> dict:

@@ -2,9 +2,11 @@
 //! sandboxed WebAssembly components.
 //!
 //! Data flows one way: `transport` → `server` → `registry` → `runtime`.
-//! `reload` sits beside `transport`: it feeds file changes to the server.
+//! `reload` sits beside `transport`: it feeds file changes to the server;
+//! `dev` builds plugins from source into a folder that `reload` watches.
 
 pub mod config;
+pub mod dev;
 pub mod protocol;
 pub mod registry;
 pub mod reload;

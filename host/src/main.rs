@@ -2,9 +2,10 @@
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasm_mcp::config::Config;
+use wasm_mcp::dev;
 use wasm_mcp::registry::Registry;
 use wasm_mcp::reload::FolderWatch;
 use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
@@ -40,6 +41,24 @@ enum Command {
         #[arg(long)]
         no_watch: bool,
     },
+    /// Build plugins from source, serve them over stdio, and rebuild and
+    /// reload one whenever its sources change.
+    ///
+    /// Each folder is built with its own toolchain: a Cargo package with
+    /// `cargo build --target wasm32-wasip2`, an `app.py` with componentize-py,
+    /// an `app.js` with componentize-js. Build output goes to stderr.
+    #[command(verbatim_doc_comment)]
+    Dev {
+        /// Plugin source folders.
+        #[arg(required = true)]
+        sources: Vec<PathBuf>,
+        /// Build Rust plugins with `--release`.
+        #[arg(long)]
+        release: bool,
+        /// A TOML config file (see the README for its fields).
+        #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
+        config: Option<PathBuf>,
+    },
     /// Print what a component offers (tools, resources, prompts) and what it imports.
     Inspect {
         /// The component file.
@@ -67,6 +86,11 @@ fn main() -> Result<()> {
                 config,
                 no_watch,
             } => serve(plugins, config, no_watch).await,
+            Command::Dev {
+                sources,
+                release,
+                config,
+            } => dev(sources, release, config).await,
             Command::Inspect { file } => inspect(file).await,
         }
     })
@@ -93,22 +117,54 @@ fn runtime_config(config: &Config) -> RuntimeConfig {
     }
 }
 
+fn load_config(path: Option<&Path>) -> Result<Config> {
+    match path {
+        Some(path) => Config::load(path),
+        None => Ok(Config::default()),
+    }
+}
+
 async fn serve(
     plugins: Option<PathBuf>,
     config_path: Option<PathBuf>,
     no_watch: bool,
 ) -> Result<()> {
-    let config = match &config_path {
-        Some(path) => Config::load(path)?,
-        None => Config::default(),
-    };
+    let config = load_config(config_path.as_deref())?;
     let dir = plugins
         .or_else(|| config.server.plugins.clone())
         .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
+    serve_folder(dir, config, !no_watch).await
+}
+
+async fn dev(sources: Vec<PathBuf>, release: bool, config_path: Option<PathBuf>) -> Result<()> {
+    let config = load_config(config_path.as_deref())?;
+    let sources = dev::sources(&sources)?;
+    let workspace = Arc::new(dev::Workspace::create(release)?);
+    for source in &sources {
+        if let Err(e) = workspace.build(source).await {
+            eprintln!(
+                "wasm-mcp dev: {} did not build; it is served once it does: {e:#}",
+                source.name
+            );
+        }
+    }
+    for source in sources {
+        let workspace = workspace.clone();
+        tokio::spawn(async move {
+            let name = source.name.clone();
+            if let Err(e) = workspace.rebuild_on_change(source).await {
+                eprintln!("wasm-mcp dev: stopped watching {name}: {e:#}");
+            }
+        });
+    }
+    serve_folder(workspace.plugins.clone(), config, true).await
+}
+
+async fn serve_folder(dir: PathBuf, config: Config, watch: bool) -> Result<()> {
     let runtime = Runtime::new(runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime));
     // Watch first, so a file written while the folder loads is not missed.
-    let watch = if config.server.watch && !no_watch {
+    let watch = if config.server.watch && watch {
         Some(FolderWatch::start(&dir)?)
     } else {
         None

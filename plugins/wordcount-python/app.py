@@ -1,7 +1,7 @@
 """Example tools written in Python: count words and reverse text.
 
 Built into a component with componentize-py against the `tools-plugin`
-world of wit/plugin.wit (see scripts/build-plugins).
+world of wit/plugin.wit (see scripts/build).
 """
 
 import json

@@ -152,7 +152,11 @@ impl Registry {
         log_loaded(
             &entry,
             path,
-            if replaced { "plugin reloaded" } else { "plugin added" },
+            if replaced {
+                "plugin reloaded"
+            } else {
+                "plugin added"
+            },
         );
         let change = self.install(entry);
         Ok(if replaced {

@@ -245,7 +245,9 @@ fn call_failed(plugin: &LoadedPlugin, error: CallError) -> Option<String> {
 
 /// A failed call as a JSON-RPC outcome: -32603, or no response when cancelled.
 fn failed_request(plugin: &LoadedPlugin, error: CallError) -> Outcome {
-    call_failed(plugin, error).map(RpcError::internal).map_or(Ok(None), Err)
+    call_failed(plugin, error)
+        .map(RpcError::internal)
+        .map_or(Ok(None), Err)
 }
 
 fn plugin_error(error: types::Error, not_found: ErrorCode) -> RpcError {
@@ -605,7 +607,9 @@ pub(super) async fn forward_legacy_events(
                 level,
                 logger,
                 message,
-            } if log_level.is_some_and(|min| convert::severity(level) >= convert::severity(min)) => {
+            } if log_level
+                .is_some_and(|min| convert::severity(level) >= convert::severity(min)) =>
+            {
                 conn.out.notify(
                     "notifications/message",
                     json!({ "level": convert::log_level_name(level), "logger": logger, "data": message }),
@@ -628,7 +632,11 @@ fn list_changed_method(kind: ListKind) -> &'static str {
 /// The URIs among `uris` that `plugin` serves in `catalogue`.
 fn served_by<'a>(catalogue: &Catalogue, plugin: &str, uris: &'a [String]) -> Vec<&'a String> {
     uris.iter()
-        .filter(|uri| catalogue.resource_owner(uri).is_some_and(|p| p.name() == plugin))
+        .filter(|uri| {
+            catalogue
+                .resource_owner(uri)
+                .is_some_and(|p| p.name() == plugin)
+        })
         .collect()
 }
 

@@ -1,0 +1,234 @@
+//! `wasm-mcp dev`: build plugins from source, serve them, and rebuild one
+//! when its sources change. A build installs its component into the served
+//! folder by an atomic rename, and hot reload takes it from there; a failed
+//! build is shown on stderr and the last good build keeps serving.
+
+mod toolchain;
+
+pub use toolchain::Toolchain;
+
+use anyhow::{bail, Context as _, Result};
+use notify::event::{EventKind, ModifyKind};
+use notify::{RecursiveMode, Watcher as _};
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// How long sources must be quiet before a rebuild starts.
+const QUIET: Duration = Duration::from_millis(100);
+
+/// Folders whose changes never trigger a rebuild: build output, caches,
+/// dependencies, version control.
+const IGNORED: &[&str] = &["target", "node_modules", "__pycache__", "dist", "build"];
+
+/// One plugin built from source.
+pub struct Source {
+    /// The source folder.
+    pub dir: PathBuf,
+    /// The plugin's name (the folder's name).
+    pub name: String,
+    /// How it is built.
+    pub toolchain: Toolchain,
+}
+
+/// The folders `dev` works in: the contract for the generators, and the
+/// plugin folder it serves.
+pub struct Workspace {
+    root: PathBuf,
+    /// The folder of built components that the server loads and watches.
+    pub plugins: PathBuf,
+    wit: PathBuf,
+    release: bool,
+}
+
+impl Workspace {
+    /// A fresh workspace under the system's temporary folder.
+    pub fn create(release: bool) -> Result<Self> {
+        let root = std::env::temp_dir().join(format!("wasm-mcp-dev-{}", std::process::id()));
+        let plugins = root.join("plugins");
+        let wit = root.join("wit");
+        std::fs::create_dir_all(&plugins)
+            .and_then(|()| std::fs::create_dir_all(&wit))
+            .and_then(|()| std::fs::write(wit.join("plugin.wit"), toolchain::WIT))
+            .with_context(|| format!("creating {}", root.display()))?;
+        Ok(Workspace {
+            root,
+            plugins,
+            wit,
+            release,
+        })
+    }
+
+    /// Builds `source` and installs the component for serving. Errors say
+    /// why; the previously installed component stays in place.
+    pub async fn build(&self, source: &Source) -> Result<()> {
+        let started = Instant::now();
+        eprintln!(
+            "wasm-mcp dev: building {} ({})",
+            source.name,
+            source.dir.display()
+        );
+        let staging = self.plugins.join(format!(".{}.wasm.building", source.name));
+        source
+            .toolchain
+            .build(&source.dir, &staging, &self.wit, self.release)
+            .await?;
+        let target = self.plugins.join(format!("{}.wasm", source.name));
+        tokio::fs::rename(&staging, &target)
+            .await
+            .with_context(|| format!("installing {}", target.display()))?;
+        eprintln!(
+            "wasm-mcp dev: built {} in {:.1}s",
+            source.name,
+            started.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    /// Rebuilds `source` whenever its files change, until the process ends.
+    pub async fn rebuild_on_change(&self, source: Source) -> Result<()> {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut watcher = notify::recommended_watcher(move |event| {
+            let _ = tx.send(event);
+        })?;
+        watcher
+            .watch(&source.dir, RecursiveMode::Recursive)
+            .with_context(|| format!("watching {}", source.dir.display()))?;
+        loop {
+            // Wait for a change that matters, then for the sources to be quiet.
+            loop {
+                match rx.recv().await {
+                    Some(Ok(event)) if triggers_build(&event, &source.dir) => break,
+                    Some(_) => continue,
+                    None => return Ok(()),
+                }
+            }
+            while let Ok(Some(_)) = tokio::time::timeout(QUIET, rx.recv()).await {}
+            if let Err(e) = self.build(&source).await {
+                eprintln!(
+                    "wasm-mcp dev: {} did not build; the last good build keeps serving: {e:#}",
+                    source.name
+                );
+            }
+        }
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Reads the source folders given on the command line: each must exist,
+/// have a known toolchain and a distinct name.
+pub fn sources(dirs: &[PathBuf]) -> Result<Vec<Source>> {
+    let mut names = HashSet::new();
+    let mut sources = Vec::new();
+    for dir in dirs {
+        let dir = dir
+            .canonicalize()
+            .with_context(|| format!("plugin source folder {}", dir.display()))?;
+        let name = plugin_name_for(&dir);
+        if !names.insert(name.clone()) {
+            bail!("two source folders are both named {name}; plugin names must differ");
+        }
+        let toolchain = Toolchain::detect(&dir)?;
+        sources.push(Source {
+            dir,
+            name,
+            toolchain,
+        });
+    }
+    Ok(sources)
+}
+
+/// The plugin name for a source folder: its name, with anything but
+/// letters, digits, `-` and `_` replaced by `-`.
+fn plugin_name_for(dir: &Path) -> String {
+    let raw = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if name.is_empty() {
+        "plugin".into()
+    } else {
+        name
+    }
+}
+
+/// Whether a file event in a source folder calls for a rebuild: a content
+/// change to a file outside build output, caches and hidden folders.
+fn triggers_build(event: &notify::Event, root: &Path) -> bool {
+    let changes_content = matches!(
+        event.kind,
+        EventKind::Create(_)
+            | EventKind::Remove(_)
+            | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Name(_) | ModifyKind::Any)
+    );
+    changes_content && event.paths.iter().any(|p| is_source_path(p, root))
+}
+
+fn is_source_path(path: &Path, root: &Path) -> bool {
+    let Ok(relative) = path.strip_prefix(root) else {
+        return false;
+    };
+    let parts: Vec<_> = relative.components().collect();
+    let ignored_dir = parts.iter().any(|c| match c {
+        Component::Normal(name) => {
+            let name = name.to_string_lossy();
+            name.starts_with('.') || IGNORED.contains(&name.as_ref())
+        }
+        _ => false,
+    });
+    let file = relative.to_string_lossy();
+    let editor_temp = file.ends_with('~') || file.ends_with(".swp") || file.ends_with(".tmp");
+    !ignored_dir && !editor_temp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_source_files_trigger_a_build() {
+        let root = Path::new("/src/hello");
+        assert!(is_source_path(Path::new("/src/hello/src/lib.rs"), root));
+        assert!(is_source_path(Path::new("/src/hello/Cargo.toml"), root));
+        assert!(!is_source_path(
+            Path::new("/src/hello/target/debug/x.wasm"),
+            root
+        ));
+        assert!(!is_source_path(Path::new("/src/hello/.git/index"), root));
+        assert!(!is_source_path(
+            Path::new("/src/hello/__pycache__/app.pyc"),
+            root
+        ));
+        assert!(!is_source_path(
+            Path::new("/src/hello/src/.lib.rs.swp"),
+            root
+        ));
+        assert!(!is_source_path(Path::new("/src/hello/app.py~"), root));
+        assert!(!is_source_path(Path::new("/elsewhere/lib.rs"), root));
+    }
+
+    #[test]
+    fn plugin_names_come_from_folder_names() {
+        assert_eq!(plugin_name_for(Path::new("/a/hello-rust")), "hello-rust");
+        assert_eq!(
+            plugin_name_for(Path::new("/a/my plugin.v2")),
+            "my-plugin-v2"
+        );
+    }
+}

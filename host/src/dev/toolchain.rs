@@ -1,0 +1,231 @@
+//! Building a plugin from its source folder with the plugin's own toolchain:
+//! Cargo for Rust, componentize-py for Python, componentize-js for
+//! JavaScript. Build output goes to stderr; stdout is the MCP channel.
+
+use anyhow::{bail, Context as _, Result};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+/// The contract, written where the Python and JavaScript generators read it.
+pub const WIT: &str = include_str!("../../../wit/plugin.wit");
+
+/// How a source folder is built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Toolchain {
+    /// A Cargo package: `cargo build --target wasm32-wasip2`.
+    Cargo,
+    /// `app.py`, built by componentize-py against `world`.
+    Python {
+        /// The contract world the module implements.
+        world: &'static str,
+    },
+    /// `app.js`, built by componentize-js against `world`.
+    JavaScript {
+        /// The contract world the module implements.
+        world: &'static str,
+    },
+}
+
+impl Toolchain {
+    /// Recognises the toolchain of `dir` from the files in it.
+    pub fn detect(dir: &Path) -> Result<Self> {
+        if dir.join("Cargo.toml").is_file() {
+            return Ok(Toolchain::Cargo);
+        }
+        if let Some(text) = read(&dir.join("app.py"))? {
+            let has = |interface: &str| text.contains(&format!("class {interface}("));
+            return Ok(Toolchain::Python {
+                world: world(has("Tools"), has("Resources"), has("Prompts"))
+                    .context("app.py defines none of the classes Tools, Resources, Prompts")?,
+            });
+        }
+        if let Some(text) = read(&dir.join("app.js"))? {
+            let has = |interface: &str| text.contains(&format!("export const {interface}"));
+            return Ok(Toolchain::JavaScript {
+                world: world(has("tools"), has("resources"), has("prompts")).context(
+                    "app.js exports none of `export const tools`, `resources`, `prompts`",
+                )?,
+            });
+        }
+        bail!(
+            "{}: no Cargo.toml, app.py or app.js: cannot tell how to build it",
+            dir.display()
+        )
+    }
+
+    /// Builds the component from `dir` and writes it to `out`. `wit_dir`
+    /// holds the contract; `release` asks Cargo for an optimised build.
+    pub async fn build(&self, dir: &Path, out: &Path, wit_dir: &Path, release: bool) -> Result<()> {
+        match self {
+            Toolchain::Cargo => {
+                let built = cargo_build(dir, release).await?;
+                tokio::fs::copy(&built, out)
+                    .await
+                    .with_context(|| format!("copying {}", built.display()))?;
+            }
+            Toolchain::Python { world } => {
+                let mut command = Command::new(tool("componentize-py", dir));
+                command
+                    .arg("-d")
+                    .arg(wit_dir)
+                    .arg("-w")
+                    .arg(format!("wasm-mcp:plugin/{world}"))
+                    .args(["componentize", "app", "-o"])
+                    .arg(out);
+                run(
+                    command,
+                    dir,
+                    "componentize-py (pip install componentize-py)",
+                )
+                .await?;
+            }
+            Toolchain::JavaScript { world } => {
+                let mut command = Command::new(tool("componentize-js", dir));
+                command
+                    .arg("app.js")
+                    .arg("--wit")
+                    .arg(wit_dir)
+                    .arg("--world-name")
+                    .arg(format!("wasm-mcp:plugin/{world}"))
+                    .args(["-d", "http", "-d", "fetch-event", "-o"])
+                    .arg(out);
+                run(
+                    command,
+                    dir,
+                    "componentize-js (npm install @bytecodealliance/componentize-js)",
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The smallest contract world with the exported interfaces.
+fn world(tools: bool, resources: bool, prompts: bool) -> Option<&'static str> {
+    match (tools, resources, prompts) {
+        (false, false, false) => None,
+        (true, false, false) => Some("tools-plugin"),
+        (false, true, false) => Some("resources-plugin"),
+        (false, false, true) => Some("prompts-plugin"),
+        _ => Some("plugin"),
+    }
+}
+
+fn read(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// A build tool: the project's own copy (`node_modules/.bin`, `.venv/bin`)
+/// when there is one, otherwise whatever `PATH` finds.
+fn tool(name: &str, dir: &Path) -> PathBuf {
+    ["node_modules/.bin", ".venv/bin", "venv/bin"]
+        .iter()
+        .map(|sub| dir.join(sub).join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// Runs a build command in `dir`: its stdout and stderr go to stderr.
+async fn run(mut command: Command, dir: &Path, what: &str) -> Result<()> {
+    let program = command.as_std().get_program().to_owned();
+    let status = command
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(std::io::stderr())
+        .stderr(Stdio::inherit())
+        .status()
+        .await
+        .with_context(|| format!("running {} (needs {what})", program.to_string_lossy()))?;
+    if !status.success() {
+        bail!("{} failed ({status})", program.to_string_lossy());
+    }
+    Ok(())
+}
+
+/// `cargo build` for wasm32-wasip2; returns the `.wasm` it produced.
+/// Diagnostics go to stderr; the artifact's path comes from Cargo's JSON
+/// messages, so workspaces and custom target folders just work.
+async fn cargo_build(dir: &Path, release: bool) -> Result<PathBuf> {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.args([
+        "build",
+        "--target",
+        "wasm32-wasip2",
+        "--message-format=json-render-diagnostics",
+    ]);
+    if release {
+        command.arg("--release");
+    }
+    let mut child = command
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("running cargo")?;
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let mut artifacts = Vec::new();
+    while let Some(line) = lines.next_line().await? {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if message["reason"] == "compiler-artifact" {
+            let wasm = message["filenames"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str())
+                .filter(|f| f.ends_with(".wasm"))
+                .map(PathBuf::from);
+            artifacts.extend(wasm);
+        }
+    }
+    let status = child.wait().await?;
+    if !status.success() {
+        bail!("cargo build failed ({status})");
+    }
+    match artifacts.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => bail!("cargo built no .wasm: is the crate a cdylib (`crate-type = [\"cdylib\"]`)?"),
+        many => bail!(
+            "cargo built {} components; point `dev` at one package",
+            many.len()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_each_toolchain_and_the_smallest_world() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Toolchain::detect(dir.path()).is_err());
+        std::fs::write(dir.path().join("app.js"), "export const tools = {};").unwrap();
+        assert_eq!(
+            Toolchain::detect(dir.path()).unwrap(),
+            Toolchain::JavaScript {
+                world: "tools-plugin"
+            }
+        );
+        std::fs::write(
+            dir.path().join("app.py"),
+            "class Resources(exports.Resources): ...\nclass Prompts(exports.Prompts): ...",
+        )
+        .unwrap();
+        assert_eq!(
+            Toolchain::detect(dir.path()).unwrap(),
+            Toolchain::Python { world: "plugin" }
+        );
+        std::fs::write(dir.path().join("Cargo.toml"), "[package]").unwrap();
+        assert_eq!(Toolchain::detect(dir.path()).unwrap(), Toolchain::Cargo);
+    }
+}

@@ -1,0 +1,53 @@
+"""`wasm-mcp dev`: build a plugin from source, serve it, rebuild and reload on edit."""
+
+import shutil
+
+from conftest import ROOT, RawHost
+
+# Shared by runs, so the plugin's dependencies compile once per machine.
+DEV_TARGET = ROOT / ".cache" / "dev-test-target"
+
+
+def rust_plugin_copy(tmp_path):
+    """The hello example as a standalone Cargo package outside the repository."""
+    source = tmp_path / "hello-dev"
+    shutil.copytree(ROOT / "plugins" / "hello-rust" / "src", source / "src")
+    manifest = (ROOT / "plugins" / "hello-rust" / "Cargo.toml").read_text()
+    manifest = manifest.replace('path = "../../sdk-guest"', f'path = "{ROOT / "sdk-guest"}"')
+    (source / "Cargo.toml").write_text(manifest + "\n[workspace]\n")
+    return source
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_dev_rebuilds_and_reloads_a_rust_plugin_after_an_edit(tmp_path, host_env):
+    source = rust_plugin_copy(tmp_path)
+    env = dict(host_env, CARGO_TARGET_DIR=str(DEV_TARGET))
+    host = RawHost(None, env, ["dev", str(source)])
+    try:
+        host.initialize(timeout=900)
+        greet = host.request("tools/call", {"name": "greet", "arguments": {"name": "dev"}})
+        assert greet["result"]["content"][0]["text"] == "Hello, dev!"
+
+        lib = source / "src" / "lib.rs"
+        edit(lib, '.tool("greet", "Says hello to someone", |g: Greet| {\n            format!("Hello, {}!", g.name)',
+             '.tool("salute", "Salutes someone", |g: Greet| {\n            format!("Salute, {}!", g.name)')
+        changed = host.read(600)
+        assert changed["method"] == "notifications/tools/list_changed"
+        names = [t["name"] for t in host.request("tools/list")["result"]["tools"]]
+        assert names == ["salute", "add", "countdown"]
+        salute = host.request("tools/call", {"name": "salute", "arguments": {"name": "dev"}})
+        assert salute["result"]["content"][0]["text"] == "Salute, dev!"
+
+        # A build error is shown on stderr and the last good build keeps serving.
+        edit(lib, '"Salute, {}!"', '"Salute, {}!" this does not compile')
+        log = host.wait_for_log("did not build", timeout=600)
+        assert "error" in log and "src/lib.rs" in log
+        salute = host.request("tools/call", {"name": "salute", "arguments": {"name": "again"}})
+        assert salute["result"]["content"][0]["text"] == "Salute, again!"
+    finally:
+        host.close()
