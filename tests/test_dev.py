@@ -51,3 +51,25 @@ def test_dev_rebuilds_and_reloads_a_rust_plugin_after_an_edit(tmp_path, host_env
         assert salute["result"]["content"][0]["text"] == "Salute, again!"
     finally:
         host.close()
+
+
+def test_dev_rebuilds_a_javascript_plugin_with_componentize_js(tmp_path, host_env):
+    source = tmp_path / "shout-dev"
+    source.mkdir()
+    shutil.copy(ROOT / "plugins" / "shout-js" / "app.js", source / "app.js")
+    tools = ROOT / "plugins" / "shout-js" / "node_modules" / ".bin"
+    env = dict(host_env, PATH=f"{tools}:{host_env['PATH']}")
+    host = RawHost(None, env, ["dev", str(source)])
+    try:
+        host.initialize(timeout=600)
+        shout = host.request("tools/call", {"name": "shout", "arguments": {"text": "dev"}}, timeout=120)
+        assert shout["result"]["content"][0]["text"] == "DEV!"
+
+        edit(source / "app.js", "  shout: {", "  yell: {")
+        changed = host.read(600)
+        assert changed["method"] == "notifications/tools/list_changed"
+        yell = host.request("tools/call", {"name": "yell", "arguments": {"text": "dev"}}, timeout=120)
+        assert yell["result"]["content"][0]["text"] == "DEV!"
+    finally:
+        log = host.close()
+    assert "built shout-dev" in log

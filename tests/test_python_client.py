@@ -29,7 +29,7 @@ def client(plugins, env, mode, **kwargs) -> Client:
 async def test_tools_in_rust_and_python(all_plugins, host_env, mode):
     async with client(all_plugins, host_env, mode) as c:
         names = [t.name for t in (await c.list_tools()).tools]
-        for expected in ("greet", "add", "countdown", "word_count", "reverse"):
+        for expected in ("greet", "add", "countdown", "word_count", "reverse", "shout", "char_count"):
             assert expected in names
         add = next(t for t in (await c.list_tools()).tools if t.name == "add")
         assert add.input_schema["required"] == ["a", "b"]
@@ -41,6 +41,10 @@ async def test_tools_in_rust_and_python(all_plugins, host_env, mode):
         assert words.content[0].text == "4"
         reverse = await c.call_tool("reverse", {"text": "stressed"})
         assert reverse.content[0].text == "desserts"
+        shout = await c.call_tool("shout", {"text": "wasm"})
+        assert shout.content[0].text == "WASM!"
+        chars = await c.call_tool("char_count", {"text": "héllo 🌍"})
+        assert chars.content[0].text == "7"
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -147,7 +147,13 @@ impl Registry {
         if loaded.as_ref().is_some_and(|p| p.hash() == source.hash()) {
             return Ok(Reload::Unchanged);
         }
+        let started = std::time::Instant::now();
         let entry = self.load_source(&name, source, path).await?;
+        tracing::debug!(
+            plugin = name,
+            load_ms = started.elapsed().as_secs_f64() * 1e3,
+            "loaded and listed"
+        );
         let replaced = loaded.is_some();
         log_loaded(
             &entry,

@@ -85,10 +85,17 @@ impl ArtifactCache {
                 }
             }
         }
+        let started = std::time::Instant::now();
         let component = Component::new(engine, bytes)?;
+        let compiled = started.elapsed();
         if let Err(e) = self.store(&path, &component) {
             tracing::warn!(path = %path.display(), "could not cache the compiled component: {e:#}");
         }
+        tracing::debug!(
+            compile_ms = compiled.as_secs_f64() * 1e3,
+            store_ms = (started.elapsed() - compiled).as_secs_f64() * 1e3,
+            "compiled a component"
+        );
         Ok(component)
     }
 
