@@ -7,7 +7,7 @@ import subprocess
 import threading
 import time
 
-from conftest import BINARY, PLUGINS, RawHost, modern_meta
+from conftest import BINARY, FIXTURES, PLUGINS, RawHost, modern_meta
 
 LIST_CHANGED = {
     "tools": "notifications/tools/list_changed",
@@ -335,3 +335,25 @@ def test_a_reload_storm_loses_and_corrupts_no_response(tmp_path, host_env):
     log = proc.stderr.read().decode()
     # Reloads really happened while the calls ran (a burst coalesces into one).
     assert log.count("plugin reloaded") >= 5, log
+
+
+def test_a_plugin_that_says_its_tools_changed_is_relisted(tmp_path, host_env):
+    shutil.copy(FIXTURES / "shifty.wasm", tmp_path / "shifty.wasm")
+    host = RawHost(tmp_path, host_env)
+    try:
+        host.initialize()
+
+        def names():
+            return sorted(t["name"] for t in host.request("tools/list")["result"]["tools"])
+
+        before = names()
+        said = host.request("tools/call", {"name": "relist", "arguments": {}})
+        assert said["result"]["content"][0]["text"] == "the host was told"
+        got = notifications_until(host, {LIST_CHANGED["tools"]})
+        assert methods(got) == [LIST_CHANGED["tools"]]
+        after = names()
+        assert before != after
+        assert [n for n in after if not n.startswith("shifting_")] == ["relist"]
+        assert_quiet(host)
+    finally:
+        host.close()
