@@ -4,7 +4,7 @@ use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use wasm_mcp::config::Config;
+use wasm_mcp::config::{Config, Policy};
 use wasm_mcp::dev;
 use wasm_mcp::registry::Registry;
 use wasm_mcp::reload::FolderWatch;
@@ -63,6 +63,9 @@ enum Command {
     Inspect {
         /// The component file.
         file: PathBuf,
+        /// The config whose grants to apply (see the README).
+        #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
+        config: Option<PathBuf>,
     },
 }
 
@@ -91,7 +94,7 @@ fn main() -> Result<()> {
                 release,
                 config,
             } => dev(sources, release, config).await,
-            Command::Inspect { file } => inspect(file).await,
+            Command::Inspect { file, config } => inspect(file, config).await,
         }
     })
 }
@@ -111,8 +114,7 @@ fn runtime_config(config: &Config) -> RuntimeConfig {
     };
     RuntimeConfig {
         cache_dir,
-        memory_bytes: config.limits.memory_mb << 20,
-        call_timeout: config.limits.call_timeout(),
+        max_memory_bytes: config.max_memory_bytes(),
         ..RuntimeConfig::default()
     }
 }
@@ -162,7 +164,7 @@ async fn dev(sources: Vec<PathBuf>, release: bool, config_path: Option<PathBuf>)
 
 async fn serve_folder(dir: PathBuf, config: Config, watch: bool) -> Result<()> {
     let runtime = Runtime::new(runtime_config(&config))?;
-    let registry = Arc::new(Registry::new(runtime));
+    let registry = Arc::new(Registry::new(runtime, Policy::new(config.clone())));
     // Watch first, so a file written while the folder loads is not missed.
     let watch = if config.server.watch && watch {
         Some(FolderWatch::start(&dir)?)
@@ -185,10 +187,11 @@ async fn serve_folder(dir: PathBuf, config: Config, watch: bool) -> Result<()> {
     Ok(())
 }
 
-async fn inspect(file: PathBuf) -> Result<()> {
+async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
+    let config = load_config(config_path.as_deref())?;
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: None,
-        ..RuntimeConfig::default()
+        ..runtime_config(&config)
     })?;
     let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
     let description = describe(&runtime, &bytes)
@@ -202,7 +205,39 @@ async fn inspect(file: PathBuf) -> Result<()> {
     for export in &description.exports {
         println!("  {export}");
     }
-    let registry = Registry::new(runtime);
+    let registry = Registry::new(runtime, Policy::new(config));
+    let name = wasm_mcp::registry::plugin_name(&file)?;
+    let manifest = wasm_mcp::config::Manifest::beside(&file)?;
+    println!(
+        "asks for (manifest {}):",
+        wasm_mcp::config::Manifest::path_for(&file).display()
+    );
+    for (root, mode) in &manifest.roots {
+        println!("  root  {root} ({mode})");
+    }
+    for host in &manifest.hosts {
+        println!("  host  {host}");
+    }
+    for var in &manifest.env {
+        println!("  env   {var}");
+    }
+    let decision = registry.decide(&name, &file)?;
+    println!("granted:");
+    for item in &decision.granted {
+        println!("  {item}");
+    }
+    println!("denied:");
+    for item in &decision.denied {
+        println!("  {item}");
+    }
+    let limits = &decision.grants.limits;
+    println!(
+        "limits: memory {} MiB, {} ms per call, results up to {} MiB, {} calls at once",
+        limits.memory_bytes >> 20,
+        limits.call_timeout.as_millis(),
+        limits.max_result_bytes >> 20,
+        limits.max_concurrent_calls
+    );
     match registry.load_file(&file).await {
         Ok(entry) => {
             let l = &entry.listing;

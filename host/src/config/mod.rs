@@ -1,9 +1,20 @@
-//! The TOML config file: where plugins live, caching, paging, limits.
+//! The TOML config file (where plugins live, caching, paging, limits,
+//! roots and what each plugin may be granted), plugin manifests, and the
+//! policy that grants a plugin what it asks for and the config allows.
 
+mod manifest;
+mod policy;
+
+pub use manifest::Manifest;
+pub use policy::{Decision, Policy};
+
+use crate::runtime::{HostPattern, Limits};
 use anyhow::{Context as _, Result};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use toml::Spanned;
 
 /// The whole config file. Every field has a default, so an empty file (or
 /// no file) is valid.
@@ -14,6 +25,10 @@ pub struct Config {
     pub server: ServerSection,
     /// `[limits]`
     pub limits: LimitsSection,
+    /// `[roots.<name>]`
+    pub roots: BTreeMap<String, RootSection>,
+    /// `[plugins.<name>]`
+    pub plugins: BTreeMap<String, PluginSection>,
 }
 
 /// `[server]`: what to serve and how.
@@ -47,7 +62,8 @@ impl Default for ServerSection {
     }
 }
 
-/// `[limits]`: what one call may use.
+/// `[limits]`: what one call may use, for every plugin unless its
+/// `[plugins.<name>.limits]` says otherwise.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsSection {
@@ -55,6 +71,10 @@ pub struct LimitsSection {
     pub memory_mb: usize,
     /// Wall-clock time per call, in milliseconds.
     pub call_timeout_ms: u64,
+    /// The largest result a call may return, in MiB of JSON.
+    pub max_result_mb: usize,
+    /// Calls of one plugin that may run at once; more wait their turn.
+    pub max_concurrent_calls: usize,
 }
 
 impl Default for LimitsSection {
@@ -62,63 +82,269 @@ impl Default for LimitsSection {
         LimitsSection {
             memory_mb: 256,
             call_timeout_ms: 60_000,
+            max_result_mb: 16,
+            max_concurrent_calls: 16,
         }
     }
 }
 
+/// `[plugins.<name>.limits]`: overrides of `[limits]` for one plugin.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsOverride {
+    /// See [`LimitsSection::memory_mb`].
+    pub memory_mb: Option<usize>,
+    /// See [`LimitsSection::call_timeout_ms`].
+    pub call_timeout_ms: Option<u64>,
+    /// See [`LimitsSection::max_result_mb`].
+    pub max_result_mb: Option<usize>,
+    /// See [`LimitsSection::max_concurrent_calls`].
+    pub max_concurrent_calls: Option<usize>,
+}
+
 impl LimitsSection {
+    /// These limits with `over` applied.
+    pub fn with(&self, over: &LimitsOverride) -> LimitsSection {
+        LimitsSection {
+            memory_mb: over.memory_mb.unwrap_or(self.memory_mb),
+            call_timeout_ms: over.call_timeout_ms.unwrap_or(self.call_timeout_ms),
+            max_result_mb: over.max_result_mb.unwrap_or(self.max_result_mb),
+            max_concurrent_calls: over
+                .max_concurrent_calls
+                .unwrap_or(self.max_concurrent_calls),
+        }
+    }
+
     /// The call deadline.
     pub fn call_timeout(&self) -> Duration {
         Duration::from_millis(self.call_timeout_ms)
     }
+
+    /// As the runtime's limits.
+    pub fn to_limits(&self) -> Limits {
+        Limits {
+            memory_bytes: self.memory_mb << 20,
+            call_timeout: self.call_timeout(),
+            max_result_bytes: self.max_result_mb << 20,
+            max_concurrent_calls: self.max_concurrent_calls,
+        }
+    }
+}
+
+/// Whether a root may be changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Only reads.
+    #[default]
+    ReadOnly,
+    /// Reads, writes, creates, renames and deletes.
+    ReadWrite,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::ReadOnly => "read-only",
+            Mode::ReadWrite => "read-write",
+        })
+    }
+}
+
+/// `[roots.<name>]`: a host folder that plugins may be granted. A plugin
+/// sees a granted root at `/<name>`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RootSection {
+    /// The folder on the host; relative paths are relative to the config file.
+    pub path: Spanned<PathBuf>,
+    /// The most any plugin may do in it.
+    #[serde(default)]
+    pub mode: Mode,
+}
+
+/// `[plugins.<name>]`: what the operator allows one plugin. A plugin gets
+/// what its manifest asks for and this allows, nothing more.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginSection {
+    /// Names of `[roots]` it may be granted.
+    pub roots: Vec<Spanned<String>>,
+    /// Hosts it may send HTTP requests to: `api.example.com` or `*.example.com`.
+    pub hosts: Vec<Spanned<String>>,
+    /// Environment variables of the host it may read.
+    pub env: Vec<Spanned<String>>,
+    /// Its own limits.
+    pub limits: LimitsOverride,
 }
 
 impl Config {
-    /// Reads and checks `path`. Errors name the file, line and column.
+    /// Reads and checks `path`. Errors name the file and the line.
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading config {}", path.display()))?;
-        Self::parse(&text).with_context(|| format!("invalid config {}", path.display()))
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::parse(&text, base).with_context(|| format!("invalid config {}", path.display()))
     }
 
-    /// Parses config text.
-    pub fn parse(text: &str) -> Result<Self> {
-        let config: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    /// Parses config text; relative root paths are taken from `base`.
+    pub fn parse(text: &str, base: &Path) -> Result<Self> {
+        let mut config: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
         anyhow::ensure!(
             config.server.page_size > 0,
             "server.page_size must be at least 1"
         );
-        anyhow::ensure!(
-            config.limits.memory_mb > 0,
-            "limits.memory_mb must be at least 1"
-        );
-        anyhow::ensure!(
-            config.limits.call_timeout_ms > 0,
-            "limits.call_timeout_ms must be at least 1"
-        );
+        check_limits("limits", &config.limits)?;
+        for (name, root) in &mut config.roots {
+            anyhow::ensure!(
+                valid_name(name),
+                "roots.{name}: a root name must be letters, digits, '-' or '_'"
+            );
+            let span = root.path.span();
+            let path = base.join(root.path.get_ref());
+            let path = path.canonicalize().with_context(|| {
+                format!("{}: roots.{name}.path {}", at(span.clone()), path.display())
+            })?;
+            anyhow::ensure!(
+                path.is_dir(),
+                "{}: roots.{name}.path {} is not a folder",
+                at(span),
+                path.display()
+            );
+            *root.path.get_mut() = path;
+        }
+        for (plugin, section) in &config.plugins {
+            for root in &section.roots {
+                anyhow::ensure!(
+                    config.roots.contains_key(root.get_ref()),
+                    "{}: plugins.{plugin}.roots names {:?}, which is not in [roots]",
+                    at(root.span()),
+                    root.get_ref()
+                );
+            }
+            for host in &section.hosts {
+                anyhow::ensure!(
+                    HostPattern::parse(host.get_ref()).is_some(),
+                    "{}: plugins.{plugin}.hosts: {:?} is not a host name or *.domain",
+                    at(host.span()),
+                    host.get_ref()
+                );
+            }
+            for var in &section.env {
+                let var_name = var.get_ref();
+                anyhow::ensure!(
+                    !var_name.is_empty() && !var_name.contains('='),
+                    "{}: plugins.{plugin}.env: {var_name:?} is not a variable name",
+                    at(var.span())
+                );
+            }
+            check_limits(
+                &format!("plugins.{plugin}.limits"),
+                &config.limits.with(&section.limits),
+            )?;
+        }
         Ok(config)
     }
+
+    /// The largest memory cap any plugin may get, in bytes.
+    pub fn max_memory_bytes(&self) -> usize {
+        self.plugins
+            .values()
+            .map(|p| self.limits.with(&p.limits).memory_mb)
+            .chain([self.limits.memory_mb])
+            .max()
+            .unwrap_or_default()
+            << 20
+    }
+}
+
+fn check_limits(section: &str, limits: &LimitsSection) -> Result<()> {
+    for (field, value) in [
+        ("memory_mb", limits.memory_mb as u64),
+        ("call_timeout_ms", limits.call_timeout_ms),
+        ("max_result_mb", limits.max_result_mb as u64),
+        ("max_concurrent_calls", limits.max_concurrent_calls as u64),
+    ] {
+        anyhow::ensure!(value > 0, "{section}.{field} must be at least 1");
+    }
+    anyhow::ensure!(
+        limits.memory_mb <= 4096,
+        "{section}.memory_mb must be at most 4096 (the wasm32 address space)"
+    );
+    Ok(())
+}
+
+/// Whether `name` may name a root or a plugin: letters, digits, `-`, `_`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Config;
+    use super::{Config, Mode};
+    use std::path::Path;
 
     #[test]
     fn defaults_and_errors_with_line_numbers() {
-        let c = Config::parse("").unwrap();
+        let here = Path::new(".");
+        let c = Config::parse("", here).unwrap();
         assert_eq!(c.server.page_size, 100);
-        let c = Config::parse("[limits]\nmemory_mb = 64\n").unwrap();
+        let c = Config::parse("[limits]\nmemory_mb = 64\n", here).unwrap();
         assert_eq!(c.limits.memory_mb, 64);
+        let e = error("[limits]\nmemory_mb = \"lots\"\n");
+        assert!(e.contains("line 2"), "{e}");
+        let e = error("[server]\nplugin = \"x\"\n");
+        assert!(e.contains("unknown field"), "{e}");
+    }
+
+    fn error(text: &str) -> String {
+        format!("{:#}", Config::parse(text, Path::new(".")).unwrap_err())
+    }
+
+    #[test]
+    fn roots_and_grants_are_checked_with_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        std::fs::create_dir(base.join("data")).unwrap();
+        let good = "[roots.data]\npath = \"data\"\nmode = \"read-write\"\n\n[plugins.notes]\nroots = [\"data\"]\nhosts = [\"*.example.com\"]\n[plugins.notes.limits]\nmemory_mb = 512\n";
+        let c = Config::parse(good, base).unwrap();
+        assert_eq!(c.roots["data"].mode, Mode::ReadWrite);
+        assert!(c.roots["data"].path.get_ref().is_absolute());
+        assert_eq!(c.max_memory_bytes(), 512 << 20);
+
         let e = format!(
             "{:#}",
-            Config::parse("[limits]\nmemory_mb = \"lots\"\n").unwrap_err()
+            Config::parse("[roots.data]\npath = \"missing\"\n", base).unwrap_err()
+        );
+        assert!(e.contains("line 2") && e.contains("missing"), "{e}");
+        let e = format!(
+            "{:#}",
+            Config::parse("[plugins.x]\n\nroots = [\"nope\"]\n", base).unwrap_err()
+        );
+        assert!(e.contains("line 3") && e.contains("nope"), "{e}");
+        let e = format!(
+            "{:#}",
+            Config::parse("[plugins.x]\nhosts = [\"http://a\"]\n", base).unwrap_err()
         );
         assert!(e.contains("line 2"), "{e}");
         let e = format!(
             "{:#}",
-            Config::parse("[server]\nplugin = \"x\"\n").unwrap_err()
+            Config::parse("[roots.data]\npath = \"data\"\nmode = \"rw\"\n", base).unwrap_err()
         );
-        assert!(e.contains("unknown field"), "{e}");
+        assert!(e.contains("line 3"), "{e}");
+        let e = format!(
+            "{:#}",
+            Config::parse("[plugins.x.limits]\ncall_timeout_ms = 0\n", base).unwrap_err()
+        );
+        assert!(e.contains("plugins.x.limits.call_timeout_ms"), "{e}");
     }
 }

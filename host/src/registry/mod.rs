@@ -8,6 +8,7 @@ mod uri_template;
 pub use catalogue::{Catalogue, PluginEntry, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
 pub use uri_template::UriTemplate;
 
+use crate::config::{Decision, Manifest, Policy};
 use crate::runtime::host_types::ListKind;
 use crate::runtime::{ComponentSource, LoadedPlugin, Runtime};
 use anyhow::{Context as _, Result};
@@ -17,6 +18,7 @@ use std::sync::{Arc, Mutex, RwLock};
 /// The plugins the host serves.
 pub struct Registry {
     runtime: Arc<Runtime>,
+    policy: Policy,
     current: RwLock<Arc<Catalogue>>,
     /// Serializes read-modify-write updates of `current`.
     writer: Mutex<()>,
@@ -46,10 +48,11 @@ pub enum Reload {
 }
 
 impl Registry {
-    /// An empty registry.
-    pub fn new(runtime: Arc<Runtime>) -> Self {
+    /// An empty registry whose plugins are granted what `policy` allows.
+    pub fn new(runtime: Arc<Runtime>, policy: Policy) -> Self {
         Registry {
             runtime,
+            policy,
             current: RwLock::new(Arc::new(Catalogue::default())),
             writer: Mutex::new(()),
         }
@@ -72,20 +75,32 @@ impl Registry {
     pub async fn load_file(&self, path: &Path) -> Result<PluginEntry> {
         let name = plugin_name(path)?;
         let source = read_source(path).await?;
-        self.load_source(&name, source, path).await
+        let decision = self.decide(&name, path)?;
+        self.load_source(&name, source, decision, path).await
+    }
+
+    /// What the plugin of the component at `path` is granted, from its
+    /// manifest and the policy.
+    pub fn decide(&self, name: &str, path: &Path) -> Result<Decision> {
+        let manifest = Manifest::beside(path)?;
+        Ok(self.policy.decide(name, &manifest))
     }
 
     async fn load_source(
         &self,
         name: &str,
         source: ComponentSource,
+        decision: Decision,
         path: &Path,
     ) -> Result<PluginEntry> {
         let plugin = self
             .runtime
-            .load(name, source)
+            .load(name, source, decision.grants.clone())
             .await
             .with_context(|| format!("loading {}", path.display()))?;
+        if !decision.granted.is_empty() || !decision.denied.is_empty() {
+            tracing::info!(plugin = name, "{}", decision.summary());
+        }
         Self::describe(plugin).await
     }
 
@@ -144,11 +159,15 @@ impl Registry {
             }
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        if loaded.as_ref().is_some_and(|p| p.hash() == source.hash()) {
+        let decision = self.decide(&name, path)?;
+        if loaded
+            .as_ref()
+            .is_some_and(|p| p.hash() == source.hash() && *p.grants() == decision.grants)
+        {
             return Ok(Reload::Unchanged);
         }
         let started = std::time::Instant::now();
-        let entry = self.load_source(&name, source, path).await?;
+        let entry = self.load_source(&name, source, decision, path).await?;
         tracing::debug!(
             plugin = name,
             load_ms = started.elapsed().as_secs_f64() * 1e3,
@@ -258,6 +277,17 @@ pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// The component a changed file belongs to: itself for `*.wasm`, the
+/// component beside it for a manifest (`*.toml`); `None` for anything else.
+pub fn component_of(path: &Path) -> Option<PathBuf> {
+    if is_plugin_file(path) {
+        return Some(path.to_owned());
+    }
+    let manifest = path.extension().is_some_and(|x| x == "toml");
+    let wasm = path.with_extension("wasm");
+    (manifest && is_plugin_file(&wasm)).then_some(wasm)
 }
 
 /// Whether `path` names a plugin component: `*.wasm`, not hidden (editors

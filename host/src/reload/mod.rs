@@ -1,5 +1,6 @@
 //! Hot reload: watches the plugin folder and brings the registry up to date
-//! when a component file is added, replaced or removed, then tells the
+//! when a component file (or its manifest) is added, replaced or removed,
+//! then tells the
 //! connected clients what changed.
 //!
 //! Loading happens here, off the request path; the registry swaps its
@@ -9,7 +10,7 @@
 
 mod settle;
 
-use crate::registry::{is_plugin_file, plugin_name};
+use crate::registry::{component_of, plugin_name};
 use crate::server::Server;
 use anyhow::{Context as _, Result};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
@@ -64,8 +65,8 @@ impl FolderWatch {
                     Some(Ok(event)) => {
                         tracing::trace!(?event, "file event");
                         let now = Instant::now();
-                        for path in event.paths.iter().filter(|p| is_plugin_file(p)) {
-                            settle.note(path, &event.kind, now);
+                        for path in event.paths.iter().filter_map(|p| component_of(p)) {
+                            settle.note(&path, &event.kind, now);
                         }
                     }
                     Some(Err(e)) => tracing::warn!(folder = %self.dir.display(), "file watcher: {e}"),

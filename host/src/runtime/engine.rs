@@ -3,6 +3,7 @@
 
 use super::bindings;
 use super::cache::{ArtifactCache, ComponentSource};
+use super::grants::Grants;
 use super::plugin::LoadedPlugin;
 use super::state::CallState;
 use anyhow::Result;
@@ -22,10 +23,9 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 pub struct RuntimeConfig {
     /// Where precompiled components are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
-    /// The most linear memory one instance may use, in bytes.
-    pub memory_bytes: usize,
-    /// The longest one call may run.
-    pub call_timeout: Duration,
+    /// The most linear memory any instance may be granted, in bytes (the
+    /// size of a pooled memory slot; each plugin's own cap is in its grants).
+    pub max_memory_bytes: usize,
     /// How many instances may be alive at once, across all plugins.
     pub max_instances: u32,
 }
@@ -34,8 +34,7 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             cache_dir: None,
-            memory_bytes: 256 << 20,
-            call_timeout: Duration::from_secs(60),
+            max_memory_bytes: 256 << 20,
             max_instances: 1000,
         }
     }
@@ -67,7 +66,7 @@ impl Runtime {
             .table_elements(200_000)
             .max_component_instance_size(1 << 20)
             .max_core_instance_size(1 << 20)
-            .max_memory_size(config.memory_bytes)
+            .max_memory_size(config.max_memory_bytes)
             .linear_memory_keep_resident(64 << 10)
             .max_unused_warm_slots(64);
 
@@ -119,13 +118,20 @@ impl Runtime {
         self: &Arc<Self>,
         name: &str,
         source: ComponentSource,
+        grants: Grants,
     ) -> Result<Arc<LoadedPlugin>> {
+        anyhow::ensure!(
+            grants.limits.memory_bytes <= self.config.max_memory_bytes,
+            "its memory limit ({} MiB) is above the host's largest ({} MiB)",
+            grants.limits.memory_bytes >> 20,
+            self.config.max_memory_bytes >> 20
+        );
         source.check_header()?;
         let this = self.clone();
         let name: Arc<str> = name.into();
         tokio::task::spawn_blocking(move || {
             let component = this.cache.load(&this.engine, &source)?;
-            LoadedPlugin::link(this.clone(), name, component, source.hash)
+            LoadedPlugin::link(this.clone(), name, component, source.hash, grants)
         })
         .await?
     }

@@ -8,6 +8,7 @@ pub mod bindings;
 mod cache;
 mod context;
 mod engine;
+mod grants;
 mod inspect;
 mod log_pipe;
 mod plugin;
@@ -16,6 +17,7 @@ mod state;
 pub use cache::ComponentSource;
 pub use context::{BoxFuture, CallContext, Quiet};
 pub use engine::{Runtime, RuntimeConfig};
+pub use grants::{DirGrant, Grants, HostPattern, Limits};
 pub use inspect::{describe, ComponentDescription};
 pub use plugin::{CallError, Exports, Listing, LoadedPlugin};
 

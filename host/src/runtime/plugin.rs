@@ -5,10 +5,12 @@ use super::bindings::exports::wasm_mcp::plugin::{completions, prompts, resources
 use super::bindings::wasm_mcp::plugin::types;
 use super::context::{CallContext, Quiet};
 use super::engine::Runtime;
+use super::grants::Grants;
 use super::state::CallState;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use wasmtime::component::{Component, InstancePre};
 use wasmtime::Store;
 
@@ -41,6 +43,9 @@ pub enum CallError {
     /// The caller cancelled the call and it was interrupted.
     #[error("the call was cancelled")]
     Cancelled,
+    /// The call could not be set up (a granted folder is missing, ...).
+    #[error("the call could not be prepared: {0}")]
+    Setup(String),
 }
 
 impl CallError {
@@ -75,6 +80,9 @@ pub struct LoadedPlugin {
     runtime: Arc<Runtime>,
     name: Arc<str>,
     hash: String,
+    grants: Arc<Grants>,
+    /// One permit per call that may run at once.
+    turns: Semaphore,
     pre: InstancePre<CallState>,
     tools: Option<tools::GuestIndices>,
     resources: Option<resources::GuestIndices>,
@@ -88,6 +96,7 @@ impl LoadedPlugin {
         name: Arc<str>,
         component: Component,
         hash: String,
+        grants: Grants,
     ) -> anyhow::Result<Arc<Self>> {
         let pre = runtime.linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!("the component needs something the host does not provide: {e:#}")
@@ -105,6 +114,8 @@ impl LoadedPlugin {
             runtime,
             name,
             hash,
+            turns: Semaphore::new(grants.limits.max_concurrent_calls.max(1)),
+            grants: Arc::new(grants),
             pre,
             tools,
             resources,
@@ -123,6 +134,11 @@ impl LoadedPlugin {
         &self.hash
     }
 
+    /// What the plugin was granted.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
     /// Which interfaces the component exports.
     pub fn exports(&self) -> Exports {
         Exports {
@@ -133,13 +149,14 @@ impl LoadedPlugin {
         }
     }
 
-    fn store(&self, context: Arc<dyn CallContext>) -> Store<CallState> {
-        let state = CallState::new(&self.name, context, self.runtime.config.memory_bytes);
+    fn store(&self, context: Arc<dyn CallContext>) -> Result<Store<CallState>, CallError> {
+        let state = CallState::new(&self.name, context, &self.grants)
+            .map_err(|e| CallError::Setup(format!("{e:#}")))?;
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
-        store
+        Ok(store)
     }
 
     /// Runs `call` under the deadline and the caller's cancellation. The
@@ -149,9 +166,17 @@ impl LoadedPlugin {
         context: &Arc<dyn CallContext>,
         call: impl Future<Output = wasmtime::Result<R>>,
     ) -> Result<R, CallError> {
-        let timeout = self.runtime.config.call_timeout;
+        let timeout = self.grants.limits.call_timeout;
+        let run = async {
+            let _turn = self
+                .turns
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
+            call.await
+        };
         tokio::select! {
-            result = call => result.map_err(CallError::from_wasm),
+            result = run => result.map_err(CallError::from_wasm),
             () = tokio::time::sleep(timeout) => Err(CallError::Timeout(timeout)),
             () = context.cancelled() => Err(CallError::Cancelled),
         }
@@ -162,7 +187,7 @@ impl LoadedPlugin {
         let context: Arc<dyn CallContext> = Arc::new(Quiet {
             plugin: self.name.to_string(),
         });
-        let mut store = self.store(context.clone());
+        let mut store = self.store(context.clone())?;
         self.guarded(&context, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             let mut listing = Listing::default();
@@ -202,7 +227,7 @@ impl LoadedPlugin {
     ) -> Result<Result<tools::CallResult, types::Error>, CallError> {
         let idx = self.tools.as_ref().ok_or(CallError::NotExported("tools"))?;
         let (name, arguments) = (name.to_owned(), arguments.to_owned());
-        let mut store = self.store(context.clone());
+        let mut store = self.store(context.clone())?;
         self.guarded(&context, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             idx.load(&mut store, &instance)?
@@ -222,7 +247,7 @@ impl LoadedPlugin {
             .resources
             .as_ref()
             .ok_or(CallError::NotExported("resources"))?;
-        let mut store = self.store(context.clone());
+        let mut store = self.store(context.clone())?;
         self.guarded(&context, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             idx.load(&mut store, &instance)?
@@ -243,7 +268,7 @@ impl LoadedPlugin {
             .prompts
             .as_ref()
             .ok_or(CallError::NotExported("prompts"))?;
-        let mut store = self.store(context.clone());
+        let mut store = self.store(context.clone())?;
         self.guarded(&context, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             idx.load(&mut store, &instance)?
@@ -263,7 +288,7 @@ impl LoadedPlugin {
             .completions
             .as_ref()
             .ok_or(CallError::NotExported("completions"))?;
-        let mut store = self.store(context.clone());
+        let mut store = self.store(context.clone())?;
         self.guarded(&context, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             idx.load(&mut store, &instance)?

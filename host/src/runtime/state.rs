@@ -3,11 +3,12 @@
 
 use super::bindings::wasm_mcp::plugin::{host, types};
 use super::context::CallContext;
+use super::grants::Grants;
 use super::log_pipe::LogPipe;
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 use wasmtime::{StoreLimits, StoreLimitsBuilder};
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// What a store holds for the duration of one call.
 pub struct CallState {
@@ -18,25 +19,43 @@ pub struct CallState {
 }
 
 impl CallState {
-    /// A fresh state: no preopens, no environment, no network, stdio to the log.
-    pub fn new(plugin: &Arc<str>, context: Arc<dyn CallContext>, memory_bytes: usize) -> Self {
-        let wasi = WasiCtxBuilder::new()
-            .stdout(LogPipe::new(plugin.clone(), "stdout"))
+    /// A fresh state with what the plugin was granted and nothing else: its
+    /// folders as preopens, its variables, no sockets, stdio to the log.
+    pub fn new(
+        plugin: &Arc<str>,
+        context: Arc<dyn CallContext>,
+        grants: &Grants,
+    ) -> anyhow::Result<Self> {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(LogPipe::new(plugin.clone(), "stdout"))
             .stderr(LogPipe::new(plugin.clone(), "stderr"))
             .allow_tcp(false)
             .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
+            .allow_ip_name_lookup(false);
+        for (key, value) in &grants.env {
+            wasi.env(key, value);
+        }
+        for dir in &grants.dirs {
+            let perms = if dir.writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            wasi.preopened_dir(&dir.host_path, &dir.guest_path, perms)
+                .map_err(|e| {
+                    anyhow::anyhow!("opening granted folder {}: {e}", dir.host_path.display())
+                })?;
+        }
         let limits = StoreLimitsBuilder::new()
-            .memory_size(memory_bytes)
+            .memory_size(grants.limits.memory_bytes)
             .trap_on_grow_failure(true)
             .build();
-        CallState {
-            wasi,
+        Ok(CallState {
+            wasi: wasi.build(),
             table: ResourceTable::new(),
             limits,
             context,
-        }
+        })
     }
 }
 

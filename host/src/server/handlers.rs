@@ -250,6 +250,36 @@ fn failed_request(plugin: &LoadedPlugin, error: CallError) -> Outcome {
         .map_or(Ok(None), Err)
 }
 
+/// `result` if its JSON fits the plugin's result limit, else why not.
+fn within_result_limit(plugin: &LoadedPlugin, result: Value) -> Result<Value, String> {
+    let limit = plugin.grants().limits.max_result_bytes;
+    let size = json_size(&result);
+    if size <= limit {
+        return Ok(result);
+    }
+    tracing::warn!(plugin = plugin.name(), size, limit, "result over the limit");
+    Err(format!(
+        "the result is {size} bytes of JSON, over this plugin's limit of {limit} bytes"
+    ))
+}
+
+/// The length of `value` as JSON, without building the text.
+fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 fn plugin_error(error: types::Error, not_found: ErrorCode) -> RpcError {
     match error {
         types::Error::InvalidParams(m) => invalid(m),
@@ -304,9 +334,12 @@ async fn call_tool(
         .call_tool(context, &entry.tool.name, &arguments.to_string())
         .await;
     match outcome {
-        Ok(Ok(result)) => convert::call_result(&result)
-            .map(Some)
-            .map_err(RpcError::internal),
+        Ok(Ok(result)) => {
+            let result = convert::call_result(&result).map_err(RpcError::internal)?;
+            Ok(Some(
+                within_result_limit(plugin, result).unwrap_or_else(|m| convert::tool_error(&m)),
+            ))
+        }
         Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
         Err(error) => Ok(call_failed(plugin, error).map(|m| convert::tool_error(&m))),
@@ -336,9 +369,12 @@ async fn read_resource(
     let plugin = catalogue.resource_owner(uri).ok_or_else(not_found)?;
     let context = scope(conn, plugin, params, era, cancel);
     match plugin.read_resource(context, uri).await {
-        Ok(Ok(contents)) => Ok(Some(
-            json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() }),
-        )),
+        Ok(Ok(contents)) => {
+            let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
+            within_result_limit(plugin, result)
+                .map(Some)
+                .map_err(RpcError::internal)
+        }
         Ok(Err(types::Error::NotFound(_))) => Err(not_found()),
         Ok(Err(error)) => Err(plugin_error(error, not_found_code(era))),
         Err(error) => failed_request(plugin, error),
@@ -390,7 +426,9 @@ async fn get_prompt(
         .get_prompt(context, &entry.prompt.name, &arguments)
         .await
     {
-        Ok(Ok(result)) => Ok(Some(convert::prompt_result(&result))),
+        Ok(Ok(result)) => within_result_limit(plugin, convert::prompt_result(&result))
+            .map(Some)
+            .map_err(RpcError::internal),
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
         Err(error) => failed_request(plugin, error),
     }

@@ -1,0 +1,76 @@
+//! A plugin's manifest: what it asks for. It sits beside the component as
+//! `<plugin>.toml`; a plugin without one asks for nothing.
+//!
+//! ```toml
+//! hosts = ["api.github.com"]      # outbound HTTP
+//! env = ["GITHUB_TOKEN"]          # environment variables
+//!
+//! [roots]                         # folders, by the config's root names
+//! notes = "read-write"
+//! docs = "read-only"
+//! ```
+
+use super::Mode;
+use anyhow::{Context as _, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What a plugin asks for.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Manifest {
+    /// Roots (named in the host's config) and the access it wants to each.
+    pub roots: BTreeMap<String, Mode>,
+    /// Hosts it wants to send HTTP requests to.
+    pub hosts: Vec<String>,
+    /// Environment variables it wants to read.
+    pub env: Vec<String>,
+}
+
+impl Manifest {
+    /// The manifest file of the component at `wasm`: same folder and stem, `.toml`.
+    pub fn path_for(wasm: &Path) -> PathBuf {
+        wasm.with_extension("toml")
+    }
+
+    /// Reads the manifest beside the component at `wasm`; none is an empty one.
+    pub fn beside(wasm: &Path) -> Result<Self> {
+        let path = Self::path_for(wasm);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest::default()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .with_context(|| format!("invalid manifest {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_manifest_beside_a_component() {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = dir.path().join("notes.wasm");
+        assert_eq!(Manifest::beside(&wasm).unwrap(), Manifest::default());
+        std::fs::write(
+            dir.path().join("notes.toml"),
+            "env = [\"A\"]\n[roots]\nnotes = \"read-write\"\n",
+        )
+        .unwrap();
+        let m = Manifest::beside(&wasm).unwrap();
+        assert_eq!(m.roots["notes"], Mode::ReadWrite);
+        assert_eq!(m.env, ["A"]);
+        std::fs::write(
+            dir.path().join("notes.toml"),
+            "\n[roots]\nnotes = \"all\"\n",
+        )
+        .unwrap();
+        let e = format!("{:#}", Manifest::beside(&wasm).unwrap_err());
+        assert!(e.contains("notes.toml") && e.contains("line 3"), "{e}");
+    }
+}

@@ -1,0 +1,201 @@
+//! Granting: a plugin gets the intersection of what its manifest asks for
+//! and what the config allows it. Everything else is denied, and the
+//! decision is reported item by item.
+
+use super::{Config, Manifest, Mode};
+use crate::runtime::{DirGrant, Grants, HostPattern};
+use std::fmt::Write as _;
+
+/// The config's rules for granting.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    config: Config,
+}
+
+/// What was granted to one plugin, and why each asked-for item was or was
+/// not.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decision {
+    /// What the runtime enforces.
+    pub grants: Grants,
+    /// Items granted as asked, e.g. `root notes (read-write) at /notes`.
+    pub granted: Vec<String>,
+    /// Items denied or narrowed, each with the reason.
+    pub denied: Vec<String>,
+}
+
+impl Decision {
+    /// A one-paragraph account for the log and `inspect`.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let list = |items: &[String]| {
+            if items.is_empty() {
+                "nothing".to_owned()
+            } else {
+                items.join("; ")
+            }
+        };
+        let _ = write!(
+            out,
+            "granted: {}. denied: {}.",
+            list(&self.granted),
+            list(&self.denied)
+        );
+        out
+    }
+}
+
+impl Policy {
+    /// The policy of a checked config.
+    pub fn new(config: Config) -> Self {
+        Policy { config }
+    }
+
+    /// Decides what `plugin` gets for what `manifest` asks.
+    pub fn decide(&self, plugin: &str, manifest: &Manifest) -> Decision {
+        let allowed = self.config.plugins.get(plugin).cloned().unwrap_or_default();
+        let mut d = Decision::default();
+        d.grants.limits = self.config.limits.with(&allowed.limits).to_limits();
+
+        for (name, &wanted) in &manifest.roots {
+            let Some(root) = self.config.roots.get(name) else {
+                d.denied
+                    .push(format!("root {name}: no such root in the config"));
+                continue;
+            };
+            if !allowed.roots.iter().any(|r| r.get_ref() == name) {
+                d.denied
+                    .push(format!("root {name}: not allowed to plugin {plugin}"));
+                continue;
+            }
+            let mode = wanted.min(root.mode);
+            let guest_path = format!("/{name}");
+            if mode < wanted {
+                d.denied.push(format!(
+                    "root {name}: write access (the root is {})",
+                    root.mode
+                ));
+            }
+            d.granted
+                .push(format!("root {name} ({mode}) at {guest_path}"));
+            d.grants.dirs.push(DirGrant {
+                host_path: root.path.get_ref().clone(),
+                guest_path,
+                writable: mode == Mode::ReadWrite,
+            });
+        }
+
+        let allowed_hosts: Vec<HostPattern> = allowed
+            .hosts
+            .iter()
+            .filter_map(|h| HostPattern::parse(h.get_ref()))
+            .collect();
+        for asked in &manifest.hosts {
+            let Some(pattern) = HostPattern::parse(asked) else {
+                d.denied
+                    .push(format!("host {asked:?}: not a host name or *.domain"));
+                continue;
+            };
+            if allowed_hosts.iter().any(|a| pattern.within(a)) {
+                d.granted.push(format!("host {pattern}"));
+                d.grants.hosts.push(pattern);
+            } else {
+                d.denied
+                    .push(format!("host {pattern}: not allowed to plugin {plugin}"));
+            }
+        }
+
+        for var in &manifest.env {
+            if !allowed.env.iter().any(|a| a.get_ref() == var) {
+                d.denied
+                    .push(format!("env {var}: not allowed to plugin {plugin}"));
+                continue;
+            }
+            match std::env::var(var) {
+                Ok(value) => {
+                    d.granted.push(format!("env {var}"));
+                    d.grants.env.push((var.clone(), value));
+                }
+                Err(_) => d.denied.push(format!("env {var}: not set on the host")),
+            }
+        }
+        d
+    }
+
+    /// The largest memory cap any plugin may get, in bytes.
+    pub fn max_memory_bytes(&self) -> usize {
+        self.config.max_memory_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn policy(base: &Path) -> Policy {
+        std::fs::create_dir_all(base.join("ro")).unwrap();
+        std::fs::create_dir_all(base.join("rw")).unwrap();
+        let text = r#"
+[roots.docs]
+path = "ro"
+[roots.scratch]
+path = "rw"
+mode = "read-write"
+[plugins.p]
+roots = ["docs", "scratch"]
+hosts = ["*.example.com", "127.0.0.1"]
+env = ["WASM_MCP_POLICY_TEST", "WASM_MCP_POLICY_UNSET"]
+[plugins.p.limits]
+call_timeout_ms = 500
+"#;
+        Policy::new(Config::parse(text, base).unwrap())
+    }
+
+    #[test]
+    fn grants_the_intersection_and_reports_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = policy(dir.path());
+        std::env::set_var("WASM_MCP_POLICY_TEST", "yes");
+        let manifest: Manifest = toml::from_str(
+            r#"
+hosts = ["api.example.com", "example.org", "127.0.0.1"]
+env = ["WASM_MCP_POLICY_TEST", "WASM_MCP_POLICY_UNSET", "HOME"]
+[roots]
+docs = "read-write"
+scratch = "read-write"
+secrets = "read-only"
+"#,
+        )
+        .unwrap();
+        let d = policy.decide("p", &manifest);
+        let dirs: Vec<_> = d
+            .grants
+            .dirs
+            .iter()
+            .map(|g| (g.guest_path.as_str(), g.writable))
+            .collect();
+        assert_eq!(dirs, [("/docs", false), ("/scratch", true)]);
+        let hosts: Vec<_> = d.grants.hosts.iter().map(|h| h.as_str()).collect();
+        assert_eq!(hosts, ["api.example.com", "127.0.0.1"]);
+        assert_eq!(
+            d.grants.env,
+            [("WASM_MCP_POLICY_TEST".into(), "yes".into())]
+        );
+        assert_eq!(d.grants.limits.call_timeout.as_millis(), 500);
+        let denied = d.denied.join("\n");
+        for expected in [
+            "root docs: write access",
+            "root secrets: no such root",
+            "host example.org: not allowed",
+            "env WASM_MCP_POLICY_UNSET: not set",
+            "env HOME: not allowed",
+        ] {
+            assert!(denied.contains(expected), "{expected} in {denied}");
+        }
+        // Another plugin, same manifest: nothing but the default limits.
+        let other = policy.decide("q", &manifest);
+        assert_eq!(other.grants.dirs, []);
+        assert_eq!(other.grants.limits.call_timeout.as_secs(), 60);
+    }
+}

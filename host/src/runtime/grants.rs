@@ -1,0 +1,140 @@
+//! What one plugin may reach and use: folders, environment variables,
+//! outbound hosts, and per-call limits. Decided by the config (which this
+//! module knows nothing of) and enforced by the runtime on every call.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything a plugin was granted. The default grants nothing and applies
+/// the default limits.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Grants {
+    /// Host folders the plugin sees, each at its own guest path.
+    pub dirs: Vec<DirGrant>,
+    /// Environment variables the plugin sees, with their values.
+    pub env: Vec<(String, String)>,
+    /// Hosts the plugin may send HTTP requests to.
+    pub hosts: Vec<HostPattern>,
+    /// What one call may use.
+    pub limits: Limits,
+}
+
+/// A host folder made visible to a plugin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirGrant {
+    /// The folder on the host.
+    pub host_path: PathBuf,
+    /// Where the plugin sees it (`/<root name>`).
+    pub guest_path: String,
+    /// Whether the plugin may create, change, rename and delete in it.
+    pub writable: bool,
+}
+
+/// Per-call limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Linear memory per instance, in bytes.
+    pub memory_bytes: usize,
+    /// Wall-clock time per call.
+    pub call_timeout: Duration,
+    /// The largest result, in bytes of JSON.
+    pub max_result_bytes: usize,
+    /// Calls of this plugin that may run at once; more wait their turn
+    /// (within their deadline).
+    pub max_concurrent_calls: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 256 << 20,
+            call_timeout: Duration::from_secs(60),
+            max_result_bytes: 16 << 20,
+            max_concurrent_calls: 16,
+        }
+    }
+}
+
+/// A host name a plugin may reach: exact (`api.example.com`) or a wildcard
+/// for the subdomains of a name (`*.example.com`, which does not match
+/// `example.com` itself). Compared without case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPattern(String);
+
+impl HostPattern {
+    /// Parses a pattern; `None` when it is not a host name or `*.` + one.
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.trim().to_ascii_lowercase();
+        let name = text.strip_prefix("*.").unwrap_or(&text);
+        let valid = !name.is_empty()
+            && name.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            });
+        valid.then_some(HostPattern(text))
+    }
+
+    /// Whether `host` (a name or an IP address, without port) matches.
+    pub fn matches(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        match self.0.strip_prefix("*.") {
+            Some(domain) => host
+                .strip_suffix(domain)
+                .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+            None => host == self.0,
+        }
+    }
+
+    /// Whether every host this pattern matches is also matched by `other`.
+    pub fn within(&self, other: &HostPattern) -> bool {
+        match (self.0.strip_prefix("*."), other.0.strip_prefix("*.")) {
+            (None, _) => other.matches(&self.0),
+            (Some(mine), Some(theirs)) => mine == theirs || other.matches(mine),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// The pattern as written (lower-cased).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HostPattern;
+
+    fn p(text: &str) -> HostPattern {
+        HostPattern::parse(text).unwrap()
+    }
+
+    #[test]
+    fn exact_and_wildcard_patterns() {
+        assert!(p("api.example.com").matches("API.example.com"));
+        assert!(!p("api.example.com").matches("api.example.com.evil.net"));
+        assert!(p("*.example.com").matches("a.b.example.com"));
+        assert!(!p("*.example.com").matches("example.com"));
+        assert!(!p("*.example.com").matches("evilexample.com"));
+        assert!(p("127.0.0.1").matches("127.0.0.1"));
+        assert!(HostPattern::parse("*").is_none());
+        assert!(HostPattern::parse("a..b").is_none());
+        assert!(HostPattern::parse("http://x").is_none());
+    }
+
+    #[test]
+    fn a_pattern_is_within_a_wider_one() {
+        assert!(p("api.example.com").within(&p("*.example.com")));
+        assert!(p("*.api.example.com").within(&p("*.example.com")));
+        assert!(p("*.example.com").within(&p("*.example.com")));
+        assert!(!p("*.example.com").within(&p("api.example.com")));
+        assert!(!p("example.com").within(&p("*.example.com")));
+    }
+}

@@ -1,0 +1,156 @@
+//! A hostile plugin for the host's sandbox tests: each tool tries one way
+//! out (files outside its roots, writes to a read-only root, variables it
+//! was not granted, sockets) or one way to exhaust the host (memory,
+//! stack, a huge result). Every tool reports what happened; `Err` means the
+//! attempt failed. Never load it in production.
+
+use std::io::{Read, Write};
+use wasm_mcp_sdk::prelude::*;
+
+#[derive(Deserialize, JsonSchema)]
+struct Path {
+    path: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Write_ {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Two {
+    from: String,
+    to: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Address {
+    address: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Size {
+    megabytes: usize,
+}
+
+type Outcome = Result<String, String>;
+
+fn fail(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+fn read(p: Path) -> Outcome {
+    let mut text = String::new();
+    std::fs::File::open(&p.path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(fail)?;
+    Ok(text)
+}
+
+fn write(w: Write_) -> Outcome {
+    std::fs::File::create(&w.path)
+        .and_then(|mut f| f.write_all(w.content.as_bytes()))
+        .map_err(fail)?;
+    Ok(format!("wrote {}", w.path))
+}
+
+fn list(p: Path) -> Outcome {
+    let mut names: Vec<String> = std::fs::read_dir(&p.path)
+        .map_err(fail)?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    Ok(names.join("\n"))
+}
+
+/// Deep recursion on the wasm call stack.
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    if depth == 0 {
+        return 0;
+    }
+    recurse(std::hint::black_box(depth - 1)).wrapping_add(1)
+}
+
+/// Deep recursion with big frames, on the shadow stack in linear memory.
+#[inline(never)]
+fn recurse_frames(depth: u64, pad: [u64; 16]) -> u64 {
+    let pad = std::hint::black_box(pad);
+    if depth == 0 {
+        return pad[0];
+    }
+    recurse_frames(depth - 1, pad).wrapping_add(pad[(depth % 16) as usize])
+}
+
+fn plugin() -> Plugin {
+    Plugin::new()
+        .tool("read", "Reads a file", read)
+        .tool("write", "Creates or truncates a file and writes to it", write)
+        .tool("list", "Lists a folder", list)
+        .tool("rename", "Renames a file", |t: Two| -> Outcome {
+            std::fs::rename(&t.from, &t.to).map_err(fail)?;
+            Ok("renamed".into())
+        })
+        .tool("delete", "Deletes a file", |p: Path| -> Outcome {
+            std::fs::remove_file(&p.path).map_err(fail)?;
+            Ok("deleted".into())
+        })
+        .tool("mkdir", "Creates a folder", |p: Path| -> Outcome {
+            std::fs::create_dir(&p.path).map_err(fail)?;
+            Ok("created".into())
+        })
+        .tool("symlink", "Creates a symlink `to` pointing at `from`", |t: Two| -> Outcome {
+            #[allow(deprecated)] // the one stable symlink call on wasi
+            std::fs::soft_link(&t.from, &t.to).map_err(fail)?;
+            Ok("linked".into())
+        })
+        .tool("env", "Reads one environment variable", |n: Name| -> Outcome {
+            std::env::var(&n.name).map_err(fail)
+        })
+        .tool("env_all", "Lists every visible environment variable", |(): ()| {
+            std::env::vars()
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .tool("tcp", "Opens a TCP connection", |a: Address| -> Outcome {
+            std::net::TcpStream::connect(&a.address).map_err(fail)?;
+            Ok("connected".into())
+        })
+        .tool("udp", "Sends a UDP datagram", |a: Address| -> Outcome {
+            let socket = std::net::UdpSocket::bind("0.0.0.0:0").map_err(fail)?;
+            socket.send_to(b"hello", &a.address).map_err(fail)?;
+            Ok("sent".into())
+        })
+        .tool("resolve", "Looks up a host name", |n: Name| -> Outcome {
+            use std::net::ToSocketAddrs;
+            let found: Vec<_> = (n.name.as_str(), 80).to_socket_addrs().map_err(fail)?.collect();
+            Ok(format!("{found:?}"))
+        })
+        .tool("memory_bomb", "Allocates until something gives", |(): ()| {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![1u8; 16 << 20]);
+                std::hint::black_box(&hoard);
+            }
+            #[allow(unreachable_code)]
+            "never"
+        })
+        .tool("recurse", "Recurses without end", |(): ()| {
+            format!("{}", recurse(u64::MAX))
+        })
+        .tool("recurse_frames", "Recurses without end, with big frames", |(): ()| {
+            format!("{}", recurse_frames(u64::MAX, [7; 16]))
+        })
+        .tool("huge", "Returns a result of the given size", |s: Size| {
+            "x".repeat(s.megabytes << 20)
+        })
+}
+
+export_plugin!(plugin);

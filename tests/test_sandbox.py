@@ -1,0 +1,236 @@
+"""The sandbox under attack: a hostile plugin tries every way out of its
+grants, and a misbehaving one tries to exhaust the host. Every attempt must
+fail, and every failure must stay inside the one call."""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import BINARY, FIXTURES, RawHost
+
+SECRET = "the host's secret"
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory, cache_dir):
+    base = tmp_path_factory.mktemp("sandbox")
+    root = base / "root"
+    root.mkdir()
+    (root / "inside.txt").write_text("inside the root")
+    (base / "secret.txt").write_text(SECRET)
+    (base / "root-evil").mkdir()
+    (base / "root-evil" / "secret.txt").write_text(SECRET)
+    os.symlink(base / "secret.txt", root / "link-file")
+    os.symlink(base, root / "link-dir")
+    os.symlink("../secret.txt", root / "relative-link")
+    scratch = base / "scratch"
+    scratch.mkdir()
+    plugins = base / "plugins"
+    plugins.mkdir()
+    shutil.copy(FIXTURES / "evil.wasm", plugins / "evil.wasm")
+    shutil.copy(FIXTURES / "crashy.wasm", plugins / "crashy.wasm")
+    (plugins / "evil.toml").write_text(
+        'env = ["EVIL_GRANTED", "EVIL_SECRET", "HOME"]\n'
+        "[roots]\n"
+        'data = "read-write"\n'  # asks for more than the root allows
+        'scratch = "read-write"\n'
+        'elsewhere = "read-only"\n'
+    )
+    config = base / "config.toml"
+    config.write_text(
+        f'[server]\ncache_dir = "{cache_dir}"\n\n'
+        f'[roots.data]\npath = "{root}"\n\n'
+        f'[roots.scratch]\npath = "{scratch}"\nmode = "read-write"\n\n'
+        '[plugins.evil]\nroots = ["data", "scratch"]\nenv = ["EVIL_GRANTED"]\n\n'
+        "[plugins.evil.limits]\nmemory_mb = 128\nmax_result_mb = 8\n\n"
+        "[plugins.crashy.limits]\ncall_timeout_ms = 500\n"
+    )
+    env = dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="info", EVIL_GRANTED="yes", EVIL_SECRET=SECRET)
+    return {"base": base, "root": root, "scratch": scratch, "plugins": plugins, "config": config, "env": env}
+
+
+@pytest.fixture(scope="module")
+def host(sandbox):
+    host = RawHost(sandbox["plugins"], sandbox["env"])
+    host.initialize()
+    yield host
+    host.close()
+
+
+def call(host, tool, **arguments):
+    response = host.request("tools/call", {"name": tool, "arguments": arguments}, timeout=120)
+    assert "result" in response, response
+    result = response["result"]
+    text = "".join(c.get("text", "") for c in result["content"])
+    return bool(result.get("isError")), text
+
+
+def assert_denied(host, tool, **arguments):
+    failed, text = call(host, tool, **arguments)
+    assert failed, f"{tool}({arguments}) succeeded: {text[:200]}"
+    assert SECRET not in text
+    return text
+
+
+def test_the_load_reports_what_was_asked_granted_and_denied(host, sandbox):
+    log = host.wait_for_log("granted:")
+    assert "root data (read-only) at /data" in log
+    assert "root scratch (read-write) at /scratch" in log
+    assert "root data: write access (the root is read-only)" in log
+    assert "root elsewhere: no such root" in log
+    assert "env EVIL_SECRET: not allowed" in log and "env HOME: not allowed" in log
+    shown = subprocess.run(
+        [str(BINARY), "inspect", str(sandbox["plugins"] / "evil.wasm"), "--config", str(sandbox["config"])],
+        capture_output=True, text=True, env=sandbox["env"], timeout=300,
+    )
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "root  data (read-write)" in out  # asked
+    assert "root data (read-only) at /data" in out  # granted
+    assert "env EVIL_SECRET: not allowed to plugin evil" in out  # denied
+
+
+def test_granted_files_are_readable(host):
+    assert call(host, "read", path="/data/inside.txt") == (False, "inside the root")
+    failed, names = call(host, "list", path="/data")
+    assert not failed and "inside.txt" in names.split("\n")
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/data/../secret.txt", "/data/../../../../etc/passwd", "/etc/passwd", "/secret.txt", "../secret.txt",
+     "secret.txt", "/data/./../root-evil/secret.txt", "/data-evil/secret.txt", "/root-evil/secret.txt"],
+)
+def test_traversal_and_absolute_paths_fail(host, path):
+    assert_denied(host, "read", path=path)
+
+
+@pytest.mark.parametrize("path", ["/data/link-file", "/data/relative-link", "/data/link-dir/secret.txt"])
+def test_symlinks_out_of_the_root_fail(host, path):
+    assert_denied(host, "read", path=path)
+
+
+def test_a_symlinked_folder_out_of_the_root_cannot_be_listed(host):
+    assert_denied(host, "list", path="/data/link-dir")
+
+
+def test_a_read_only_root_refuses_every_change(host, sandbox):
+    assert_denied(host, "write", path="/data/new.txt", content="x")
+    assert_denied(host, "write", path="/data/inside.txt", content="overwritten")
+    assert_denied(host, "rename", **{"from": "/data/inside.txt", "to": "/data/moved.txt"})
+    assert_denied(host, "delete", path="/data/inside.txt")
+    assert_denied(host, "mkdir", path="/data/sub")
+    assert_denied(host, "symlink", **{"from": "inside.txt", "to": "/data/alias"})
+    assert sorted(p.name for p in sandbox["root"].iterdir()) == ["inside.txt", "link-dir", "link-file", "relative-link"]
+    assert (sandbox["root"] / "inside.txt").read_text() == "inside the root"
+
+
+def test_a_read_write_root_allows_changes_inside_only(host, sandbox):
+    assert call(host, "write", path="/scratch/a.txt", content="hello") == (False, "wrote /scratch/a.txt")
+    assert call(host, "rename", **{"from": "/scratch/a.txt", "to": "/scratch/b.txt"})[0] is False
+    assert (sandbox["scratch"] / "b.txt").read_text() == "hello"
+    assert_denied(host, "rename", **{"from": "/scratch/b.txt", "to": "/scratch/../stolen.txt"})
+    assert_denied(host, "write", path="/scratch/../planted.txt", content="x")
+    # A link the plugin makes cannot lead out either.
+    call(host, "symlink", **{"from": "/etc", "to": "/scratch/etc"})
+    call(host, "symlink", **{"from": "../secret.txt", "to": "/scratch/up"})
+    assert_denied(host, "read", path="/scratch/etc/passwd")
+    assert_denied(host, "read", path="/scratch/up")
+    assert call(host, "delete", path="/scratch/b.txt")[0] is False
+    assert not (sandbox["base"] / "stolen.txt").exists() and not (sandbox["base"] / "planted.txt").exists()
+
+
+def test_only_granted_environment_variables_are_visible(host):
+    assert call(host, "env", name="EVIL_GRANTED") == (False, "yes")
+    assert_denied(host, "env", name="EVIL_SECRET")
+    assert_denied(host, "env", name="HOME")
+    assert_denied(host, "env", name="PATH")
+    assert call(host, "env_all") == (False, "EVIL_GRANTED")
+
+
+def test_raw_sockets_and_name_lookups_are_denied(host):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    try:
+        assert_denied(host, "tcp", address=f"127.0.0.1:{port}")
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    finally:
+        listener.close()
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.settimeout(0.5)
+    try:
+        assert_denied(host, "udp", address=f"127.0.0.1:{receiver.getsockname()[1]}")
+        with pytest.raises(socket.timeout):
+            receiver.recv(16)
+    finally:
+        receiver.close()
+    assert_denied(host, "resolve", name="localhost")
+
+
+def test_an_infinite_loop_is_stopped_at_the_deadline(host):
+    started = time.monotonic()
+    failed, text = call(host, "spin")
+    stopped_after = time.monotonic() - started
+    assert failed and "ran longer than" in text
+    print(f"spin stopped {stopped_after * 1000 - 500:.1f} ms after its 500 ms deadline")
+    assert call(host, "read", path="/data/inside.txt") == (False, "inside the root")
+
+
+def test_a_memory_bomb_is_contained(host):
+    failed, _ = call(host, "memory_bomb")
+    assert failed
+    assert call(host, "read", path="/data/inside.txt") == (False, "inside the root")
+
+
+def test_unbounded_recursion_is_contained(host):
+    # On the wasm call stack: the engine's stack limit.
+    failed, text = call(host, "recurse")
+    assert failed and "call stack exhausted" in text, text
+    # On the shadow stack in linear memory: it runs off the bottom of memory.
+    failed, text = call(host, "recurse_frames")
+    assert failed and "out of bounds memory access" in text, text
+    assert call(host, "read", path="/data/inside.txt") == (False, "inside the root")
+
+
+def test_a_result_over_the_limit_is_rejected(host):
+    failed, text = call(host, "huge", megabytes=100)
+    assert failed and "over this plugin's limit" in text
+    assert call(host, "huge", megabytes=1) == (False, "x" * (1 << 20))
+
+
+def rss_kib(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_ten_thousand_traps_leave_the_host_memory_flat(host):
+    def traps(count: int) -> None:
+        batch = 200
+        for start in range(0, count, batch):
+            ids = []
+            for i in range(start, start + batch):
+                ids.append(f"trap-{i}")
+                host.send({"jsonrpc": "2.0", "id": ids[-1], "method": "tools/call",
+                           "params": {"name": "trap", "arguments": {}}})
+            for id_ in ids:
+                response = host.response(id_, timeout=120)
+                assert response["result"]["isError"] is True
+
+    traps(1000)  # warm up: pools, caches, allocator arenas
+    before = rss_kib(host.proc.pid)
+    traps(10_000)
+    after = rss_kib(host.proc.pid)
+    print(f"host RSS before {before / 1024:.1f} MiB, after 10 000 traps {after / 1024:.1f} MiB")
+    assert after - before < 32 * 1024, (before, after)
+    assert call(host, "read", path="/data/inside.txt") == (False, "inside the root")
