@@ -2,10 +2,12 @@
 grants, and a misbehaving one tries to exhaust the host. Every attempt must
 fail, and every failure must stay inside the one call."""
 
+import http.server
 import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -35,6 +37,7 @@ def sandbox(tmp_path_factory, cache_dir):
     shutil.copy(FIXTURES / "crashy.wasm", plugins / "crashy.wasm")
     (plugins / "evil.toml").write_text(
         'env = ["EVIL_GRANTED", "EVIL_SECRET", "HOME"]\n'
+        'hosts = ["127.0.0.1", "example.com"]\n'
         "[roots]\n"
         'data = "read-write"\n'  # asks for more than the root allows
         'scratch = "read-write"\n'
@@ -45,7 +48,7 @@ def sandbox(tmp_path_factory, cache_dir):
         f'[server]\ncache_dir = "{cache_dir}"\n\n'
         f'[roots.data]\npath = "{root}"\n\n'
         f'[roots.scratch]\npath = "{scratch}"\nmode = "read-write"\n\n'
-        '[plugins.evil]\nroots = ["data", "scratch"]\nenv = ["EVIL_GRANTED"]\n\n'
+        '[plugins.evil]\nroots = ["data", "scratch"]\nenv = ["EVIL_GRANTED"]\nhosts = ["127.0.0.1"]\n\n'
         "[plugins.evil.limits]\nmemory_mb = 128\nmax_result_mb = 8\n\n"
         "[plugins.crashy.limits]\ncall_timeout_ms = 500\n"
     )
@@ -83,6 +86,7 @@ def test_the_load_reports_what_was_asked_granted_and_denied(host, sandbox):
     assert "root data: write access (the root is read-only)" in log
     assert "root elsewhere: no such root" in log
     assert "env EVIL_SECRET: not allowed" in log and "env HOME: not allowed" in log
+    assert "host 127.0.0.1" in log and "host example.com: not allowed" in log
     shown = subprocess.run(
         [str(BINARY), "inspect", str(sandbox["plugins"] / "evil.wasm"), "--config", str(sandbox["config"])],
         capture_output=True, text=True, env=sandbox["env"], timeout=300,
@@ -176,6 +180,40 @@ def test_raw_sockets_and_name_lookups_are_denied(host):
     assert_denied(host, "resolve", name="localhost")
 
 
+@pytest.fixture
+def web_server():
+    """A local HTTP server that records the paths it was asked for."""
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.path)
+            body = b"hello from the test server"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], seen
+    server.shutdown()
+
+
+def test_http_reaches_granted_hosts_only(host, web_server):
+    port, seen = web_server
+    assert call(host, "http_get", url=f"http://127.0.0.1:{port}/granted") == (False, "200 hello from the test server")
+    assert seen == ["/granted"]
+    text = assert_denied(host, "http_get", url=f"http://localhost:{port}/by-another-name")
+    assert "HttpRequestDenied" in text
+    assert_denied(host, "http_get", url="http://example.com/")  # asked for, not allowed by the config
+    assert_denied(host, "http_get", url=f"http://[::1]:{port}/v6")
+    assert seen == ["/granted"]
+
+
 def test_an_infinite_loop_is_stopped_at_the_deadline(host):
     started = time.monotonic()
     failed, text = call(host, "spin")
@@ -234,3 +272,39 @@ def test_ten_thousand_traps_leave_the_host_memory_flat(host):
     print(f"host RSS before {before / 1024:.1f} MiB, after 10 000 traps {after / 1024:.1f} MiB")
     assert after - before < 32 * 1024, (before, after)
     assert call(host, "read", path="/data/inside.txt") == (False, "inside the root")
+
+
+def test_a_component_importing_what_the_host_does_not_provide_fails_at_load(tmp_path, host_env):
+    shutil.copy(FIXTURES / "alien.wasm", tmp_path / "alien.wasm")
+    shutil.copy(FIXTURES / "crashy.wasm", tmp_path / "crashy.wasm")
+    host = RawHost(tmp_path, host_env)
+    try:
+        host.initialize()
+        names = [t["name"] for t in host.request("tools/list")["result"]["tools"]]
+        assert "trap" in names  # the other plugin loads
+        log = host.wait_for_log("plugin not loaded")
+        assert "alien.wasm" in log and "fixture:alien/thing" in log
+    finally:
+        host.close()
+    shown = subprocess.run([str(BINARY), "inspect", str(FIXTURES / "alien.wasm")], capture_output=True, text=True, timeout=120)
+    assert "fixture:alien/thing" in shown.stdout and "not servable" in shown.stdout
+
+
+def test_editing_a_manifest_regrants_without_a_restart(tmp_path, sandbox):
+    shutil.copy(FIXTURES / "evil.wasm", tmp_path / "evil.wasm")
+    host = RawHost(tmp_path, sandbox["env"])
+    try:
+        host.initialize()
+        assert_denied(host, "env", name="EVIL_GRANTED")
+        (tmp_path / "evil.toml").write_text('env = ["EVIL_GRANTED"]\n')
+        host.wait_for_log("plugin reloaded")
+        assert call(host, "env", name="EVIL_GRANTED") == (False, "yes")
+        assert_quiet_lists(host)
+    finally:
+        host.close()
+
+
+def assert_quiet_lists(host):
+    """The tool list did not change, so no list_changed was sent."""
+    assert host.request("ping")["result"] == {}
+    assert [m for m in host.pending if "list_changed" in m.get("method", "")] == []

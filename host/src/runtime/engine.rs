@@ -78,6 +78,7 @@ impl Runtime {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         bindings::wasm_mcp::plugin::types::add_to_linker::<_, HasSelf<CallState>>(
             &mut linker,
             |s| s,

@@ -1,18 +1,26 @@
-//! The data of one store (one call): WASI state, limits, and the caller's
-//! context that the `host` imports report to.
+//! The data of one store (one call): WASI state (with the plugin's grants),
+//! outbound HTTP gated by granted hosts, limits, and the caller's context
+//! that the `host` imports report to.
 
 use super::bindings::wasm_mcp::plugin::{host, types};
 use super::context::CallContext;
-use super::grants::Grants;
+use super::grants::{Grants, HostPattern};
 use super::log_pipe::LogPipe;
+use std::future::Future;
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{
+    Error as HttpError, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks,
+    WasiHttpView,
+};
 
 /// What a store holds for the duration of one call.
 pub struct CallState {
     wasi: WasiCtx,
+    http: WasiHttpCtx,
+    gate: HttpGate,
     table: ResourceTable,
     pub(super) limits: StoreLimits,
     context: Arc<dyn CallContext>,
@@ -52,6 +60,11 @@ impl CallState {
             .build();
         Ok(CallState {
             wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            gate: HttpGate {
+                plugin: plugin.clone(),
+                hosts: grants.hosts.clone(),
+            },
             table: ResourceTable::new(),
             limits,
             context,
@@ -65,6 +78,59 @@ impl WasiView for CallState {
             ctx: &mut self.wasi,
             table: &mut self.table,
         }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.gate,
+        }
+    }
+}
+
+/// Lets an outgoing HTTP request through only to a granted host.
+struct HttpGate {
+    plugin: Arc<str>,
+    hosts: Vec<HostPattern>,
+}
+
+type SendFuture = Box<
+    dyn Future<
+            Output = Result<
+                (
+                    http::Response<WasiBody>,
+                    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+                ),
+                HttpError,
+            >,
+        > + Send,
+>;
+
+impl WasiHttpHooks for HttpGate {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ) -> SendFuture {
+        let host = request.uri().host().unwrap_or_default();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if !self.hosts.iter().any(|pattern| pattern.matches(host)) {
+            tracing::warn!(plugin = %self.plugin, host, "outgoing HTTP request denied: host not granted");
+            return Box::new(async { Err(HttpError::HttpRequestDenied) });
+        }
+        tracing::debug!(plugin = %self.plugin, uri = %request.uri(), "outgoing HTTP request");
+        Box::new(async move {
+            use http_body_util::BodyExt;
+            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
+            Ok((
+                response.map(BodyExt::boxed_unsync),
+                Box::new(io) as Box<dyn Future<Output = _> + Send>,
+            ))
+        })
     }
 }
 

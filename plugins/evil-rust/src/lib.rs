@@ -35,6 +35,12 @@ struct Address {
 }
 
 #[derive(Deserialize, JsonSchema)]
+struct Url {
+    /// `http://host[:port]/path`
+    url: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
 struct Size {
     megabytes: usize,
 }
@@ -67,6 +73,36 @@ fn list(p: Path) -> Outcome {
         .collect();
     names.sort();
     Ok(names.join("\n"))
+}
+
+/// A GET through `wasi:http`: "<status> <body>", or why it failed.
+fn http_get(u: Url) -> Outcome {
+    use wasi::http::outgoing_handler;
+    use wasi::http::types::{Fields, Method, OutgoingRequest, Scheme};
+    let rest = u.url.strip_prefix("http://").ok_or("only http:// URLs")?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let request = OutgoingRequest::new(Fields::new());
+    request.set_method(&Method::Get).map_err(|()| "method")?;
+    request.set_scheme(Some(&Scheme::Http)).map_err(|()| "scheme")?;
+    request.set_authority(Some(authority)).map_err(|()| "authority")?;
+    request
+        .set_path_with_query(Some(&format!("/{path}")))
+        .map_err(|()| "path")?;
+    let pending = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+    pending.subscribe().block();
+    let response = pending
+        .get()
+        .ok_or("no response")?
+        .map_err(|()| "response taken twice")?
+        .map_err(|e| format!("{e:?}"))?;
+    let status = response.status();
+    let body = response.consume().map_err(|()| "body")?;
+    let stream = body.stream().map_err(|()| "stream")?;
+    let mut bytes = Vec::new();
+    while let Ok(chunk) = stream.blocking_read(64 << 10) {
+        bytes.extend(chunk);
+    }
+    Ok(format!("{status} {}", String::from_utf8_lossy(&bytes)))
 }
 
 /// Deep recursion on the wasm call stack.
@@ -119,6 +155,7 @@ fn plugin() -> Plugin {
                 .collect::<Vec<_>>()
                 .join("\n")
         })
+        .tool("http_get", "Sends an HTTP GET through wasi:http", http_get)
         .tool("tcp", "Opens a TCP connection", |a: Address| -> Outcome {
             std::net::TcpStream::connect(&a.address).map_err(fail)?;
             Ok("connected".into())
