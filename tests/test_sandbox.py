@@ -308,3 +308,52 @@ def assert_quiet_lists(host):
     """The tool list did not change, so no list_changed was sent."""
     assert host.request("ping")["result"] == {}
     assert [m for m in host.pending if "list_changed" in m.get("method", "")] == []
+
+
+def test_a_plugin_sees_only_granted_roots_inside_the_clients_roots(sandbox):
+    """The Python client declares MCP roots; the plugin's folders follow them."""
+    import anyio
+    from mcp import Client, StdioServerParameters, types
+
+    base = sandbox["base"]
+    client_roots = [base.as_uri()]
+
+    async def list_roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri=uri, name="root") for uri in client_roots])
+
+    async def visible(c, path):
+        result = await c.call_tool("list", {"path": path})
+        return not result.is_error
+
+    async def until(condition):
+        with anyio.fail_after(60):
+            while not await condition():
+                await anyio.sleep(0.05)
+
+    async def scenario():
+        params = StdioServerParameters(command=str(BINARY), args=["serve", "--plugins", str(sandbox["plugins"])],
+                                       env=sandbox["env"])
+        async with Client(params, mode="legacy", read_timeout_seconds=120, list_roots_callback=list_roots) as c:
+            # The client's root holds both granted folders.
+            await until(lambda: visible(c, "/data"))
+            assert await visible(c, "/scratch")
+            # Now it names only the scratch folder.
+            client_roots[:] = [sandbox["scratch"].as_uri()]
+            await c.send_roots_list_changed()
+
+            async def data_hidden():
+                return not await visible(c, "/data")
+
+            await until(data_hidden)
+            assert await visible(c, "/scratch")
+            # A root outside every granted folder shows nothing.
+            client_roots[:] = [(base / "root-evil").as_uri()]
+            await c.send_roots_list_changed()
+
+            async def scratch_hidden():
+                return not await visible(c, "/scratch")
+
+            await until(scratch_hidden)
+            assert not await visible(c, "/data")
+
+    anyio.run(scenario)

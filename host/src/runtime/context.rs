@@ -7,7 +7,9 @@ use super::host_types::{
 };
 use super::types::LogLevel;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -36,6 +38,12 @@ pub trait CallContext: Send + Sync + 'static {
     fn sample(&self, request: SamplingRequest) -> BoxFuture<Result<SamplingResponse, InputError>>;
     /// The plugin asks for the client's roots.
     fn roots(&self) -> BoxFuture<Result<Vec<Root>, InputError>>;
+    /// The client's roots as local folders, when the client declared any:
+    /// the call then sees only the granted folders inside them. `None`
+    /// shows every granted folder.
+    fn client_roots(&self) -> Option<Arc<Vec<PathBuf>>> {
+        None
+    }
 }
 
 /// A context with no client behind it (used when the host itself calls a

@@ -4,7 +4,7 @@
 
 use super::bindings::wasm_mcp::plugin::{host, types};
 use super::context::CallContext;
-use super::grants::{Grants, HostPattern};
+use super::grants::{DirGrant, Grants, HostPattern};
 use super::log_pipe::LogPipe;
 use std::future::Future;
 use std::sync::Arc;
@@ -43,7 +43,14 @@ impl CallState {
         for (key, value) in &grants.env {
             wasi.env(key, value);
         }
-        for dir in &grants.dirs {
+        // Where the client named its roots, only granted folders inside them.
+        let client_roots = context.client_roots();
+        let visible = |dir: &&DirGrant| {
+            client_roots
+                .as_ref()
+                .is_none_or(|roots| roots.iter().any(|root| dir.host_path.starts_with(root)))
+        };
+        for dir in grants.dirs.iter().filter(visible) {
             let perms = if dir.writable {
                 FsPerms::ReadWrite
             } else {

@@ -9,6 +9,8 @@ use crate::runtime::host_types::{
 };
 use crate::runtime::{types::LogLevel, BoxFuture, CallContext};
 use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
 
 /// One request's view of its connection.
@@ -25,6 +27,8 @@ pub struct RequestScope {
     pub cancelled: watch::Receiver<bool>,
     /// Server-wide change events.
     pub events: broadcast::Sender<ServerEvent>,
+    /// The client's roots, when it declared them.
+    pub client_roots: Option<Arc<Vec<PathBuf>>>,
 }
 
 fn unsupported<T: Send + 'static>(what: &str) -> BoxFuture<Result<T, InputError>> {
@@ -58,6 +62,10 @@ impl CallContext for RequestScope {
             params["message"] = json!(message);
         }
         self.out.notify("notifications/progress", params);
+    }
+
+    fn client_roots(&self) -> Option<Arc<Vec<PathBuf>>> {
+        self.client_roots.clone()
     }
 
     fn is_cancelled(&self) -> bool {

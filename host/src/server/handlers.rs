@@ -144,6 +144,9 @@ pub(super) fn initialize(conn: &Arc<Connection>, params: &Map<String, Value>) ->
             ));
         }
         session.version = Some(version);
+        if client_capabilities.get("roots").is_some() {
+            session.client_roots = Some(Arc::new(Vec::new()));
+        }
         session.client_capabilities = client_capabilities;
     }
     let server = &conn.server;
@@ -224,8 +227,13 @@ fn scope(
         .get("_meta")
         .and_then(|m| m.get("progressToken"))
         .cloned();
+    let client_roots = match era {
+        Era::Legacy { .. } => conn.session().client_roots.clone(),
+        Era::Modern { .. } => None,
+    };
     Arc::new(RequestScope {
         plugin: plugin.name().to_owned(),
+        client_roots,
         out: conn.out.clone(),
         log_level,
         progress_token,

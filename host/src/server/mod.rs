@@ -5,6 +5,7 @@
 mod context;
 pub mod convert;
 mod handlers;
+mod roots;
 mod session;
 
 use crate::protocol::{meta, parse_message, Incoming, RequestId, RpcError};
@@ -14,8 +15,9 @@ use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
 use session::{Era, Session};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 /// Something that changed server-wide, fanned out to every connection.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,6 +177,9 @@ pub struct Connection {
     out: Outbox,
     session: Mutex<Session>,
     in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// Requests this server sent the client, by id, awaiting an answer.
+    asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
+    next_ask: AtomicU64,
 }
 
 impl Connection {
@@ -186,6 +191,8 @@ impl Connection {
             out,
             session: Mutex::new(Session::default()),
             in_flight: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
+            next_ask: AtomicU64::new(1),
         });
         tokio::spawn(handlers::forward_legacy_events(
             Arc::downgrade(&conn),
@@ -228,8 +235,20 @@ impl Connection {
                 });
             }
             Ok(Incoming::Notification { method, params }) => self.notification(&method, &params),
-            Ok(Incoming::Response { id, .. }) => {
-                tracing::debug!(%id, "ignoring a response to a request this server did not send");
+            Ok(Incoming::Response { id, outcome }) => {
+                let waiting = self
+                    .asked
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id.to_string());
+                match waiting {
+                    Some(answer) => {
+                        let _ = answer.send(outcome);
+                    }
+                    None => {
+                        tracing::debug!(%id, "ignoring a response to no request of this server")
+                    }
+                }
             }
             Err((id, error)) => {
                 tracing::warn!("bad message: {}", error.message);
@@ -266,7 +285,21 @@ impl Connection {
             .remove(&id.to_string());
     }
 
-    fn notification(&self, method: &str, params: &Map<String, Value>) {
+    /// Sends the client a request; its answer (result or error object)
+    /// arrives on the returned receiver.
+    fn ask_client(&self, method: &str, params: Value) -> oneshot::Receiver<Result<Value, Value>> {
+        let id = format!("wasm-mcp-{}", self.next_ask.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        self.asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(json!(id).to_string(), tx);
+        self.out
+            .send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        rx
+    }
+
+    fn notification(self: &Arc<Self>, method: &str, params: &Map<String, Value>) {
         match method {
             "notifications/cancelled" => {
                 let Some(id) = params.get("requestId") else {
@@ -282,8 +315,22 @@ impl Connection {
                     let _ = cancel.send(true);
                 }
             }
-            "notifications/initialized" => self.session().initialized = true,
-            "notifications/roots/list_changed" | "notifications/progress" => {}
+            "notifications/initialized" => {
+                let wants_roots = {
+                    let mut session = self.session();
+                    session.initialized = true;
+                    session.client_roots.is_some()
+                };
+                if wants_roots {
+                    tokio::spawn(roots::refresh(self.clone()));
+                }
+            }
+            "notifications/roots/list_changed" => {
+                if self.session().client_roots.is_some() {
+                    tokio::spawn(roots::refresh(self.clone()));
+                }
+            }
+            "notifications/progress" => {}
             other => tracing::debug!(method = other, "ignoring notification"),
         }
     }

@@ -6,6 +6,8 @@ use crate::protocol::{meta, ErrorCode, RpcError, LEGACY_VERSIONS, MODERN_VERSION
 use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The state an `initialize` handshake creates.
 #[derive(Debug, Default)]
@@ -20,6 +22,10 @@ pub struct Session {
     pub log_level: Option<LogLevel>,
     /// URIs subscribed with `resources/subscribe`.
     pub subscriptions: HashSet<String>,
+    /// The client's roots as local folders, when it declared the `roots`
+    /// capability (empty until it answers `roots/list`); `None` when it did
+    /// not, and plugins see every granted folder.
+    pub client_roots: Option<Arc<Vec<PathBuf>>>,
 }
 
 /// How one request is to be served.
