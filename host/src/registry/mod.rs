@@ -10,7 +10,7 @@ pub use uri_template::UriTemplate;
 
 use crate::config::{Decision, Manifest, Policy};
 use crate::runtime::host_types::ListKind;
-use crate::runtime::{ComponentSource, LoadedPlugin, Runtime};
+use crate::runtime::{ComponentSource, Grants, LoadedPlugin, Runtime};
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -76,7 +76,7 @@ impl Registry {
         let name = plugin_name(path)?;
         let source = read_source(path).await?;
         let decision = self.decide(&name, path)?;
-        self.load_source(&name, source, decision, path).await
+        self.load_source(&name, source, decision, path, false).await
     }
 
     /// What the plugin of the component at `path` is granted, from its
@@ -92,12 +92,15 @@ impl Registry {
         source: ComponentSource,
         decision: Decision,
         path: &Path,
+        quick: bool,
     ) -> Result<PluginEntry> {
-        let plugin = self
-            .runtime
-            .load(name, source, decision.grants.clone())
-            .await
-            .with_context(|| format!("loading {}", path.display()))?;
+        let grants = decision.grants.clone();
+        let plugin = if quick {
+            self.runtime.load_quick(name, source, grants).await
+        } else {
+            self.runtime.load(name, source, grants).await
+        }
+        .with_context(|| format!("loading {}", path.display()))?;
         if !decision.granted.is_empty() || !decision.denied.is_empty() {
             tracing::info!(plugin = name, "{}", decision.summary());
         }
@@ -143,7 +146,11 @@ impl Registry {
     /// Brings the plugin of one `*.wasm` path up to date with the file:
     /// loads it when new or changed, drops it when the file is gone. A file
     /// that does not load leaves the registry as it was and is an error.
-    pub async fn reload_file(&self, path: &Path) -> Result<Reload> {
+    ///
+    /// To be serving soon, a component not compiled before is built by the
+    /// baseline compiler first and replaced, silently, by its optimised
+    /// build once that is ready.
+    pub async fn reload_file(self: &Arc<Self>, path: &Path) -> Result<Reload> {
         let name = plugin_name(path)?;
         let loaded = self.catalogue().plugin(&name).map(|e| e.plugin.clone());
         let source = match tokio::fs::read(path).await {
@@ -167,28 +174,76 @@ impl Registry {
             return Ok(Reload::Unchanged);
         }
         let started = std::time::Instant::now();
-        let entry = self.load_source(&name, source, decision, path).await?;
+        let grants = decision.grants.clone();
+        let entry = self
+            .load_source(&name, source.clone(), decision, path, true)
+            .await?;
         tracing::debug!(
             plugin = name,
             load_ms = started.elapsed().as_secs_f64() * 1e3,
             "loaded and listed"
         );
         let replaced = loaded.is_some();
-        log_loaded(
-            &entry,
-            path,
-            if replaced {
-                "plugin reloaded"
-            } else {
-                "plugin added"
-            },
-        );
+        let what = if replaced {
+            "plugin reloaded"
+        } else {
+            "plugin added"
+        };
+        let quick = entry.plugin.is_quick().then(|| entry.plugin.clone());
+        let installed = entry.clone();
         let change = self.install(entry);
+        // Logged once serving, so the log never runs ahead of the catalogue.
+        log_loaded(&installed, path, what);
+        if let Some(quick) = quick {
+            self.optimize_later(quick, source, grants);
+        }
         Ok(if replaced {
             Reload::Replaced(change)
         } else {
             Reload::Added(change)
         })
+    }
+
+    /// Builds the optimised version of a plugin loaded by the baseline
+    /// compiler, and swaps it in if that plugin is still current.
+    fn optimize_later(
+        self: &Arc<Self>,
+        quick: Arc<LoadedPlugin>,
+        source: ComponentSource,
+        grants: Grants,
+    ) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let name = quick.name().to_owned();
+            match this.runtime.load(&name, source, grants).await {
+                Ok(optimized) => {
+                    if this.upgrade(&quick, optimized) {
+                        tracing::debug!(plugin = name, "optimised build in place");
+                    }
+                }
+                Err(e) => tracing::warn!(plugin = name, "no optimised build: {e:#}"),
+            }
+        });
+    }
+
+    /// Puts `optimized` in place of `quick`, with the same lists, if `quick`
+    /// is still the plugin of its name. Clients see no change.
+    fn upgrade(&self, quick: &Arc<LoadedPlugin>, optimized: Arc<LoadedPlugin>) -> bool {
+        let _writing = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.catalogue();
+        let Some(current) = old.plugin(quick.name()) else {
+            return false;
+        };
+        if !Arc::ptr_eq(&current.plugin, quick) {
+            return false;
+        }
+        let mut entries = others(&old, quick.name());
+        entries.push(PluginEntry {
+            plugin: optimized,
+            listing: current.listing.clone(),
+        });
+        self.swap(old, Catalogue::build(entries));
+        true
     }
 
     /// Adds a plugin, or replaces the one of the same name.

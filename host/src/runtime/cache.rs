@@ -12,6 +12,7 @@ use wasmtime::Engine;
 
 /// A component's bytes and their SHA-256, which names it in the cache and
 /// tells a changed file from a rewritten identical one.
+#[derive(Clone)]
 pub struct ComponentSource {
     bytes: Vec<u8>,
     pub(super) hash: String,
@@ -27,6 +28,11 @@ impl ComponentSource {
     /// The SHA-256 of the bytes, in hex.
     pub fn hash(&self) -> &str {
         &self.hash
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
     /// Says plainly what the file is when it is not a component at all,
@@ -66,14 +72,25 @@ impl ArtifactCache {
         ArtifactCache { dir, engine_key }
     }
 
+    /// Whether `source` is in the cache already.
+    pub fn contains(&self, source: &ComponentSource) -> bool {
+        self.dir
+            .as_ref()
+            .is_some_and(|_| self.path_of(source).is_some_and(|p| p.exists()))
+    }
+
+    fn path_of(&self, source: &ComponentSource) -> Option<PathBuf> {
+        let dir = self.dir.as_ref()?;
+        Some(dir.join(format!("{}-{}.cwasm", source.hash, self.engine_key)))
+    }
+
     /// The compiled form of `source`: from the cache when present, otherwise
     /// compiled now and stored. Runs the compiler, so call it off the request path.
     pub fn load(&self, engine: &Engine, source: &ComponentSource) -> Result<Component> {
-        let (bytes, hash) = (&source.bytes, &source.hash);
-        let Some(dir) = &self.dir else {
+        let bytes = &source.bytes;
+        let Some(path) = self.path_of(source) else {
             return Ok(Component::new(engine, bytes)?);
         };
-        let path = dir.join(format!("{hash}-{}.cwasm", self.engine_key));
         if path.exists() {
             // SAFETY: the file was written by `Component::serialize` of an engine
             // with the same compatibility hash (part of the file name), in a

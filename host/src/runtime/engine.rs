@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
 /// How often the epoch advances; the granularity of deadlines and of the
 /// cooperative yields that keep a busy plugin from starving other tasks.
@@ -40,10 +40,10 @@ impl Default for RuntimeConfig {
     }
 }
 
-/// The engine, the linker and the artifact cache, shared by every plugin.
+/// The engines, their linkers and the artifact cache, shared by every plugin.
 pub struct Runtime {
-    pub(super) engine: Engine,
-    pub(super) linker: Linker<CallState>,
+    optimized: Tier,
+    quick: Option<Tier>,
     cache: ArtifactCache,
     pub(super) config: RuntimeConfig,
     ticker_stop: Arc<AtomicBool>,
@@ -70,42 +70,41 @@ impl Runtime {
             .linear_memory_keep_resident(64 << 10)
             .max_unused_warm_slots(64);
 
-        let mut wasm = Config::new();
-        wasm.wasm_component_model(true)
-            .epoch_interruption(true)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&wasm)?;
-
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-        bindings::wasm_mcp::plugin::types::add_to_linker::<_, HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
+        let optimized = Tier::new(
+            Strategy::Cranelift,
+            InstanceAllocationStrategy::Pooling(pool),
         )?;
-        bindings::wasm_mcp::plugin::host::add_to_linker::<_, HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
-        )?;
+        // The baseline compiler, for reloads: a few times faster to compile,
+        // slower to run; its instances are few and short-lived, so they are
+        // allocated on demand.
+        let quick = Tier::new(Strategy::Winch, InstanceAllocationStrategy::OnDemand)
+            .map_err(|e| tracing::debug!("no baseline compiler: {e:#}"))
+            .ok();
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         {
-            let engine = engine.clone();
+            let engines: Vec<Engine> = [Some(&optimized), quick.as_ref()]
+                .into_iter()
+                .flatten()
+                .map(|t| t.engine.clone())
+                .collect();
             let stop = ticker_stop.clone();
             std::thread::Builder::new()
                 .name("epoch-ticker".into())
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(EPOCH_TICK);
-                        engine.increment_epoch();
+                        for engine in &engines {
+                            engine.increment_epoch();
+                        }
                     }
                 })?;
         }
 
-        let cache = ArtifactCache::new(&engine, config.cache_dir.clone());
+        let cache = ArtifactCache::new(&optimized.engine, config.cache_dir.clone());
         Ok(Arc::new(Runtime {
-            engine,
-            linker,
+            optimized,
+            quick,
             cache,
             config,
             ticker_stop,
@@ -131,20 +130,79 @@ impl Runtime {
         let this = self.clone();
         let name: Arc<str> = name.into();
         tokio::task::spawn_blocking(move || {
-            let component = this.cache.load(&this.engine, &source)?;
-            LoadedPlugin::link(this.clone(), name, component, source.hash, grants)
+            let tier = &this.optimized;
+            let component = this.cache.load(&tier.engine, &source)?;
+            LoadedPlugin::link(tier, name, component, source.hash, grants, false)
         })
         .await?
     }
 
-    /// The wasmtime engine.
+    /// Like [`Runtime::load`], but quick to be ready: a component compiled
+    /// before comes from the cache; a new one is compiled by the baseline
+    /// compiler ([`LoadedPlugin::is_quick`]), for the caller to replace with
+    /// [`Runtime::load`]'s optimised build when that is ready.
+    pub async fn load_quick(
+        self: &Arc<Self>,
+        name: &str,
+        source: ComponentSource,
+        grants: Grants,
+    ) -> Result<Arc<LoadedPlugin>> {
+        if self.quick.is_none() || self.cache.contains(&source) {
+            return self.load(name, source, grants).await;
+        }
+        source.check_header()?;
+        let this = self.clone();
+        let name: Arc<str> = name.into();
+        tokio::task::spawn_blocking(move || {
+            let tier = this.quick.as_ref().expect("checked above");
+            let started = std::time::Instant::now();
+            let component = wasmtime::component::Component::new(&tier.engine, source.bytes())?;
+            tracing::debug!(
+                compile_ms = started.elapsed().as_secs_f64() * 1e3,
+                "compiled a component with the baseline compiler"
+            );
+            LoadedPlugin::link(tier, name, component, source.hash, grants, true)
+        })
+        .await?
+    }
+
+    /// The wasmtime engine of optimised code.
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        &self.optimized.engine
     }
 
     /// The settings the runtime was built with.
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
+    }
+}
+
+/// One compiler's engine and the linker that instantiates what it compiled.
+pub(super) struct Tier {
+    pub(super) engine: Engine,
+    pub(super) linker: Linker<CallState>,
+}
+
+impl Tier {
+    fn new(strategy: Strategy, allocation: InstanceAllocationStrategy) -> Result<Self> {
+        let mut wasm = Config::new();
+        wasm.wasm_component_model(true)
+            .epoch_interruption(true)
+            .strategy(strategy)
+            .allocation_strategy(allocation);
+        let engine = Engine::new(&wasm)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        bindings::wasm_mcp::plugin::types::add_to_linker::<_, HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )?;
+        bindings::wasm_mcp::plugin::host::add_to_linker::<_, HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )?;
+        Ok(Tier { engine, linker })
     }
 }
 

@@ -4,7 +4,7 @@
 use super::bindings::exports::wasm_mcp::plugin::{completions, prompts, resources, tools};
 use super::bindings::wasm_mcp::plugin::types;
 use super::context::{CallContext, Quiet};
-use super::engine::Runtime;
+use super::engine::Tier;
 use super::grants::Grants;
 use super::state::CallState;
 use std::future::Future;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use wasmtime::component::{Component, InstancePre};
-use wasmtime::Store;
+use wasmtime::{Engine, Store};
 
 /// Which of the contract's interfaces a component exports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -77,7 +77,10 @@ pub struct Listing {
 
 /// A compiled, linked plugin, ready to instantiate once per call.
 pub struct LoadedPlugin {
-    runtime: Arc<Runtime>,
+    /// The engine that compiled it, which its stores belong to.
+    engine: Engine,
+    /// Compiled by the baseline compiler, to be replaced by an optimised build.
+    quick: bool,
     name: Arc<str>,
     hash: String,
     grants: Arc<Grants>,
@@ -92,13 +95,14 @@ pub struct LoadedPlugin {
 
 impl LoadedPlugin {
     pub(super) fn link(
-        runtime: Arc<Runtime>,
+        tier: &Tier,
         name: Arc<str>,
         component: Component,
         hash: String,
         grants: Grants,
+        quick: bool,
     ) -> anyhow::Result<Arc<Self>> {
-        let pre = runtime.linker.instantiate_pre(&component).map_err(|e| {
+        let pre = tier.linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!("the component needs something the host does not provide: {e:#}")
         })?;
         let tools = tools::GuestIndices::new(&pre).ok();
@@ -111,7 +115,8 @@ impl LoadedPlugin {
             );
         }
         Ok(Arc::new(LoadedPlugin {
-            runtime,
+            engine: tier.engine.clone(),
+            quick,
             name,
             hash,
             turns: Semaphore::new(grants.limits.max_concurrent_calls.max(1)),
@@ -134,6 +139,11 @@ impl LoadedPlugin {
         &self.hash
     }
 
+    /// Whether the baseline compiler built it (see [`crate::runtime::Runtime::load_quick`]).
+    pub fn is_quick(&self) -> bool {
+        self.quick
+    }
+
     /// What the plugin was granted.
     pub fn grants(&self) -> &Grants {
         &self.grants
@@ -152,7 +162,7 @@ impl LoadedPlugin {
     fn store(&self, context: Arc<dyn CallContext>) -> Result<Store<CallState>, CallError> {
         let state = CallState::new(&self.name, context, &self.grants)
             .map_err(|e| CallError::Setup(format!("{e:#}")))?;
-        let mut store = Store::new(&self.runtime.engine, state);
+        let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
