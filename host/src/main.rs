@@ -135,7 +135,8 @@ async fn serve(
     let dir = plugins
         .or_else(|| config.server.plugins.clone())
         .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
-    serve_folder(dir, config, !no_watch).await
+    let watch = config.server.watch && !no_watch;
+    serve_folder(dir, config, watch).await
 }
 
 async fn dev(sources: Vec<PathBuf>, release: bool, config_path: Option<PathBuf>) -> Result<()> {
@@ -166,7 +167,7 @@ async fn serve_folder(dir: PathBuf, config: Config, watch: bool) -> Result<()> {
     let runtime = Runtime::new(runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime, Policy::new(config.clone())));
     // Watch first, so a file written while the folder loads is not missed.
-    let watch = if config.server.watch && watch {
+    let watch = if watch {
         Some(FolderWatch::start(&dir)?)
     } else {
         None

@@ -26,11 +26,7 @@ pub struct Registry {
 
 /// What one update of the registry did.
 pub struct Change {
-    /// The catalogue before.
-    pub old: Arc<Catalogue>,
-    /// The catalogue after (now current).
-    pub new: Arc<Catalogue>,
-    /// The client-visible lists that differ between the two.
+    /// The client-visible lists that differ before and after.
     pub lists: Vec<ListKind>,
 }
 
@@ -256,17 +252,23 @@ impl Registry {
         })
     }
 
-    /// Replaces a plugin's entry with a fresh listing of the same loaded
-    /// plugin, unless that plugin was replaced or removed meanwhile.
+    /// Gives a plugin the fresh listing `entry` holds, unless that version
+    /// of the plugin was replaced or removed meanwhile. (The plugin in place
+    /// stays: it may be the optimised build of the one that was asked.)
     pub fn relisted(&self, entry: PluginEntry) -> Option<Change> {
         let _writing = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let old = self.catalogue();
         let current = old.plugin(entry.plugin.name())?;
-        if !Arc::ptr_eq(&current.plugin, &entry.plugin) {
+        if current.plugin.hash() != entry.plugin.hash()
+            || current.plugin.grants() != entry.plugin.grants()
+        {
             return None;
         }
         let mut entries = others(&old, entry.plugin.name());
-        entries.push(entry);
+        entries.push(PluginEntry {
+            plugin: current.plugin.clone(),
+            listing: entry.listing,
+        });
         Some(self.swap(old, Catalogue::build(entries)))
     }
 
@@ -290,10 +292,9 @@ impl Registry {
 
     /// Installs `new` in place of `old`; the caller holds `writer`.
     fn swap(&self, old: Arc<Catalogue>, new: Catalogue) -> Change {
-        let new = Arc::new(new);
         let lists = changed_lists(&old, &new);
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = new.clone();
-        Change { old, new, lists }
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(new);
+        Change { lists }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::bindings::wasm_mcp::plugin::{host, types};
 use super::context::CallContext;
-use super::grants::{DirGrant, Grants, HostPattern};
+use super::grants::{DirGrant, Grants};
 use super::log_pipe::LogPipe;
 use std::future::Future;
 use std::sync::Arc;
@@ -32,7 +32,7 @@ impl CallState {
     pub fn new(
         plugin: &Arc<str>,
         context: Arc<dyn CallContext>,
-        grants: &Grants,
+        grants: &Arc<Grants>,
     ) -> anyhow::Result<Self> {
         let mut wasi = WasiCtxBuilder::new();
         wasi.stdout(LogPipe::new(plugin.clone(), "stdout"))
@@ -70,7 +70,7 @@ impl CallState {
             http: WasiHttpCtx::new(),
             gate: HttpGate {
                 plugin: plugin.clone(),
-                hosts: grants.hosts.clone(),
+                grants: grants.clone(),
             },
             table: ResourceTable::new(),
             limits,
@@ -101,7 +101,7 @@ impl WasiHttpView for CallState {
 /// Lets an outgoing HTTP request through only to a granted host.
 struct HttpGate {
     plugin: Arc<str>,
-    hosts: Vec<HostPattern>,
+    grants: Arc<Grants>,
 }
 
 type SendFuture = Box<
@@ -125,7 +125,12 @@ impl WasiHttpHooks for HttpGate {
     ) -> SendFuture {
         let host = request.uri().host().unwrap_or_default();
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        if !self.hosts.iter().any(|pattern| pattern.matches(host)) {
+        if !self
+            .grants
+            .hosts
+            .iter()
+            .any(|pattern| pattern.matches(host))
+        {
             tracing::warn!(plugin = %self.plugin, host, "outgoing HTTP request denied: host not granted");
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
