@@ -50,7 +50,7 @@ def sandbox(tmp_path_factory, cache_dir):
         f'[roots.scratch]\npath = "{scratch}"\nmode = "read-write"\n\n'
         '[plugins.evil]\nroots = ["data", "scratch"]\nenv = ["EVIL_GRANTED"]\nhosts = ["127.0.0.1"]\n\n'
         "[plugins.evil.limits]\nmemory_mb = 128\nmax_result_mb = 8\n\n"
-        "[plugins.crashy.limits]\ncall_timeout_ms = 500\n"
+        "[plugins.crashy.limits]\ncall_timeout_ms = 500\nmax_concurrent_calls = 1\n"
     )
     env = dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="info", EVIL_GRANTED="yes", EVIL_SECRET=SECRET)
     return {"base": base, "root": root, "scratch": scratch, "plugins": plugins, "config": config, "env": env}
@@ -221,6 +221,23 @@ def test_an_infinite_loop_is_stopped_at_the_deadline(host):
     assert failed and "ran longer than" in text
     print(f"spin stopped {stopped_after * 1000 - 500:.1f} ms after its 500 ms deadline")
     assert call(host, "read", path="/data/inside.txt") == (False, "inside the root")
+
+
+def test_calls_over_the_concurrency_limit_wait_their_turn(host):
+    # crashy may run one call at a time: a trap sent while spin runs is
+    # answered only after spin reaches its deadline, and is not cut short.
+    host.send({"jsonrpc": "2.0", "id": "first", "method": "tools/call", "params": {"name": "spin", "arguments": {}}})
+    host.send({"jsonrpc": "2.0", "id": "second", "method": "tools/call", "params": {"name": "trap", "arguments": {}}})
+    order = []
+    while len(order) < 2:
+        message = host.read(120)
+        if message.get("id") in ("first", "second"):
+            order.append(message)
+        else:
+            host.pending.append(message)
+    assert [m["id"] for m in order] == ["first", "second"]
+    assert "ran longer than" in order[0]["result"]["content"][0]["text"]
+    assert "unreachable" in order[1]["result"]["content"][0]["text"]
 
 
 def test_a_memory_bomb_is_contained(host):

@@ -39,8 +39,8 @@ pub struct Limits {
     pub call_timeout: Duration,
     /// The largest result, in bytes of JSON.
     pub max_result_bytes: usize,
-    /// Calls of this plugin that may run at once; more wait their turn
-    /// (within their deadline).
+    /// Calls of this plugin that may run at once; more wait their turn,
+    /// and a call's deadline starts when its turn comes.
     pub max_concurrent_calls: usize,
 }
 

@@ -177,16 +177,14 @@ impl LoadedPlugin {
         call: impl Future<Output = wasmtime::Result<R>>,
     ) -> Result<R, CallError> {
         let timeout = self.grants.limits.call_timeout;
-        let run = async {
-            let _turn = self
-                .turns
-                .acquire()
-                .await
-                .expect("the semaphore is never closed");
-            call.await
+        // Wait for a turn (the client may give up meanwhile); the deadline
+        // starts when the call does.
+        let _turn = tokio::select! {
+            turn = self.turns.acquire() => turn.expect("the semaphore is never closed"),
+            () = context.cancelled() => return Err(CallError::Cancelled),
         };
         tokio::select! {
-            result = run => result.map_err(CallError::from_wasm),
+            result = call => result.map_err(CallError::from_wasm),
             () = tokio::time::sleep(timeout) => Err(CallError::Timeout(timeout)),
             () = context.cancelled() => Err(CallError::Cancelled),
         }
