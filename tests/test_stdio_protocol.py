@@ -156,3 +156,5 @@ def test_a_file_that_is_not_a_component_is_skipped_with_a_clear_log(tmp_path, ho
     assert names == ["greet", "add", "countdown"]
     log = host.close()
     assert "broken.wasm" in log and "text.wasm" in log and "plugin not loaded" in log
+    assert "a core WebAssembly module, not a component" in log  # broken.wasm's header
+    assert "not a WebAssembly file" in log  # text.wasm

@@ -1,6 +1,5 @@
 """Runs the TypeScript SDK client tests (tests/ts, node:test) against the host."""
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
