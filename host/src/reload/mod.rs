@@ -1,7 +1,6 @@
 //! Hot reload: watches the plugin folder and brings the registry up to date
 //! when a component file (or its manifest) is added, replaced or removed,
-//! then tells the
-//! connected clients what changed.
+//! then tells the connected clients what changed.
 //!
 //! Loading happens here, off the request path; the registry swaps its
 //! catalogue atomically, so a call in flight finishes on the version it
