@@ -44,8 +44,10 @@ def replace_atomically(path, data: bytes) -> None:
 
 
 def notifications_until(host: RawHost, expected: set, timeout: float = 120.0) -> list:
-    """Every notification up to and including the last of `expected` methods."""
-    seen = []
+    """Every notification up to and including the last of `expected` methods,
+    starting with any that arrived while a response was awaited."""
+    seen = [m for m in host.pending if "method" in m]
+    host.pending[:] = [m for m in host.pending if "method" not in m]
     while not expected <= {m["method"] for m in seen}:
         message = host.read(timeout)
         if "method" in message:
