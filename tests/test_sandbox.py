@@ -49,8 +49,8 @@ def sandbox(tmp_path_factory, cache_dir):
         f'[roots.data]\npath = "{root}"\n\n'
         f'[roots.scratch]\npath = "{scratch}"\nmode = "read-write"\n\n'
         '[plugins.evil]\nroots = ["data", "scratch"]\nenv = ["EVIL_GRANTED"]\nhosts = ["127.0.0.1"]\n\n'
-        "[plugins.evil.limits]\nmemory_mb = 128\nmax_result_mb = 8\n\n"
-        "[plugins.crashy.limits]\ncall_timeout_ms = 500\nmax_concurrent_calls = 1\n"
+        "[plugins.evil.limits]\nmemory_mb = 128\nmax_result_mb = 8\nmax_concurrent_calls = 1\n\n"
+        "[plugins.crashy.limits]\ncall_timeout_ms = 500\n"
     )
     env = dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="info", EVIL_GRANTED="yes", EVIL_SECRET=SECRET)
     return {"base": base, "root": root, "scratch": scratch, "plugins": plugins, "config": config, "env": env}
@@ -224,20 +224,15 @@ def test_an_infinite_loop_is_stopped_at_the_deadline(host):
 
 
 def test_calls_over_the_concurrency_limit_wait_their_turn(host):
-    # crashy may run one call at a time: a trap sent while spin runs is
-    # answered only after spin reaches its deadline, and is not cut short.
-    host.send({"jsonrpc": "2.0", "id": "first", "method": "tools/call", "params": {"name": "spin", "arguments": {}}})
-    host.send({"jsonrpc": "2.0", "id": "second", "method": "tools/call", "params": {"name": "trap", "arguments": {}}})
-    order = []
-    while len(order) < 2:
-        message = host.read(120)
-        if message.get("id") in ("first", "second"):
-            order.append(message)
-        else:
-            host.pending.append(message)
-    assert [m["id"] for m in order] == ["first", "second"]
-    assert "ran longer than" in order[0]["result"]["content"][0]["text"]
-    assert "unreachable" in order[1]["result"]["content"][0]["text"]
+    # evil may run one call at a time. Each `hold` fails if it finds the lock
+    # file of another call still running, so all succeed only if none overlap.
+    ids = [f"hold-{i}" for i in range(4)]
+    for id_ in ids:
+        host.send({"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+                   "params": {"name": "hold", "arguments": {"path": "/scratch/lock", "ms": 100}}})
+    for id_ in ids:
+        result = host.response(id_, timeout=120)["result"]
+        assert result["content"][0]["text"] == "held alone", result
 
 
 def test_a_memory_bomb_is_contained(host):

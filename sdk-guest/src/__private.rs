@@ -7,7 +7,7 @@ use crate::resource::{unmatched, UriVars};
 use serde_json::{Map, Value};
 
 pub fn list_tools(plugin: &Plugin) -> Vec<tools::Tool> {
-    plugin.tools.iter().map(|t| t.meta.clone()).collect()
+    plugin.tools.iter().map(|t| t.describe()).collect()
 }
 
 pub fn call_tool(plugin: &Plugin, name: &str, arguments: &str) -> Result<tools::CallResult, Error> {
@@ -40,7 +40,7 @@ pub fn read_resource(plugin: &Plugin, uri: &str) -> Result<Vec<ResourceContents>
 }
 
 pub fn list_prompts(plugin: &Plugin) -> Vec<prompts::Prompt> {
-    plugin.prompts.iter().map(|p| p.meta.clone()).collect()
+    plugin.prompts.iter().map(|p| p.describe()).collect()
 }
 
 pub fn get_prompt(

@@ -82,10 +82,12 @@ impl<T: IntoMessages, E: std::fmt::Display> IntoMessages for Result<T, E> {
 
 type Render = Box<dyn Fn(Map<String, Value>) -> Result<Vec<PromptMessage>, Error>>;
 
-/// A prompt: its description and the function that renders it.
+/// A prompt: its description and the function that renders it. Its
+/// arguments are derived only when it is listed (see [`crate::Tool`]).
 pub struct Prompt {
     pub(crate) meta: wit::Prompt,
     pub(crate) render: Render,
+    derive_arguments: fn() -> Vec<wit::PromptArgument>,
 }
 
 impl Prompt {
@@ -98,28 +100,28 @@ impl Prompt {
         R: IntoMessages,
         F: Fn(A) -> R + 'static,
     {
-        let schema = schema_of::<A>();
-        let takes_unit = schema.get("type").and_then(Value::as_str) == Some("null");
         let render: Render = Box::new(move |args| {
-            let value = if takes_unit {
-                Value::Null
-            } else {
-                Value::Object(args)
-            };
-            let args: A = serde_json::from_value(value)
-                .map_err(|e| Error::InvalidParams(format!("invalid arguments: {e}")))?;
-            f(args).into_messages()
+            f(crate::tool::arguments_as::<A>(Value::Object(args))?).into_messages()
         });
         Prompt {
             meta: wit::Prompt {
                 name: name.into(),
                 title: None,
                 description: None,
-                arguments: arguments_of(&schema),
+                arguments: Vec::new(),
                 icons: Vec::new(),
                 meta: None,
             },
             render,
+            derive_arguments: || arguments_of(&schema_of::<A>()),
+        }
+    }
+
+    /// The prompt's description with its arguments, as listed to the host.
+    pub(crate) fn describe(&self) -> wit::Prompt {
+        wit::Prompt {
+            arguments: (self.derive_arguments)(),
+            ..self.meta.clone()
         }
     }
 

@@ -111,10 +111,28 @@ fn error_result(message: String) -> CallResult {
 
 type Handler = Box<dyn Fn(&str) -> Result<CallResult, Error>>;
 
+/// Parses tool arguments into `A`. A tool without arguments (`A = ()`)
+/// receives `{}` from clients, which serde reads as unit only as `null`.
+pub(crate) fn arguments_as<A: DeserializeOwned>(value: Value) -> Result<A, Error> {
+    let empty = value.as_object().is_some_and(|m| m.is_empty());
+    serde_json::from_value::<A>(value).or_else(|e| {
+        empty
+            .then(|| serde_json::from_value::<A>(Value::Null).ok())
+            .flatten()
+            .ok_or_else(|| Error::InvalidParams(format!("invalid arguments: {e}")))
+    })
+}
+
 /// A tool: its description and the function that runs it.
+///
+/// Schemas are derived only when the tool is listed: a plugin is built
+/// afresh for every call, and a call needs no schema.
 pub struct Tool {
     pub(crate) meta: wit::Tool,
     pub(crate) handler: Handler,
+    input_schema: Option<Value>,
+    derive_input_schema: fn() -> Value,
+    derive_output_schema: fn() -> Option<Value>,
 }
 
 impl Tool {
@@ -126,29 +144,40 @@ impl Tool {
         R: IntoCallResult,
         F: Fn(A) -> R + 'static,
     {
-        let input_schema = input_schema_of::<A>();
-        let takes_unit = schema_of::<A>().get("type").and_then(Value::as_str) == Some("null");
         let handler: Handler = Box::new(move |arguments: &str| {
             let value: Value = serde_json::from_str(arguments)
                 .map_err(|e| Error::InvalidParams(format!("arguments are not JSON: {e}")))?;
-            let value = if takes_unit { Value::Null } else { value };
-            let args: A = serde_json::from_value(value)
-                .map_err(|e| Error::InvalidParams(format!("invalid arguments: {e}")))?;
-            Ok(f(args).into_call_result())
+            Ok(f(arguments_as::<A>(value)?).into_call_result())
         });
         Tool {
             meta: wit::Tool {
                 name: name.into(),
                 title: None,
                 description: None,
-                input_schema: input_schema.to_string(),
-                output_schema: R::output_schema().map(|s| s.to_string()),
+                input_schema: String::new(),
+                output_schema: None,
                 annotations: None,
                 task_support: TaskSupport::Forbidden,
                 icons: Vec::new(),
                 meta: None,
             },
             handler,
+            input_schema: None,
+            derive_input_schema: input_schema_of::<A>,
+            derive_output_schema: R::output_schema,
+        }
+    }
+
+    /// The tool's description with its schemas, as listed to the host.
+    pub(crate) fn describe(&self) -> wit::Tool {
+        let input = self
+            .input_schema
+            .clone()
+            .unwrap_or_else(self.derive_input_schema);
+        wit::Tool {
+            input_schema: input.to_string(),
+            output_schema: (self.derive_output_schema)().map(|s| s.to_string()),
+            ..self.meta.clone()
         }
     }
 
@@ -206,7 +235,7 @@ impl Tool {
 
     /// Replaces the input schema (JSON) derived from the argument type.
     pub fn input_schema(mut self, schema: Value) -> Self {
-        self.meta.input_schema = schema.to_string();
+        self.input_schema = Some(schema);
         self
     }
 

@@ -41,6 +41,14 @@ struct Url {
 }
 
 #[derive(Deserialize, JsonSchema)]
+struct Hold {
+    /// A lock file in a writable root.
+    path: String,
+    /// How long to hold it.
+    ms: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
 struct Size {
     megabytes: usize,
 }
@@ -156,6 +164,16 @@ fn plugin() -> Plugin {
                 .join("\n")
         })
         .tool("http_get", "Sends an HTTP GET through wasi:http", http_get)
+        .tool("hold", "Holds a lock file for a while; fails if another call holds it", |h: Hold| -> Outcome {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&h.path)
+                .map_err(|e| format!("another call holds the lock: {e}"))?;
+            std::thread::sleep(std::time::Duration::from_millis(h.ms));
+            std::fs::remove_file(&h.path).map_err(fail)?;
+            Ok("held alone".into())
+        })
         .tool("tcp", "Opens a TCP connection", |a: Address| -> Outcome {
             std::net::TcpStream::connect(&a.address).map_err(fail)?;
             Ok("connected".into())
