@@ -112,11 +112,12 @@ fn error_result(message: String) -> CallResult {
 type Handler = Box<dyn Fn(&str) -> Result<CallResult, Error>>;
 
 /// Parses tool arguments into `A`. A tool without arguments (`A = ()`)
-/// receives `{}` from clients, which serde reads as unit only as `null`.
+/// receives an object from clients, which serde reads as unit only as
+/// `null`; any object will do for it, as before.
 pub(crate) fn arguments_as<A: DeserializeOwned>(value: Value) -> Result<A, Error> {
-    let empty = value.as_object().is_some_and(|m| m.is_empty());
+    let object = value.is_object();
     serde_json::from_value::<A>(value).or_else(|e| {
-        empty
+        object
             .then(|| serde_json::from_value::<A>(Value::Null).ok())
             .flatten()
             .ok_or_else(|| Error::InvalidParams(format!("invalid arguments: {e}")))
