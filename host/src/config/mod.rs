@@ -54,9 +54,9 @@ impl Default for ServerSection {
         ServerSection {
             plugins: None,
             cache_dir: None,
-            page_size: 100,
+            page_size: crate::registry::pagination::DEFAULT_PAGE_SIZE,
             instructions: None,
-            list_ttl_ms: 10_000,
+            list_ttl_ms: crate::server::DEFAULT_LIST_TTL_MS,
             watch: true,
         }
     }
@@ -78,12 +78,14 @@ pub struct LimitsSection {
 }
 
 impl Default for LimitsSection {
+    /// The runtime's defaults, in the config's units.
     fn default() -> Self {
+        let limits = Limits::default();
         LimitsSection {
-            memory_mb: 256,
-            call_timeout_ms: 60_000,
-            max_result_mb: 16,
-            max_concurrent_calls: 16,
+            memory_mb: limits.memory_bytes >> 20,
+            call_timeout_ms: limits.call_timeout.as_millis() as u64,
+            max_result_mb: limits.max_result_bytes >> 20,
+            max_concurrent_calls: limits.max_concurrent_calls,
         }
     }
 }

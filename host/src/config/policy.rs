@@ -4,7 +4,6 @@
 
 use super::{Config, Manifest, Mode};
 use crate::runtime::{DirGrant, Grants, HostPattern};
-use std::fmt::Write as _;
 
 /// The config's rules for granting.
 #[derive(Debug, Clone, Default)]
@@ -25,23 +24,17 @@ pub struct Decision {
 }
 
 impl Decision {
-    /// A one-paragraph account for the log and `inspect`.
+    /// A one-line account for the log.
     pub fn summary(&self) -> String {
-        let mut out = String::new();
-        let list = |items: &[String]| {
-            if items.is_empty() {
-                "nothing".to_owned()
-            } else {
-                items.join("; ")
-            }
+        let list = |items: &[String]| match items {
+            [] => "nothing".to_owned(),
+            items => items.join("; "),
         };
-        let _ = write!(
-            out,
+        format!(
             "granted: {}. denied: {}.",
             list(&self.granted),
             list(&self.denied)
-        );
-        out
+        )
     }
 }
 

@@ -225,21 +225,13 @@ impl Registry {
     /// Puts `optimized` in place of `quick`, with the same lists, if `quick`
     /// is still the plugin of its name. Clients see no change.
     fn upgrade(&self, quick: &Arc<LoadedPlugin>, optimized: Arc<LoadedPlugin>) -> bool {
-        let _writing = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        let old = self.catalogue();
-        let Some(current) = old.plugin(quick.name()) else {
-            return false;
-        };
-        if !Arc::ptr_eq(&current.plugin, quick) {
-            return false;
-        }
-        let mut entries = others(&old, quick.name());
-        entries.push(PluginEntry {
-            plugin: optimized,
-            listing: current.listing.clone(),
-        });
-        self.swap(old, Catalogue::build(entries));
-        true
+        self.replace_entry(quick.name(), |current| {
+            Arc::ptr_eq(&current.plugin, quick).then(|| PluginEntry {
+                plugin: optimized,
+                listing: current.listing.clone(),
+            })
+        })
+        .is_some()
     }
 
     /// Adds a plugin, or replaces the one of the same name.
@@ -256,19 +248,29 @@ impl Registry {
     /// of the plugin was replaced or removed meanwhile. (The plugin in place
     /// stays: it may be the optimised build of the one that was asked.)
     pub fn relisted(&self, entry: PluginEntry) -> Option<Change> {
+        let asked = entry.plugin.clone();
+        self.replace_entry(asked.name(), |current| {
+            let same_version =
+                current.plugin.hash() == asked.hash() && current.plugin.grants() == asked.grants();
+            same_version.then(|| PluginEntry {
+                plugin: current.plugin.clone(),
+                listing: entry.listing,
+            })
+        })
+    }
+
+    /// Replaces the entry of plugin `name` with what `f` makes of it; when
+    /// `f` returns `None` (or no such plugin is loaded) nothing changes.
+    fn replace_entry(
+        &self,
+        name: &str,
+        f: impl FnOnce(&PluginEntry) -> Option<PluginEntry>,
+    ) -> Option<Change> {
         let _writing = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let old = self.catalogue();
-        let current = old.plugin(entry.plugin.name())?;
-        if current.plugin.hash() != entry.plugin.hash()
-            || current.plugin.grants() != entry.plugin.grants()
-        {
-            return None;
-        }
-        let mut entries = others(&old, entry.plugin.name());
-        entries.push(PluginEntry {
-            plugin: current.plugin.clone(),
-            listing: entry.listing,
-        });
+        let replacement = f(old.plugin(name)?)?;
+        let mut entries = others(&old, name);
+        entries.push(replacement);
         Some(self.swap(old, Catalogue::build(entries)))
     }
 

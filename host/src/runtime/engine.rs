@@ -3,7 +3,7 @@
 
 use super::bindings;
 use super::cache::{ArtifactCache, ComponentSource};
-use super::grants::Grants;
+use super::grants::{Grants, Limits};
 use super::plugin::LoadedPlugin;
 use super::state::CallState;
 use anyhow::Result;
@@ -34,7 +34,7 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             cache_dir: None,
-            max_memory_bytes: 256 << 20,
+            max_memory_bytes: Limits::default().memory_bytes,
             max_instances: 1000,
         }
     }

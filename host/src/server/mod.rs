@@ -49,6 +49,9 @@ pub enum ServerEvent {
     Shutdown,
 }
 
+/// How long clients may cache list results by default (2026-07-28 `ttlMs`).
+pub const DEFAULT_LIST_TTL_MS: u64 = 10_000;
+
 /// Settings of the server.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -71,7 +74,7 @@ impl Default for ServerOptions {
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
             page_size: crate::registry::pagination::DEFAULT_PAGE_SIZE,
-            list_ttl_ms: 10_000,
+            list_ttl_ms: DEFAULT_LIST_TTL_MS,
         }
     }
 }
