@@ -29,7 +29,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the plugins in a folder over stdio (newline-delimited JSON-RPC).
+    /// Serve the plugins in a folder over stdio (newline-delimited
+    /// JSON-RPC), or over Streamable HTTP with --http.
     Serve {
         /// The folder of plugin components (*.wasm). Overrides the config file.
         #[arg(long, short = 'p', env = "WASM_MCP_PLUGINS")]
@@ -40,6 +41,8 @@ enum Command {
         /// Do not reload plugins when their files change.
         #[arg(long)]
         no_watch: bool,
+        #[command(flatten)]
+        http: HttpArgs,
     },
     /// Build plugins from source, serve them over stdio, and rebuild and
     /// reload one whenever its sources change.
@@ -58,6 +61,8 @@ enum Command {
         /// A TOML config file (see the README for its fields).
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        http: HttpArgs,
     },
     /// Print what a component offers (tools, resources, prompts) and what it imports.
     Inspect {
@@ -67,6 +72,21 @@ enum Command {
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
     },
+}
+
+/// Serving over HTTP instead of stdio.
+#[derive(clap::Args, Clone, Default)]
+struct HttpArgs {
+    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8080) instead
+    /// of stdio. Port 0 picks a free port; the address is logged.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// Answer HTTP requests with JSON, never SSE.
+    #[arg(long)]
+    json_response: bool,
+    /// Also serve the deprecated HTTP+SSE transport (GET /sse, POST /messages).
+    #[arg(long)]
+    legacy_sse: bool,
 }
 
 fn main() -> Result<()> {
@@ -88,12 +108,14 @@ fn main() -> Result<()> {
                 plugins,
                 config,
                 no_watch,
-            } => serve(plugins, config, no_watch).await,
+                http,
+            } => serve(plugins, config, no_watch, http).await,
             Command::Dev {
                 sources,
                 release,
                 config,
-            } => dev(sources, release, config).await,
+                http,
+            } => dev(sources, release, config, http).await,
             Command::Inspect { file, config } => inspect(file, config).await,
         }
     })
@@ -130,16 +152,22 @@ async fn serve(
     plugins: Option<PathBuf>,
     config_path: Option<PathBuf>,
     no_watch: bool,
+    http: HttpArgs,
 ) -> Result<()> {
     let config = load_config(config_path.as_deref())?;
     let dir = plugins
         .or_else(|| config.server.plugins.clone())
         .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
     let watch = config.server.watch && !no_watch;
-    serve_folder(dir, config, watch).await
+    serve_folder(dir, config, watch, http).await
 }
 
-async fn dev(sources: Vec<PathBuf>, release: bool, config_path: Option<PathBuf>) -> Result<()> {
+async fn dev(
+    sources: Vec<PathBuf>,
+    release: bool,
+    config_path: Option<PathBuf>,
+    http: HttpArgs,
+) -> Result<()> {
     let config = load_config(config_path.as_deref())?;
     let sources = dev::sources(&sources)?;
     let workspace = Arc::new(dev::Workspace::create(release)?);
@@ -160,10 +188,10 @@ async fn dev(sources: Vec<PathBuf>, release: bool, config_path: Option<PathBuf>)
             }
         });
     }
-    serve_folder(workspace.plugins.clone(), config, true).await
+    serve_folder(workspace.plugins.clone(), config, true, http).await
 }
 
-async fn serve_folder(dir: PathBuf, config: Config, watch: bool) -> Result<()> {
+async fn serve_folder(dir: PathBuf, config: Config, watch: bool, http: HttpArgs) -> Result<()> {
     let runtime = Runtime::new(runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime, Policy::new(config.clone())));
     // Watch first, so a file written while the folder loads is not missed.
@@ -183,9 +211,105 @@ async fn serve_folder(dir: PathBuf, config: Config, watch: bool) -> Result<()> {
     if let Some(watch) = watch {
         tokio::spawn(watch.run(server.clone()));
     }
-    tracing::info!(plugins = %dir.display(), "serving over stdio");
-    wasm_mcp::transport::stdio::serve(server, tokio::io::stdin(), tokio::io::stdout()).await?;
+    let listen = http.http.clone().or_else(|| config.http.listen.clone());
+    let Some(listen) = listen else {
+        tracing::info!(plugins = %dir.display(), "serving over stdio");
+        wasm_mcp::transport::stdio::serve(server, tokio::io::stdin(), tokio::io::stdout()).await?;
+        return Ok(());
+    };
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .with_context(|| format!("listening on {listen}"))?;
+    let local = listener.local_addr()?;
+    let options = http_options(&config, &http, local)?;
+    let url = format!("http://{local}{}", options.path);
+    tracing::info!(plugins = %dir.display(), %url, "serving Streamable HTTP");
+    // One line on stdout says where, for scripts that picked port 0.
+    println!("{url}");
+    wasm_mcp::transport::http::serve(server, listener, options).await?;
     Ok(())
+}
+
+/// The HTTP endpoint's settings from the config and the command line.
+fn http_options(
+    config: &Config,
+    args: &HttpArgs,
+    local: std::net::SocketAddr,
+) -> Result<wasm_mcp::transport::http::HttpOptions> {
+    use wasm_mcp::transport::http::{Auth, Guard, HttpOptions, JwtCheck};
+    let section = &config.http;
+    let lower = |list: &[String]| list.iter().map(|s| s.to_ascii_lowercase()).collect();
+    let auth = match &section.auth {
+        None => None,
+        Some(auth) => {
+            let mut tokens = auth.tokens.clone();
+            if let Some(var) = &auth.tokens_env {
+                let value = std::env::var(var)
+                    .with_context(|| format!("http.auth.tokens_env: {var} is not set"))?;
+                tokens.extend(
+                    value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_owned),
+                );
+            }
+            let jwt = match &auth.jwt {
+                None => None,
+                Some(jwt) => Some(match (&jwt.secret_env, &jwt.public_key_file) {
+                    (Some(var), _) => {
+                        let secret = std::env::var(var).with_context(|| {
+                            format!("http.auth.jwt.secret_env: {var} is not set")
+                        })?;
+                        JwtCheck::hs256(secret.as_bytes(), &jwt.issuer, &jwt.audience)
+                    }
+                    (None, Some(file)) => {
+                        let pem = std::fs::read(file)
+                            .with_context(|| format!("reading {}", file.display()))?;
+                        JwtCheck::public_key(&pem, &jwt.issuer, &jwt.audience)?
+                    }
+                    (None, None) => {
+                        anyhow::bail!("http.auth.jwt needs secret_env or public_key_file")
+                    }
+                }),
+            };
+            anyhow::ensure!(
+                !tokens.is_empty() || jwt.is_some(),
+                "http.auth is set but names no token and no JWT check"
+            );
+            let resource = section
+                .public_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{local}{}", section.path));
+            let origin = url::Url::parse(&resource)
+                .with_context(|| format!("http.public_url {resource:?} is not a URL"))?;
+            let metadata_url = format!(
+                "{}/.well-known/oauth-protected-resource{}",
+                origin.origin().ascii_serialization(),
+                origin.path().trim_end_matches('/')
+            );
+            Some(Auth::new(
+                &tokens,
+                jwt,
+                &resource,
+                metadata_url,
+                &auth.authorization_servers,
+            ))
+        }
+    };
+    Ok(HttpOptions {
+        path: section.path.clone(),
+        json_response: section.json_response || args.json_response,
+        legacy_sse: section.legacy_sse || args.legacy_sse,
+        guard: Guard {
+            loopback: local.ip().is_loopback(),
+            allowed_hosts: lower(&section.allowed_hosts),
+            allowed_origins: lower(&section.allowed_origins),
+        },
+        auth,
+        max_body_bytes: section.max_body_mb << 20,
+        session_idle: std::time::Duration::from_secs(section.session_idle_secs),
+    })
 }
 
 async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {

@@ -2,9 +2,11 @@
 //! roots and what each plugin may be granted), plugin manifests, and the
 //! policy that grants a plugin what it asks for and the config allows.
 
+mod http;
 mod manifest;
 mod policy;
 
+pub use http::{AuthSection, HttpSection, JwtSection};
 pub use manifest::Manifest;
 pub use policy::{Decision, Policy};
 
@@ -29,6 +31,8 @@ pub struct Config {
     pub roots: BTreeMap<String, RootSection>,
     /// `[plugins.<name>]`
     pub plugins: BTreeMap<String, PluginSection>,
+    /// `[http]`
+    pub http: HttpSection,
 }
 
 /// `[server]`: what to serve and how.
@@ -245,6 +249,27 @@ impl Config {
                 &format!("plugins.{plugin}.limits"),
                 &config.limits.with(&section.limits),
             )?;
+        }
+        anyhow::ensure!(
+            config.http.path.starts_with('/'),
+            "http.path must start with /"
+        );
+        anyhow::ensure!(
+            config.http.max_body_mb > 0,
+            "http.max_body_mb must be at least 1"
+        );
+        anyhow::ensure!(
+            config.http.session_idle_secs > 0,
+            "http.session_idle_secs must be at least 1"
+        );
+        if let Some(jwt) = config.http.auth.as_mut().and_then(|a| a.jwt.as_mut()) {
+            anyhow::ensure!(
+                jwt.secret_env.is_some() != jwt.public_key_file.is_some(),
+                "http.auth.jwt needs exactly one of secret_env and public_key_file"
+            );
+            if let Some(file) = &mut jwt.public_key_file {
+                *file = base.join(&*file);
+            }
         }
         Ok(config)
     }

@@ -20,6 +20,8 @@ pub struct ToolEntry {
     pub tool: tools::Tool,
     /// The plugin that serves it.
     pub plugin: Arc<LoadedPlugin>,
+    /// The input schema.
+    pub input_schema: Arc<serde_json::Value>,
     /// The compiled input schema.
     pub validator: Arc<jsonschema::Validator>,
 }
@@ -88,8 +90,8 @@ impl Catalogue {
         for entry in &plugins {
             let plugin = &entry.plugin;
             for tool in &entry.listing.tools {
-                let validator = match compile_schema(&tool.input_schema) {
-                    Ok(v) => Arc::new(v),
+                let (input_schema, validator) = match compile_schema(&tool.input_schema) {
+                    Ok((schema, v)) => (Arc::new(schema), Arc::new(v)),
                     Err(e) => {
                         tracing::error!(plugin = plugin.name(), tool = %tool.name, "tool skipped: its input schema is invalid: {e}");
                         continue;
@@ -104,6 +106,7 @@ impl Catalogue {
                     name,
                     tool: tool.clone(),
                     plugin: plugin.clone(),
+                    input_schema,
                     validator,
                 });
             }
@@ -222,10 +225,11 @@ fn unique_name(
     Some(qualified)
 }
 
-fn compile_schema(schema: &str) -> Result<jsonschema::Validator, String> {
+fn compile_schema(schema: &str) -> Result<(serde_json::Value, jsonschema::Validator), String> {
     let value: serde_json::Value = serde_json::from_str(schema).map_err(|e| e.to_string())?;
     if value.get("type").and_then(|t| t.as_str()) != Some("object") {
         return Err("an input schema must have \"type\": \"object\"".into());
     }
-    jsonschema::draft202012::new(&value).map_err(|e| e.to_string())
+    let validator = jsonschema::draft202012::new(&value).map_err(|e| e.to_string())?;
+    Ok((value, validator))
 }

@@ -10,7 +10,7 @@ use crate::runtime::host_types::{
 use crate::runtime::{types::LogLevel, BoxFuture, CallContext};
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::sync::{broadcast, watch};
 
 /// One request's view of its connection.
@@ -29,11 +29,57 @@ pub struct RequestScope {
     pub events: broadcast::Sender<ServerEvent>,
     /// The client's roots, when it declared them.
     pub client_roots: Option<Arc<Vec<PathBuf>>>,
+    /// The capabilities the client declared.
+    pub client_capabilities: Value,
+    /// The first client capability the plugin needed and the client had
+    /// not declared.
+    pub missing_capability: Mutex<Option<&'static str>>,
 }
 
-fn unsupported<T: Send + 'static>(what: &str) -> BoxFuture<Result<T, InputError>> {
-    let why = format!("{what} is not available on this connection yet");
+impl RequestScope {
+    /// Whether the client declared `capability`; if not, remembers that the
+    /// request needed it.
+    fn client_has(&self, capability: &'static str) -> bool {
+        if self.client_capabilities.get(capability).is_some() {
+            return true;
+        }
+        self.missing_capability
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(capability);
+        false
+    }
+
+    /// The client capability the request needed and did not have, if any.
+    pub fn missing_capability(&self) -> Option<&'static str> {
+        *self
+            .missing_capability
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn unsupported<T: Send + 'static>(why: String) -> BoxFuture<Result<T, InputError>> {
     Box::pin(async move { Err(InputError::Unsupported(why)) })
+}
+
+impl RequestScope {
+    /// Refuses a question to the client: it lacks `capability`, or this
+    /// connection cannot carry the question yet.
+    fn cannot_ask<T: Send + 'static>(
+        &self,
+        capability: &'static str,
+    ) -> BoxFuture<Result<T, InputError>> {
+        if self.client_has(capability) {
+            unsupported(format!(
+                "asking the client ({capability}) is not available on this connection yet"
+            ))
+        } else {
+            unsupported(format!(
+                "the client did not declare the {capability} capability"
+            ))
+        }
+    }
 }
 
 impl CallContext for RequestScope {
@@ -93,14 +139,14 @@ impl CallContext for RequestScope {
     }
 
     fn elicit(&self, _: ElicitationRequest) -> BoxFuture<Result<ElicitationResponse, InputError>> {
-        unsupported("elicitation")
+        self.cannot_ask("elicitation")
     }
 
     fn sample(&self, _: SamplingRequest) -> BoxFuture<Result<SamplingResponse, InputError>> {
-        unsupported("sampling")
+        self.cannot_ask("sampling")
     }
 
     fn roots(&self) -> BoxFuture<Result<Vec<Root>, InputError>> {
-        unsupported("roots")
+        self.cannot_ask("roots")
     }
 }

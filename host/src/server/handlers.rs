@@ -3,7 +3,7 @@
 use super::context::RequestScope;
 use super::convert;
 use super::session::{all_versions, Era};
-use super::{invalid, Connection, Server, ServerEvent};
+use super::{invalid, Connection, Outbox, Server, ServerEvent};
 use crate::protocol::{meta, negotiate_legacy, ErrorCode, RequestId, RpcError};
 use crate::registry::{pagination, Catalogue, Registry};
 use crate::runtime::host_types::ListKind;
@@ -26,15 +26,27 @@ const LEGACY_ONLY: &[&str] = &[
 /// Methods that only exist on the stateless revision.
 const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen"];
 
+/// One request being served.
+pub(super) struct Request<'a> {
+    /// The connection it came on.
+    pub conn: &'a Arc<Connection>,
+    /// Its id.
+    pub id: &'a RequestId,
+    /// Its params.
+    pub params: &'a Map<String, Value>,
+    /// How it is to be served.
+    pub era: &'a Era,
+    /// Becomes `true` when it is cancelled.
+    pub cancel: watch::Receiver<bool>,
+    /// Where its response and the notifications about it go.
+    pub reply: &'a Outbox,
+}
+
 /// Serves one request.
-pub(super) async fn handle(
-    conn: &Arc<Connection>,
-    id: &RequestId,
-    method: &str,
-    params: &Map<String, Value>,
-    era: &Era,
-    cancel: watch::Receiver<bool>,
-) -> Outcome {
+pub(super) async fn handle(request: Request<'_>, method: &str) -> Outcome {
+    let Request {
+        conn, params, era, ..
+    } = request;
     match era {
         Era::Modern { .. } if LEGACY_ONLY.contains(&method) => {
             return Err(RpcError::method_not_found(method));
@@ -89,7 +101,7 @@ pub(super) async fn handle(
                 convert::tool(&t.name, &t.tool, with_output_schema)
             })
         }
-        "tools/call" => call_tool(conn, &catalogue, params, era, cancel).await,
+        "tools/call" => call_tool(&request, &catalogue).await,
         "resources/list" => list(&catalogue.resources, params, server, "resources", |r| {
             convert::resource(&r.resource)
         }),
@@ -100,7 +112,7 @@ pub(super) async fn handle(
             "resourceTemplates",
             |t| convert::template(&t.template),
         ),
-        "resources/read" => read_resource(conn, &catalogue, params, era, cancel).await,
+        "resources/read" => read_resource(&request, &catalogue).await,
         "resources/subscribe" | "resources/unsubscribe" => {
             let uri = required_str(params, "uri")?;
             let mut session = conn.session();
@@ -114,9 +126,9 @@ pub(super) async fn handle(
         "prompts/list" => list(&catalogue.prompts, params, server, "prompts", |p| {
             convert::prompt(&p.name, &p.prompt)
         }),
-        "prompts/get" => get_prompt(conn, &catalogue, params, era, cancel).await,
-        "completion/complete" => complete(conn, &catalogue, params, era, cancel).await,
-        "subscriptions/listen" => listen(conn, id, params, cancel).await,
+        "prompts/get" => get_prompt(&request, &catalogue).await,
+        "completion/complete" => complete(&request, &catalogue).await,
+        "subscriptions/listen" => listen(&request).await,
         _ => Err(RpcError::method_not_found(method)),
     }
 }
@@ -212,13 +224,10 @@ fn list<T>(
 }
 
 /// The call context of a request to `plugin`.
-fn scope(
-    conn: &Arc<Connection>,
-    plugin: &LoadedPlugin,
-    params: &Map<String, Value>,
-    era: &Era,
-    cancel: watch::Receiver<bool>,
-) -> Arc<RequestScope> {
+fn scope(request: &Request<'_>, plugin: &LoadedPlugin) -> Arc<RequestScope> {
+    let Request {
+        conn, params, era, ..
+    } = request;
     let log_level = match era {
         Era::Modern { log_level, .. } => *log_level,
         Era::Legacy { .. } => Some(conn.session().log_level.unwrap_or(types::LogLevel::Debug)),
@@ -227,18 +236,33 @@ fn scope(
         .get("_meta")
         .and_then(|m| m.get("progressToken"))
         .cloned();
-    let client_roots = match era {
-        Era::Legacy { .. } => conn.session().client_roots.clone(),
-        Era::Modern { .. } => None,
+    let (client_roots, client_capabilities) = match era {
+        Era::Legacy { .. } => {
+            let session = conn.session();
+            (
+                session.client_roots.clone(),
+                session.client_capabilities.clone(),
+            )
+        }
+        Era::Modern { .. } => (
+            None,
+            params
+                .get("_meta")
+                .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+        ),
     };
     Arc::new(RequestScope {
         plugin: plugin.name().to_owned(),
         client_roots,
-        out: conn.out.clone(),
+        out: request.reply.clone(),
         log_level,
         progress_token,
-        cancelled: cancel,
+        cancelled: request.cancel.clone(),
         events: conn.server.events.clone(),
+        client_capabilities,
+        missing_capability: Default::default(),
     })
 }
 
@@ -296,13 +320,8 @@ fn plugin_error(error: types::Error, not_found: ErrorCode) -> RpcError {
     }
 }
 
-async fn call_tool(
-    conn: &Arc<Connection>,
-    catalogue: &Catalogue,
-    params: &Map<String, Value>,
-    era: &Era,
-    cancel: watch::Receiver<bool>,
-) -> Outcome {
+async fn call_tool(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let params = request.params;
     let name = required_str(params, "name")?;
     let arguments = match params.get("arguments") {
         None | Some(Value::Null) => Value::Object(Map::new()),
@@ -337,10 +356,15 @@ async fn call_tool(
         .with_data(json!({ "errors": problems })));
     }
     let plugin = &entry.plugin;
-    let context = scope(conn, plugin, params, era, cancel);
+    let context = scope(request, plugin);
     let outcome = plugin
-        .call_tool(context, &entry.tool.name, &arguments.to_string())
+        .call_tool(context.clone(), &entry.tool.name, &arguments.to_string())
         .await;
+    if request.era.is_modern() {
+        if let Some(capability) = context.missing_capability() {
+            return Err(missing_capability(capability));
+        }
+    }
     match outcome {
         Ok(Ok(result)) => {
             let result = convert::call_result(&result).map_err(RpcError::internal)?;
@@ -354,6 +378,15 @@ async fn call_tool(
     }
 }
 
+/// -32021: the request needed a capability the client did not declare.
+fn missing_capability(capability: &str) -> RpcError {
+    RpcError::new(
+        ErrorCode::MissingRequiredClientCapability,
+        format!("this request needs the client capability \"{capability}\", which the request did not declare"),
+    )
+    .with_data(json!({ "requiredCapabilities": { capability: {} } }))
+}
+
 fn not_found_code(era: &Era) -> ErrorCode {
     if era.is_modern() {
         ErrorCode::InvalidParams
@@ -362,20 +395,15 @@ fn not_found_code(era: &Era) -> ErrorCode {
     }
 }
 
-async fn read_resource(
-    conn: &Arc<Connection>,
-    catalogue: &Catalogue,
-    params: &Map<String, Value>,
-    era: &Era,
-    cancel: watch::Receiver<bool>,
-) -> Outcome {
+async fn read_resource(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let (params, era) = (request.params, request.era);
     let uri = required_str(params, "uri")?;
     let not_found = || {
         RpcError::new(not_found_code(era), format!("Resource not found: {uri}"))
             .with_data(json!({ "uri": uri }))
     };
     let plugin = catalogue.resource_owner(uri).ok_or_else(not_found)?;
-    let context = scope(conn, plugin, params, era, cancel);
+    let context = scope(request, plugin);
     match plugin.read_resource(context, uri).await {
         Ok(Ok(contents)) => {
             let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
@@ -389,13 +417,8 @@ async fn read_resource(
     }
 }
 
-async fn get_prompt(
-    conn: &Arc<Connection>,
-    catalogue: &Catalogue,
-    params: &Map<String, Value>,
-    era: &Era,
-    cancel: watch::Receiver<bool>,
-) -> Outcome {
+async fn get_prompt(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let params = request.params;
     let name = required_str(params, "name")?;
     let entry = catalogue
         .prompt(name)
@@ -429,7 +452,7 @@ async fn get_prompt(
         )));
     }
     let plugin = &entry.plugin;
-    let context = scope(conn, plugin, params, era, cancel);
+    let context = scope(request, plugin);
     match plugin
         .get_prompt(context, &entry.prompt.name, &arguments)
         .await
@@ -442,13 +465,8 @@ async fn get_prompt(
     }
 }
 
-async fn complete(
-    conn: &Arc<Connection>,
-    catalogue: &Catalogue,
-    params: &Map<String, Value>,
-    era: &Era,
-    cancel: watch::Receiver<bool>,
-) -> Outcome {
+async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let params = request.params;
     let reference = params
         .get("ref")
         .and_then(Value::as_object)
@@ -501,14 +519,14 @@ async fn complete(
             json!({ "completion": { "values": [], "hasMore": false } }),
         ));
     }
-    let request = completions::CompletionRequest {
+    let asked = completions::CompletionRequest {
         reference,
         argument_name,
         argument_value,
         context_arguments,
     };
-    let context = scope(conn, plugin, params, era, cancel);
-    match plugin.complete(context, &request).await {
+    let context = scope(request, plugin);
+    match plugin.complete(context, &asked).await {
         Ok(Ok(completion)) => Ok(Some(convert::completion(&completion))),
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
         Err(error) => failed_request(plugin, error),
@@ -517,12 +535,12 @@ async fn complete(
 
 /// `subscriptions/listen`: acknowledges, then forwards the events the
 /// client asked for until it cancels or the server shuts down.
-async fn listen(
-    conn: &Arc<Connection>,
-    id: &RequestId,
-    params: &Map<String, Value>,
-    mut cancel: watch::Receiver<bool>,
-) -> Outcome {
+async fn listen(request: &Request<'_>) -> Outcome {
+    let Request {
+        conn, id, params, ..
+    } = request;
+    let out = request.reply;
+    let mut cancel = request.cancel.clone();
     let filter = params
         .get("notifications")
         .and_then(Value::as_object)
@@ -558,7 +576,7 @@ async fn listen(
     }
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
     let mut events = conn.server.subscribe();
-    conn.out.notify(
+    out.notify(
         "notifications/subscriptions/acknowledged",
         json!({ "_meta": tag, "notifications": honored }),
     );
@@ -583,7 +601,7 @@ async fn listen(
             Ok(ServerEvent::PluginReplaced(plugin)) => {
                 let catalogue = conn.server.registry.catalogue();
                 for uri in served_by(&catalogue, &plugin, &uris) {
-                    conn.out.notify(
+                    out.notify(
                         "notifications/resources/updated",
                         json!({ "uri": uri, "_meta": tag }),
                     );
@@ -600,7 +618,7 @@ async fn listen(
             Ok(_) => continue,
         };
         params["_meta"] = tag.clone();
-        conn.out.notify(method, params);
+        out.notify(method, params);
     }
 }
 
@@ -610,9 +628,14 @@ async fn listen(
 pub(super) async fn forward_legacy_events(
     conn: Weak<Connection>,
     mut events: broadcast::Receiver<ServerEvent>,
+    mut closed: watch::Receiver<bool>,
 ) {
     loop {
-        let event = match events.recv().await {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            _ = closed.wait_for(|c| *c) => return,
+        };
+        let event = match event {
             Ok(event) => event,
             Err(broadcast::error::RecvError::Lagged(n)) => {
                 tracing::warn!("a connection missed {n} server events");

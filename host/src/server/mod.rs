@@ -183,62 +183,92 @@ pub struct Connection {
     /// Requests this server sent the client, by id, awaiting an answer.
     asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
     next_ask: AtomicU64,
+    /// Becomes `true` when the connection is closed.
+    closed: watch::Sender<bool>,
 }
 
 impl Connection {
     /// A new connection whose messages go to `out`. Starts forwarding
     /// server-wide events to it.
     pub fn new(server: Arc<Server>, out: Outbox) -> Arc<Self> {
-        let conn = Arc::new(Connection {
+        let conn = Self::stateless(server, out);
+        tokio::spawn(handlers::forward_legacy_events(
+            Arc::downgrade(&conn),
+            conn.server.subscribe(),
+            conn.closed.subscribe(),
+        ));
+        conn
+    }
+
+    /// A connection for requests of the stateless revision only: nothing
+    /// is forwarded to it but the answers to its own requests.
+    pub fn stateless(server: Arc<Server>, out: Outbox) -> Arc<Self> {
+        Arc::new(Connection {
             server,
             out,
             session: Mutex::new(Session::default()),
             in_flight: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
-        });
-        tokio::spawn(handlers::forward_legacy_events(
-            Arc::downgrade(&conn),
-            conn.server.subscribe(),
-        ));
-        conn
+            closed: watch::channel(false).0,
+        })
     }
 
-    /// Handles one incoming message (one line of stdio, one POST body).
-    /// Requests run concurrently; their responses go to the outbox.
+    /// Handles one line of stdio: responses and request-related messages go
+    /// to the connection's own outbox.
     pub fn handle_text(self: &Arc<Self>, text: &str) {
         match parse_message(text) {
-            Ok(Incoming::Request { id, method, params }) => {
+            Ok(message) => self.handle(message, self.out.clone()),
+            Err((id, error)) => {
+                tracing::warn!("bad message: {}", error.message);
+                self.out.send(error.response(&id));
+            }
+        }
+    }
+
+    /// Handles one message. A request runs concurrently; its response and
+    /// the notifications about it go to `reply`, which is dropped when the
+    /// request is done.
+    pub fn handle(self: &Arc<Self>, message: Incoming, reply: Outbox) {
+        match message {
+            Incoming::Request { id, method, params } => {
                 // The era and the handshake are settled in arrival order;
                 // everything else runs concurrently.
                 let era = match session::era_of(&params, &self.session()) {
                     Ok(era) => era,
-                    Err(error) => return self.out.send(error.response(&id)),
+                    Err(error) => return reply.send(error.response(&id)),
                 };
                 if method == "initialize" && !era.is_modern() {
                     let outcome = handlers::initialize(self, &params);
                     if let Some(response) = self.respond(&id, &era, &method, outcome) {
-                        self.out.send(response);
+                        reply.send(response);
                     }
                     return;
                 }
                 let this = self.clone();
                 let cancel = self.track(&id);
                 tokio::spawn(async move {
-                    let outcome =
-                        handlers::handle(&this, &id, &method, &params, &era, cancel.clone()).await;
+                    let request = handlers::Request {
+                        conn: &this,
+                        id: &id,
+                        params: &params,
+                        era: &era,
+                        cancel: cancel.clone(),
+                        reply: &reply,
+                    };
+                    let outcome = handlers::handle(request, &method).await;
                     let response = this.respond(&id, &era, &method, outcome);
                     this.untrack(&id);
                     // A cancelled request gets no response.
                     if let Some(response) = response {
                         if !*cancel.borrow() {
-                            this.out.send(response);
+                            reply.send(response);
                         }
                     }
                 });
             }
-            Ok(Incoming::Notification { method, params }) => self.notification(&method, &params),
-            Ok(Incoming::Response { id, outcome }) => {
+            Incoming::Notification { method, params } => self.notification(&method, &params),
+            Incoming::Response { id, outcome } => {
                 let waiting = self
                     .asked
                     .lock()
@@ -253,15 +283,17 @@ impl Connection {
                     }
                 }
             }
-            Err((id, error)) => {
-                tracing::warn!("bad message: {}", error.message);
-                self.out.send(error.response(&id));
-            }
         }
+    }
+
+    /// The revision this connection's handshake settled, if any.
+    pub fn negotiated_version(&self) -> Option<&'static str> {
+        self.session().version
     }
 
     /// Ends every request and subscription of this connection.
     pub fn close(&self) {
+        let _ = self.closed.send(true);
         for (_, cancel) in self
             .in_flight
             .lock()
@@ -391,6 +423,14 @@ fn shape_result(server: &Server, era: &Era, method: &str, mut result: Value) -> 
         obj.entry("cacheScope").or_insert_with(|| json!(scope));
     }
     result
+}
+
+pub use session::{all_versions, unsupported_version};
+
+/// Checks the `_meta` of a stateless request (its revision and the client's
+/// capabilities) without serving it.
+pub fn check_stateless_meta(params: &Map<String, Value>) -> Result<(), RpcError> {
+    session::era_of(params, &Session::default()).map(|_| ())
 }
 
 /// Shorthand for a `-32602` error.

@@ -60,6 +60,15 @@ pub fn all_versions() -> Vec<&'static str> {
         .collect()
 }
 
+/// -32022, listing the revisions this server speaks.
+pub fn unsupported_version(requested: &Value) -> RpcError {
+    RpcError::new(
+        ErrorCode::UnsupportedProtocolVersion,
+        "Unsupported protocol version",
+    )
+    .with_data(json!({ "supported": all_versions(), "requested": requested }))
+}
+
 /// Decides the era of a request from its `_meta`.
 pub fn era_of(params: &Map<String, Value>, session: &Session) -> Result<Era, RpcError> {
     let request_meta = params.get("_meta").and_then(Value::as_object);
@@ -71,11 +80,7 @@ pub fn era_of(params: &Map<String, Value>, session: &Session) -> Result<Era, Rpc
     let request_meta = request_meta.expect("checked above");
     let requested_text = requested.as_str().unwrap_or_default();
     if !MODERN_VERSIONS.contains(&requested_text) {
-        return Err(RpcError::new(
-            ErrorCode::UnsupportedProtocolVersion,
-            "Unsupported protocol version",
-        )
-        .with_data(json!({ "supported": all_versions(), "requested": requested })));
+        return Err(unsupported_version(requested));
     }
     let Some(client_capabilities) = request_meta.get(meta::CLIENT_CAPABILITIES) else {
         return Err(RpcError::invalid_params(format!(

@@ -1,3 +1,5 @@
-//! How bytes reach the server: stdio (newline-delimited JSON-RPC).
+//! How bytes reach the server: stdio (newline-delimited JSON-RPC) and
+//! Streamable HTTP.
 
+pub mod http;
 pub mod stdio;

@@ -1,0 +1,78 @@
+//! `[http]`: the Streamable HTTP endpoint and its security.
+
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// `[http]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSection {
+    /// Where to listen (`127.0.0.1:8080`); `serve --http` overrides it.
+    pub listen: Option<String>,
+    /// The MCP endpoint's path.
+    pub path: String,
+    /// Answer requests with JSON, never SSE.
+    pub json_response: bool,
+    /// Also serve the deprecated HTTP+SSE transport of 2024-11-05.
+    pub legacy_sse: bool,
+    /// Host names accepted besides loopback names (when listening on
+    /// loopback) or instead of any name (otherwise).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to call the endpoint (CORS); `*` for any.
+    pub allowed_origins: Vec<String>,
+    /// The largest request body, in MiB.
+    pub max_body_mb: usize,
+    /// Sessions idle this many seconds are ended.
+    pub session_idle_secs: u64,
+    /// The endpoint's public URL, for the auth metadata (default:
+    /// `http://<listen><path>`).
+    pub public_url: Option<String>,
+    /// `[http.auth]`: bearer authentication; absent means none.
+    pub auth: Option<AuthSection>,
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        HttpSection {
+            listen: None,
+            path: "/mcp".into(),
+            json_response: false,
+            legacy_sse: false,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_mb: 4,
+            session_idle_secs: 30 * 60,
+            public_url: None,
+            auth: None,
+        }
+    }
+}
+
+/// `[http.auth]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSection {
+    /// Static bearer tokens.
+    pub tokens: Vec<String>,
+    /// An environment variable holding more tokens, comma-separated.
+    pub tokens_env: Option<String>,
+    /// The authorization servers that issue tokens (RFC 9728 metadata).
+    pub authorization_servers: Vec<String>,
+    /// `[http.auth.jwt]`: accept JWTs.
+    pub jwt: Option<JwtSection>,
+}
+
+/// `[http.auth.jwt]`: JWTs signed with HS256 (a secret from the
+/// environment) or RS256/ES256 (a PEM public key).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtSection {
+    /// The required `iss`.
+    pub issuer: String,
+    /// The required `aud`.
+    pub audience: String,
+    /// An environment variable holding the HS256 secret.
+    pub secret_env: Option<String>,
+    /// A PEM public key file (RS256 or ES256); relative to the config file.
+    pub public_key_file: Option<PathBuf>,
+}

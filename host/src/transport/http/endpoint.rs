@@ -1,0 +1,442 @@
+//! The MCP endpoint: POST carries every client message; GET opens a
+//! session's stream of server-initiated messages (or resumes a stream);
+//! DELETE ends a session.
+
+use super::event_log::EventLog;
+use super::headers::{self, PROTOCOL_VERSION};
+use super::sessions::HttpSession;
+use super::App;
+use crate::protocol::{
+    is_legacy, is_modern, meta, parse_message, ErrorCode, Incoming, RequestId, RpcError,
+};
+use crate::server::{check_stateless_meta, unsupported_version, Connection, Outbox};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::{Stream, StreamExt};
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The `Mcp-Session-Id` header.
+const SESSION_ID: &str = "mcp-session-id";
+
+/// How long a client waits before reconnecting to a dropped stream.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// A JSON-RPC error as an HTTP response.
+pub(super) fn rpc_error(status: StatusCode, error: RpcError, id: &RequestId) -> Response {
+    (status, Json(error.response(id))).into_response()
+}
+
+fn bad_request(message: impl Into<String>, id: &RequestId) -> Response {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        RpcError::new(ErrorCode::InvalidRequest, message),
+        id,
+    )
+}
+
+fn not_allowed() -> Response {
+    let mut response = rpc_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        RpcError::new(
+            ErrorCode::InvalidRequest,
+            "Method not allowed: without a session, only POST is served",
+        ),
+        &Value::Null,
+    );
+    response
+        .headers_mut()
+        .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+fn session_not_found(id: &RequestId) -> Response {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        RpcError::new(
+            ErrorCode::InvalidRequest,
+            "Session not found: it ended or expired; initialize a new one",
+        ),
+        id,
+    )
+}
+
+/// Whether the Accept header (if any) admits `media`.
+fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    let Some(accept) = headers.get(http::header::ACCEPT) else {
+        return true;
+    };
+    let accept = accept.to_str().unwrap_or_default();
+    accept.split(',').any(|item| {
+        let item = item.split(';').next().unwrap_or_default().trim();
+        item == media
+            || item == "*/*"
+            || item == format!("{}/*", media.split('/').next().unwrap_or_default())
+    })
+}
+
+/// The HTTP status of a stateless request's answer: errors about the
+/// request itself are client errors.
+fn status_of(message: &Value) -> StatusCode {
+    match message["error"]["code"].as_i64() {
+        Some(-32601) => StatusCode::NOT_FOUND,
+        Some(-32700 | -32600 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+fn is_response_to(message: &Value, id: &RequestId) -> bool {
+    message.get("method").is_none() && message.get("id") == Some(id)
+}
+
+/// POST: one JSON-RPC message.
+pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    let principal = match app.admit(&headers) {
+        Ok(p) => p,
+        Err(refused) => return refused,
+    };
+    let json_body = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    if !json_body {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            RpcError::new(
+                ErrorCode::InvalidRequest,
+                "Unsupported Media Type: the body must be application/json",
+            ),
+            &Value::Null,
+        );
+    }
+    if !accepts(&headers, "application/json") && !accepts(&headers, "text/event-stream") {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            RpcError::new(
+                ErrorCode::InvalidRequest,
+                "Not Acceptable: the client must accept application/json and text/event-stream",
+            ),
+            &Value::Null,
+        );
+    }
+    let message = match std::str::from_utf8(&body)
+        .map_err(|_| {
+            (
+                Value::Null,
+                RpcError::new(ErrorCode::ParseError, "Parse error: the body is not UTF-8"),
+            )
+        })
+        .and_then(parse_message)
+    {
+        Ok(message) => message,
+        Err((id, error)) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
+    };
+    let id = match &message {
+        Incoming::Request { id, .. } => id.clone(),
+        _ => Value::Null,
+    };
+    let header_version = match headers::header(&headers, PROTOCOL_VERSION) {
+        Ok(v) => v,
+        Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
+    };
+    if let Some(version) = header_version {
+        if !is_legacy(version) && !is_modern(version) {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                unsupported_version(&json!(version)),
+                &id,
+            );
+        }
+    }
+    let body_is_modern = match &message {
+        Incoming::Request { params, .. } => params
+            .get("_meta")
+            .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+            .is_some(),
+        _ => false,
+    };
+    if body_is_modern || header_version.is_some_and(is_modern) {
+        stateless(&app, &headers, message).await
+    } else {
+        stateful(&app, &headers, principal, message).await
+    }
+}
+
+/// A request of the stateless revision: checked, served on a connection
+/// of its own, and cancelled if the client closes the stream.
+async fn stateless(app: &App, headers: &HeaderMap, message: Incoming) -> Response {
+    let (id, method, params) = match message {
+        Incoming::Request { id, method, params } => (id, method, params),
+        // Without sessions, a notification has nothing to act on.
+        Incoming::Notification { .. } => return StatusCode::ACCEPTED.into_response(),
+        Incoming::Response { .. } => {
+            return bad_request(
+                "Bad Request: this revision does not carry client responses",
+                &Value::Null,
+            )
+        }
+    };
+    let schema = match method.as_str() {
+        "tools/call" => params.get("name").and_then(Value::as_str).and_then(|name| {
+            app.server
+                .registry()
+                .catalogue()
+                .tool(name)
+                .map(|t| t.input_schema.clone())
+        }),
+        _ => None,
+    };
+    if let Err(error) = headers::validate(headers, &method, &params, schema.as_deref())
+        .and_then(|()| check_stateless_meta(&params))
+    {
+        return rpc_error(StatusCode::BAD_REQUEST, error, &id);
+    }
+    let (reply, messages) = Outbox::new();
+    let conn = Connection::stateless(app.server.clone(), Outbox::new().0);
+    conn.handle(
+        Incoming::Request {
+            id: id.clone(),
+            method,
+            params,
+        },
+        reply,
+    );
+    answer(
+        messages,
+        &id,
+        Streaming::Stateless(conn),
+        app.json_response,
+        true,
+    )
+    .await
+}
+
+/// Where an SSE answer streams from.
+enum Streaming {
+    /// A stateless request: closing the stream cancels it.
+    Stateless(Arc<Connection>),
+    /// A session's request: the stream can be resumed.
+    Session {
+        session: Arc<HttpSession>,
+        /// Whether to open with a priming event (2025-11-25 and later).
+        priming: bool,
+    },
+}
+
+/// Cancels a stateless request when its stream is dropped.
+struct CancelOnDrop(Arc<Connection>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+fn message_event(message: &Value) -> Result<Event, Infallible> {
+    Ok(Event::default().data(message.to_string()))
+}
+
+fn receiver_stream(messages: mpsc::UnboundedReceiver<Value>) -> impl Stream<Item = Value> {
+    futures_util::stream::unfold(messages, |mut rx| async move {
+        rx.recv().await.map(|m| (m, rx))
+    })
+}
+
+/// Answers a request: as JSON when its response is the first message (or
+/// the server prefers JSON), otherwise as an SSE stream of the messages
+/// about it, ending with its response.
+async fn answer(
+    mut messages: mpsc::UnboundedReceiver<Value>,
+    id: &RequestId,
+    streaming: Streaming,
+    json_only: bool,
+    modern: bool,
+) -> Response {
+    let Some(first) = messages.recv().await else {
+        // Cancelled before it answered: nothing more will come.
+        return StatusCode::ACCEPTED.into_response();
+    };
+    if json_only || is_response_to(&first, id) {
+        let mut message = first;
+        while !is_response_to(&message, id) {
+            match messages.recv().await {
+                Some(next) => message = next,
+                None => return StatusCode::ACCEPTED.into_response(),
+            }
+        }
+        let status = if modern {
+            status_of(&message)
+        } else {
+            StatusCode::OK
+        };
+        return (status, Json(message)).into_response();
+    }
+    match streaming {
+        Streaming::Stateless(conn) => {
+            let guard = CancelOnDrop(conn);
+            let events = futures_util::stream::once(async move { first })
+                .chain(receiver_stream(messages))
+                .map(move |message| {
+                    let _ = &guard;
+                    message_event(&message)
+                });
+            sse(events)
+        }
+        Streaming::Session { session, priming } => {
+            let log = session.open_stream(first, messages);
+            let busy = session.busy();
+            let prime =
+                priming.then(|| Ok(Event::default().id(log.event_id(0)).retry(RETRY).data("")));
+            let events = futures_util::stream::iter(prime)
+                .chain(log.read(Some(0)))
+                .map(move |event| {
+                    let _ = &busy;
+                    event
+                });
+            sse(events)
+        }
+    }
+}
+
+fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response();
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// A message of a handshake revision, within its session (or opening one).
+async fn stateful(
+    app: &App,
+    headers: &HeaderMap,
+    principal: Option<String>,
+    message: Incoming,
+) -> Response {
+    let id = match &message {
+        Incoming::Request { id, .. } => id.clone(),
+        _ => Value::Null,
+    };
+    let session_id = match headers::header(headers, SESSION_ID) {
+        Ok(v) => v,
+        Err(e) => return rpc_error(StatusCode::BAD_REQUEST, e, &id),
+    };
+    let opens = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
+    let (session, new) = match session_id {
+        None if opens => (app.sessions.open(&app.server, principal), true),
+        None => {
+            return bad_request(
+                "Bad Request: the Mcp-Session-Id header is required (initialize first)",
+                &id,
+            )
+        }
+        Some(session_id) => match app.sessions.get(session_id, &principal) {
+            Ok(session) => (session, false),
+            Err(_) => return session_not_found(&id),
+        },
+    };
+    let _busy = session.busy();
+    let Incoming::Request { id, method, params } = message else {
+        session.conn.handle(message, Outbox::new().0);
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let (reply, messages) = Outbox::new();
+    session.conn.handle(
+        Incoming::Request {
+            id: id.clone(),
+            method,
+            params,
+        },
+        reply,
+    );
+    let priming = session
+        .conn
+        .negotiated_version()
+        .is_some_and(|v| v >= "2025-11-25");
+    let streaming = Streaming::Session {
+        session: session.clone(),
+        priming,
+    };
+    let mut response = answer(messages, &id, streaming, app.json_response, false).await;
+    if new {
+        if session.conn.negotiated_version().is_some() {
+            let value = HeaderValue::from_str(&session.id).expect("hex is a valid header value");
+            response.headers_mut().insert(SESSION_ID, value);
+        } else {
+            app.sessions.close(&session.id);
+        }
+    }
+    response
+}
+
+/// The session a GET or DELETE names; `Err` is the answer to send.
+fn named_session(app: &App, headers: &HeaderMap) -> Result<Arc<HttpSession>, Response> {
+    let principal = app.admit(headers)?;
+    let version = headers::header(headers, PROTOCOL_VERSION).ok().flatten();
+    let session_id = headers::header(headers, SESSION_ID).ok().flatten();
+    let Some(session_id) = session_id.filter(|_| !version.is_some_and(is_modern)) else {
+        return Err(match version {
+            Some(v) if is_legacy(v) => bad_request(
+                "Bad Request: the Mcp-Session-Id header is required",
+                &Value::Null,
+            ),
+            _ => not_allowed(),
+        });
+    };
+    app.sessions
+        .get(session_id, &principal)
+        .map_err(|_| session_not_found(&Value::Null))
+}
+
+/// GET: the session's stream of server-initiated messages, or the rest of
+/// a stream named by `Last-Event-ID`.
+pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let session = match named_session(&app, &headers) {
+        Ok(s) => s,
+        Err(answer) => return answer,
+    };
+    if !accepts(&headers, "text/event-stream") {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            RpcError::new(
+                ErrorCode::InvalidRequest,
+                "Not Acceptable: the client must accept text/event-stream",
+            ),
+            &Value::Null,
+        );
+    }
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(EventLog::parse_event_id)
+        .and_then(|(stream, seq)| session.stream(stream).map(|log| (log, seq)));
+    let (log, after) = match resume {
+        Some((log, seq)) => (log, Some(seq)),
+        None => (session.standalone.clone(), None),
+    };
+    let busy = session.busy();
+    sse(log.read(after).map(move |event| {
+        let _ = &busy;
+        event
+    }))
+}
+
+/// DELETE: ends the session.
+pub(super) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    match named_session(&app, &headers) {
+        Ok(session) => {
+            app.sessions.close(&session.id);
+            StatusCode::OK.into_response()
+        }
+        Err(answer) => answer,
+    }
+}

@@ -1,0 +1,108 @@
+//! The deprecated HTTP+SSE transport of 2024-11-05, for old clients: GET
+//! opens an event stream whose first event names the URL to POST messages
+//! to; every answer comes back on the stream.
+
+use super::endpoint::rpc_error;
+use super::sessions::new_session_id;
+use super::App;
+use crate::protocol::{ErrorCode, RpcError};
+use crate::server::{Connection, Outbox};
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where the event stream is opened.
+pub const STREAM_PATH: &str = "/sse";
+/// Where messages are posted.
+pub const MESSAGES_PATH: &str = "/messages";
+
+/// One old-style connection.
+pub struct LegacyConnection {
+    conn: Arc<Connection>,
+    principal: Option<String>,
+}
+
+/// Ends the connection when its event stream goes away.
+struct Hangup(Arc<App>, String);
+
+impl Drop for Hangup {
+    fn drop(&mut self) {
+        if let Some(gone) = self.0.legacy_table().remove(&self.1) {
+            gone.conn.close();
+        }
+    }
+}
+
+/// GET /sse: the event stream.
+pub(super) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let principal = match app.admit(&headers) {
+        Ok(p) => p,
+        Err(refused) => return refused,
+    };
+    let (out, mut messages) = Outbox::new();
+    let id = new_session_id();
+    let conn = Connection::new(app.server.clone(), out);
+    app.legacy_table()
+        .insert(id.clone(), LegacyConnection { conn, principal });
+    let endpoint = Event::default()
+        .event("endpoint")
+        .data(format!("{MESSAGES_PATH}?sessionId={id}"));
+    let hangup = Hangup(app.clone(), id);
+    let rest = futures_util::stream::poll_fn(move |cx| messages.poll_recv(cx)).map(move |m| {
+        let _ = &hangup;
+        Ok::<_, std::convert::Infallible>(Event::default().event("message").data(m.to_string()))
+    });
+    Sse::new(futures_util::stream::once(async { Ok(endpoint) }).chain(rest))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+/// The query of a message POST.
+#[derive(Deserialize)]
+pub(super) struct Target {
+    #[serde(rename = "sessionId")]
+    session_id: String,
+}
+
+/// POST /messages?sessionId=…: one message; the answer goes to the stream.
+pub(super) async fn message(
+    State(app): State<Arc<App>>,
+    Query(target): Query<Target>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let principal = match app.admit(&headers) {
+        Ok(p) => p,
+        Err(refused) => return refused,
+    };
+    let conn = app
+        .legacy_table()
+        .get(&target.session_id)
+        .filter(|c| c.principal == principal)
+        .map(|c| c.conn.clone());
+    let Some(conn) = conn else {
+        return rpc_error(
+            StatusCode::NOT_FOUND,
+            RpcError::new(ErrorCode::InvalidRequest, "Session not found"),
+            &Value::Null,
+        );
+    };
+    match std::str::from_utf8(&body) {
+        Ok(text) => {
+            conn.handle_text(text);
+            (StatusCode::ACCEPTED, "Accepted").into_response()
+        }
+        Err(_) => rpc_error(
+            StatusCode::BAD_REQUEST,
+            RpcError::new(ErrorCode::ParseError, "Parse error: the body is not UTF-8"),
+            &Value::Null,
+        ),
+    }
+}

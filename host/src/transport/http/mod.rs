@@ -1,0 +1,214 @@
+//! Streamable HTTP (axum): one MCP endpoint for every revision (sessions
+//! for the handshake revisions, none for the stateless one), the
+//! deprecated HTTP+SSE transport behind a flag, and what keeps the
+//! endpoint safe to expose: Host/Origin checks, bearer authentication, a
+//! body limit and configurable CORS.
+
+mod auth;
+mod endpoint;
+mod event_log;
+mod guard;
+mod headers;
+mod legacy_sse;
+mod sessions;
+
+pub use auth::{Auth, JwtCheck};
+pub use guard::Guard;
+
+use crate::server::{Server, ServerEvent};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use legacy_sse::LegacyConnection;
+use sessions::SessionTable;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
+
+/// How the HTTP endpoint behaves.
+pub struct HttpOptions {
+    /// The MCP endpoint's path.
+    pub path: String,
+    /// Answer every request with JSON, never SSE.
+    pub json_response: bool,
+    /// Also serve the deprecated HTTP+SSE transport (`/sse`, `/messages`).
+    pub legacy_sse: bool,
+    /// Which Host and Origin headers are accepted.
+    pub guard: Guard,
+    /// Bearer authentication, if required.
+    pub auth: Option<Auth>,
+    /// The largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Sessions idle this long are ended.
+    pub session_idle: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            path: "/mcp".into(),
+            json_response: false,
+            legacy_sse: false,
+            guard: Guard {
+                loopback: true,
+                ..Guard::default()
+            },
+            auth: None,
+            max_body_bytes: 4 << 20,
+            session_idle: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// What every HTTP handler shares.
+pub struct App {
+    server: Arc<Server>,
+    sessions: Arc<SessionTable>,
+    legacy: Mutex<HashMap<String, LegacyConnection>>,
+    json_response: bool,
+    guard: Guard,
+    auth: Option<Auth>,
+}
+
+impl App {
+    /// Checks Host/Origin and the bearer token; the principal the request
+    /// acts for (`None` without authentication), or the refusal to send.
+    fn admit(&self, headers: &HeaderMap) -> Result<Option<String>, Response> {
+        if let Err(why) = self.guard.check(headers) {
+            tracing::warn!("refused a request: {why}");
+            return Err(endpoint::rpc_error(
+                StatusCode::FORBIDDEN,
+                crate::protocol::RpcError::new(
+                    crate::protocol::ErrorCode::InvalidRequest,
+                    format!("Forbidden: {why}"),
+                ),
+                &serde_json::Value::Null,
+            ));
+        }
+        match &self.auth {
+            None => Ok(None),
+            Some(auth) => auth
+                .authenticate(headers)
+                .map(Some)
+                .map_err(|denied| auth.challenge(&denied)),
+        }
+    }
+
+    fn legacy_table(&self) -> std::sync::MutexGuard<'_, HashMap<String, LegacyConnection>> {
+        self.legacy.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many sessions are open (handshake revisions).
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+}
+
+/// The RFC 9728 protected-resource metadata.
+async fn resource_metadata(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(why) = app.guard.check(&headers) {
+        return (StatusCode::FORBIDDEN, why).into_response();
+    }
+    match &app.auth {
+        Some(auth) => Json(auth.metadata.clone()).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// The router for `server`, and the state its handlers share.
+pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
+    let sessions = Arc::new(SessionTable::default());
+    sessions.start_expiry(options.session_idle);
+    let cors = cors_layer(&options.guard.allowed_origins);
+    let app = Arc::new(App {
+        server,
+        sessions,
+        legacy: Mutex::new(HashMap::new()),
+        json_response: options.json_response,
+        guard: options.guard,
+        auth: options.auth,
+    });
+    let mut router = Router::new().route(
+        &options.path,
+        post(endpoint::post)
+            .get(endpoint::get)
+            .delete(endpoint::delete),
+    );
+    if options.legacy_sse {
+        router = router
+            .route(legacy_sse::STREAM_PATH, get(legacy_sse::open))
+            .route(legacy_sse::MESSAGES_PATH, post(legacy_sse::message));
+    }
+    if app.auth.is_some() {
+        let well_known = "/.well-known/oauth-protected-resource";
+        router = router.route(well_known, get(resource_metadata)).route(
+            &format!("{well_known}{}", options.path),
+            get(resource_metadata),
+        );
+    }
+    let mut router = router
+        .layer(DefaultBodyLimit::max(options.max_body_bytes))
+        .with_state(app.clone());
+    if let Some(cors) = cors {
+        router = router.layer(cors);
+    }
+    (router, app)
+}
+
+/// CORS for the configured browser origins (none: no CORS headers).
+fn cors_layer(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST, Method::DELETE])
+            .allow_headers(AllowHeaders::mirror_request())
+            .expose_headers([
+                HeaderName::from_static("mcp-session-id"),
+                http::header::WWW_AUTHENTICATE,
+            ])
+            .max_age(Duration::from_secs(3600)),
+    )
+}
+
+/// Serves `server` over HTTP on `listener` until Ctrl-C or SIGTERM.
+pub async fn serve(
+    server: Arc<Server>,
+    listener: tokio::net::TcpListener,
+    options: HttpOptions,
+) -> std::io::Result<()> {
+    let (router, _app) = router(server.clone(), options);
+    // Open event streams never end by themselves, so shutdown does not
+    // wait for them.
+    tokio::select! {
+        served = axum::serve(listener, router) => served?,
+        _ = shutdown_signal() => {}
+    }
+    server.publish(ServerEvent::Shutdown);
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM can be handled");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,228 @@
+//! Sessions of the handshake revisions: ids from the OS's secure random
+//! source, each bound to the principal that opened it, ended by DELETE or
+//! by idling.
+
+use super::event_log::EventLog;
+use crate::server::{Connection, Outbox, Server};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Finished streams kept per session for a late resume.
+const KEPT_STREAMS: usize = 64;
+
+/// One session: its connection, its standalone (GET) stream, and the
+/// response streams that may still be resumed.
+pub struct HttpSession {
+    /// The `Mcp-Session-Id`.
+    pub id: String,
+    /// Who opened it (`None` without authentication).
+    pub principal: Option<String>,
+    /// The server side of the session.
+    pub conn: Arc<Connection>,
+    /// Server-initiated messages (list changes, logs, requests to the
+    /// client), read by GET.
+    pub standalone: Arc<EventLog>,
+    streams: Mutex<Vec<Arc<EventLog>>>,
+    next_stream: AtomicU64,
+    last_seen: Mutex<Instant>,
+    /// Requests and streams open now; a busy session never idles out.
+    busy: AtomicUsize,
+}
+
+impl HttpSession {
+    /// Notes activity.
+    pub fn touch(&self) {
+        *self.last_seen.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    /// A new response stream of this session: `first`, then `messages`
+    /// until they end.
+    pub fn open_stream(
+        &self,
+        first: serde_json::Value,
+        messages: tokio::sync::mpsc::UnboundedReceiver<serde_json::Value>,
+    ) -> Arc<EventLog> {
+        let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        let log = EventLog::pumped(id, Some(first), messages);
+        let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        streams.retain(|s| !s.finished());
+        if streams.len() >= KEPT_STREAMS {
+            streams.remove(0);
+        }
+        streams.push(log.clone());
+        log
+    }
+
+    /// The stream with this number, if it can still be resumed.
+    pub fn stream(&self, id: u64) -> Option<Arc<EventLog>> {
+        if id == self.standalone.id {
+            return Some(self.standalone.clone());
+        }
+        let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        streams.iter().find(|s| s.id == id).cloned()
+    }
+
+    /// Marks a request or stream as open until the guard drops.
+    pub fn busy(self: &Arc<Self>) -> Busy {
+        self.busy.fetch_add(1, Ordering::Relaxed);
+        self.touch();
+        Busy(self.clone())
+    }
+
+    fn idle_for(&self) -> Option<Duration> {
+        if self.busy.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        Some(
+            self.last_seen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .elapsed(),
+        )
+    }
+}
+
+/// Keeps a session from idling out while alive.
+pub struct Busy(Arc<HttpSession>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Why a session could not be used.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// No such session (never was, ended, expired, or someone else's).
+    Unknown,
+}
+
+/// Every live session.
+#[derive(Default)]
+pub struct SessionTable {
+    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+}
+
+impl SessionTable {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Opens a session for `principal`.
+    pub fn open(&self, server: &Arc<Server>, principal: Option<String>) -> Arc<HttpSession> {
+        let (out, messages) = Outbox::new();
+        let session = Arc::new(HttpSession {
+            id: new_session_id(),
+            principal,
+            conn: Connection::new(server.clone(), out),
+            standalone: EventLog::pumped(0, None, messages),
+            streams: Mutex::new(Vec::new()),
+            next_stream: AtomicU64::new(1),
+            last_seen: Mutex::new(Instant::now()),
+            busy: AtomicUsize::new(0),
+        });
+        let open = {
+            let mut map = self.map();
+            map.insert(session.id.clone(), session.clone());
+            map.len()
+        };
+        tracing::debug!(open, "session opened");
+        session
+    }
+
+    /// The session `id`, if it exists and belongs to `principal`.
+    pub fn get(&self, id: &str, principal: &Option<String>) -> Result<Arc<HttpSession>, Lookup> {
+        let session = self.map().get(id).cloned().ok_or(Lookup::Unknown)?;
+        if &session.principal != principal {
+            return Err(Lookup::Unknown);
+        }
+        session.touch();
+        Ok(session)
+    }
+
+    /// Ends a session: its requests are cancelled and its streams end.
+    pub fn close(&self, id: &str) -> bool {
+        let (session, open) = {
+            let mut map = self.map();
+            (map.remove(id), map.len())
+        };
+        let Some(session) = session else {
+            return false;
+        };
+        end(&session);
+        tracing::debug!(open, "session closed");
+        true
+    }
+
+    /// How many sessions are open.
+    pub fn len(&self) -> usize {
+        self.map().len()
+    }
+
+    /// Ends the sessions idle for longer than `idle`.
+    pub fn expire(&self, idle: Duration) -> usize {
+        let expired: Vec<Arc<HttpSession>> = {
+            let mut map = self.map();
+            let ids: Vec<String> = map
+                .values()
+                .filter(|s| s.idle_for().is_some_and(|t| t > idle))
+                .map(|s| s.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for session in &expired {
+            end(session);
+        }
+        if !expired.is_empty() {
+            tracing::debug!(
+                expired = expired.len(),
+                open = self.len(),
+                "sessions expired"
+            );
+        }
+        expired.len()
+    }
+
+    /// Expires idle sessions every so often, for as long as the table lives.
+    pub fn start_expiry(self: &Arc<Self>, idle: Duration) {
+        let table = Arc::downgrade(self);
+        let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(table) = table.upgrade() else { return };
+                table.expire(idle);
+            }
+        });
+    }
+}
+
+fn end(session: &HttpSession) {
+    session.conn.close();
+    session.standalone.close();
+}
+
+/// 128 bits from the operating system's secure random source, as hex.
+pub(super) fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS random source is available");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_128_random_bits() {
+        let a = new_session_id();
+        let b = new_session_id();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+    }
+}
