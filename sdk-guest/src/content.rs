@@ -27,6 +27,25 @@ pub fn image(data: Vec<u8>, mime_type: impl Into<String>) -> Content {
     })
 }
 
+/// Audio content from raw bytes and a MIME type such as `audio/wav`.
+pub fn audio(data: Vec<u8>, mime_type: impl Into<String>) -> Content {
+    Content::Audio(wit::MediaContent {
+        data,
+        mime_type: mime_type.into(),
+        annotations: None,
+        meta: None,
+    })
+}
+
+/// A resource's contents embedded in a result or a message.
+pub fn embedded(contents: ResourceContents) -> Content {
+    Content::Embedded(wit::EmbeddedResource {
+        contents,
+        annotations: None,
+        meta: None,
+    })
+}
+
 impl ResourceContents {
     /// Text contents for `uri`.
     pub fn text(uri: impl Into<String>, mime_type: Option<&str>, text: impl Into<String>) -> Self {

@@ -43,7 +43,7 @@ mod tool;
 #[doc(hidden)]
 pub mod __private;
 
-pub use content::{image, text, Content, ResourceContents};
+pub use content::{audio, embedded, image, text, Content, ResourceContents};
 pub use plugin::Plugin;
 pub use prompt::Prompt;
 pub use prompt::{assistant, user, IntoMessages, PromptMessage};
@@ -53,7 +53,8 @@ pub use tool::{CallResult, IntoCallResult, Structured, TaskSupport, Tool};
 /// Everything a plugin usually needs, in one `use`.
 pub mod prelude {
     pub use crate::{
-        assistant, export_plugin, host, image, text, user, CallResult, Content, Plugin,
+        assistant, audio, embedded, export_plugin, host, image, text, user, CallResult, Content,
+        Plugin,
         PromptMessage, Resource, ResourceContents, Structured, Template, Tool, UriVars,
     };
     pub use schemars::JsonSchema;

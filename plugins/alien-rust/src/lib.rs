@@ -29,7 +29,10 @@ impl Guest for Alien {
     }
 
     fn call_tool(_name: String, _arguments: String) -> Result<CallResult, Error> {
-        Err(Error::Internal(format!("poked: {}", fixture::alien::thing::poke())))
+        Err(Error::Internal(format!(
+            "poked: {}",
+            fixture::alien::thing::poke()
+        )))
     }
 }
 

@@ -91,8 +91,12 @@ fn http_get(u: Url) -> Outcome {
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
     let request = OutgoingRequest::new(Fields::new());
     request.set_method(&Method::Get).map_err(|()| "method")?;
-    request.set_scheme(Some(&Scheme::Http)).map_err(|()| "scheme")?;
-    request.set_authority(Some(authority)).map_err(|()| "authority")?;
+    request
+        .set_scheme(Some(&Scheme::Http))
+        .map_err(|()| "scheme")?;
+    request
+        .set_authority(Some(authority))
+        .map_err(|()| "authority")?;
     request
         .set_path_with_query(Some(&format!("/{path}")))
         .map_err(|()| "path")?;
@@ -135,7 +139,11 @@ fn recurse_frames(depth: u64, pad: [u64; 16]) -> u64 {
 fn plugin() -> Plugin {
     Plugin::new()
         .tool("read", "Reads a file", read)
-        .tool("write", "Creates or truncates a file and writes to it", write)
+        .tool(
+            "write",
+            "Creates or truncates a file and writes to it",
+            write,
+        )
         .tool("list", "Lists a folder", list)
         .tool("rename", "Renames a file", |t: Two| -> Outcome {
             std::fs::rename(&t.from, &t.to).map_err(fail)?;
@@ -149,31 +157,45 @@ fn plugin() -> Plugin {
             std::fs::create_dir(&p.path).map_err(fail)?;
             Ok("created".into())
         })
-        .tool("symlink", "Creates a symlink `to` pointing at `from`", |t: Two| -> Outcome {
-            #[allow(deprecated)] // the one stable symlink call on wasi
-            std::fs::soft_link(&t.from, &t.to).map_err(fail)?;
-            Ok("linked".into())
-        })
-        .tool("env", "Reads one environment variable", |n: Name| -> Outcome {
-            std::env::var(&n.name).map_err(fail)
-        })
-        .tool("env_all", "Lists every visible environment variable", |(): ()| {
-            std::env::vars()
-                .map(|(k, _)| k)
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        .tool(
+            "symlink",
+            "Creates a symlink `to` pointing at `from`",
+            |t: Two| -> Outcome {
+                #[allow(deprecated)] // the one stable symlink call on wasi
+                std::fs::soft_link(&t.from, &t.to).map_err(fail)?;
+                Ok("linked".into())
+            },
+        )
+        .tool(
+            "env",
+            "Reads one environment variable",
+            |n: Name| -> Outcome { std::env::var(&n.name).map_err(fail) },
+        )
+        .tool(
+            "env_all",
+            "Lists every visible environment variable",
+            |(): ()| {
+                std::env::vars()
+                    .map(|(k, _)| k)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            },
+        )
         .tool("http_get", "Sends an HTTP GET through wasi:http", http_get)
-        .tool("hold", "Holds a lock file for a while; fails if another call holds it", |h: Hold| -> Outcome {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&h.path)
-                .map_err(|e| format!("another call holds the lock: {e}"))?;
-            std::thread::sleep(std::time::Duration::from_millis(h.ms));
-            std::fs::remove_file(&h.path).map_err(fail)?;
-            Ok("held alone".into())
-        })
+        .tool(
+            "hold",
+            "Holds a lock file for a while; fails if another call holds it",
+            |h: Hold| -> Outcome {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&h.path)
+                    .map_err(|e| format!("another call holds the lock: {e}"))?;
+                std::thread::sleep(std::time::Duration::from_millis(h.ms));
+                std::fs::remove_file(&h.path).map_err(fail)?;
+                Ok("held alone".into())
+            },
+        )
         .tool("tcp", "Opens a TCP connection", |a: Address| -> Outcome {
             std::net::TcpStream::connect(&a.address).map_err(fail)?;
             Ok("connected".into())
@@ -185,24 +207,33 @@ fn plugin() -> Plugin {
         })
         .tool("resolve", "Looks up a host name", |n: Name| -> Outcome {
             use std::net::ToSocketAddrs;
-            let found: Vec<_> = (n.name.as_str(), 80).to_socket_addrs().map_err(fail)?.collect();
+            let found: Vec<_> = (n.name.as_str(), 80)
+                .to_socket_addrs()
+                .map_err(fail)?
+                .collect();
             Ok(format!("{found:?}"))
         })
-        .tool("memory_bomb", "Allocates until something gives", |(): ()| {
-            let mut hoard: Vec<Vec<u8>> = Vec::new();
-            loop {
-                hoard.push(vec![1u8; 16 << 20]);
-                std::hint::black_box(&hoard);
-            }
-            #[allow(unreachable_code)]
-            "never"
-        })
+        .tool(
+            "memory_bomb",
+            "Allocates until something gives",
+            |(): ()| {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 16 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+                #[allow(unreachable_code)]
+                "never"
+            },
+        )
         .tool("recurse", "Recurses without end", |(): ()| {
             format!("{}", recurse(u64::MAX))
         })
-        .tool("recurse_frames", "Recurses without end, with big frames", |(): ()| {
-            format!("{}", recurse_frames(u64::MAX, [7; 16]))
-        })
+        .tool(
+            "recurse_frames",
+            "Recurses without end, with big frames",
+            |(): ()| format!("{}", recurse_frames(u64::MAX, [7; 16])),
+        )
         .tool("huge", "Returns a result of the given size", |s: Size| {
             "x".repeat(s.megabytes << 20)
         })

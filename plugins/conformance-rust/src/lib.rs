@@ -1,0 +1,398 @@
+//! Conformance fixture: every tool, resource, template and prompt the
+//! official MCP conformance suite's server scenarios call, with the exact
+//! contents they check. Served only when the conformance fixtures are
+//! loaded (scripts/conformance), never by default.
+
+use std::thread::sleep;
+use std::time::Duration;
+use wasm_mcp_sdk::host::{ElicitationAction, ElicitationResponse, InputError};
+use wasm_mcp_sdk::prelude::*;
+use wasm_mcp_sdk::serde_json::{json, Value};
+
+/// A 1x1 PNG.
+const PNG: &[u8] = &[
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
+    0, 0, 31, 21, 196, 137, 0, 0, 0, 13, 73, 68, 65, 84, 120, 218, 99, 252, 207, 192, 240, 31, 0,
+    5, 5, 2, 0, 95, 200, 241, 210, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+];
+
+/// A WAV file of 8 silent 8-bit samples at 8 kHz.
+fn wav() -> Vec<u8> {
+    let samples = [128u8; 8];
+    let mut w = Vec::new();
+    w.extend_from_slice(b"RIFF");
+    w.extend_from_slice(&(36 + samples.len() as u32).to_le_bytes());
+    w.extend_from_slice(b"WAVEfmt ");
+    w.extend_from_slice(&16u32.to_le_bytes());
+    w.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    w.extend_from_slice(&1u16.to_le_bytes()); // mono
+    w.extend_from_slice(&8000u32.to_le_bytes());
+    w.extend_from_slice(&8000u32.to_le_bytes());
+    w.extend_from_slice(&1u16.to_le_bytes());
+    w.extend_from_slice(&8u16.to_le_bytes());
+    w.extend_from_slice(b"data");
+    w.extend_from_slice(&(samples.len() as u32).to_le_bytes());
+    w.extend_from_slice(&samples);
+    w
+}
+
+fn pause() {
+    sleep(Duration::from_millis(50));
+}
+
+fn logging() -> &'static str {
+    host::info("Tool execution started");
+    pause();
+    host::info("Tool processing data");
+    pause();
+    host::info("Tool execution completed");
+    "Logging tool completed"
+}
+
+fn progress() -> &'static str {
+    for (step, n) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+        if step > 0 {
+            pause();
+        }
+        host::progress(n, Some(100.0), None);
+    }
+    "Progress tool completed"
+}
+
+fn describe(answer: Result<ElicitationResponse, InputError>) -> Result<String, String> {
+    let answer = answer.map_err(|e| format!("elicitation failed: {e:?}"))?;
+    let action = match answer.action {
+        ElicitationAction::Accept => "accept",
+        ElicitationAction::Decline => "decline",
+        ElicitationAction::Cancel => "cancel",
+    };
+    let content = answer.content.unwrap_or_else(|| "{}".into());
+    Ok(format!("action={action}, content={content}"))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Sampling {
+    /// The prompt to send to the LLM.
+    prompt: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Elicitation {
+    /// The message to show the user.
+    message: String,
+}
+
+fn sampling(args: Sampling) -> Result<String, String> {
+    let reply =
+        host::sample_text(&args.prompt, 100).map_err(|e| format!("sampling failed: {e:?}"))?;
+    let text = match reply.content {
+        Content::Text(t) => t.text,
+        _ => "(non-text content)".into(),
+    };
+    Ok(format!("LLM response: {text}"))
+}
+
+fn elicitation(args: Elicitation) -> Result<String, String> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "username": { "type": "string", "description": "User's response" },
+            "email": { "type": "string", "description": "User's email address" }
+        },
+        "required": ["username", "email"]
+    });
+    describe(host::elicit_form(&args.message, &schema)).map(|d| format!("User response: {d}"))
+}
+
+fn elicitation_defaults() -> Result<String, String> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": { "type": "string", "default": "John Doe" },
+            "age": { "type": "integer", "default": 30 },
+            "score": { "type": "number", "default": 95.5 },
+            "status": { "type": "string", "enum": ["active", "inactive", "pending"], "default": "active" },
+            "verified": { "type": "boolean", "default": true }
+        }
+    });
+    describe(host::elicit_form("Please review the defaults", &schema))
+        .map(|d| format!("Elicitation completed: {d}"))
+}
+
+fn elicitation_enums() -> Result<String, String> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": { "type": "string", "enum": ["option1", "option2", "option3"] },
+            "titledSingle": { "type": "string", "oneOf": [
+                { "const": "value1", "title": "First Option" },
+                { "const": "value2", "title": "Second Option" },
+                { "const": "value3", "title": "Third Option" }
+            ] },
+            "legacyEnum": { "type": "string", "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"] },
+            "untitledMulti": { "type": "array",
+                "items": { "type": "string", "enum": ["option1", "option2", "option3"] } },
+            "titledMulti": { "type": "array", "items": { "anyOf": [
+                { "const": "value1", "title": "First Choice" },
+                { "const": "value2", "title": "Second Choice" },
+                { "const": "value3", "title": "Third Choice" }
+            ] } }
+        }
+    });
+    describe(host::elicit_form("Please choose", &schema))
+        .map(|d| format!("Elicitation completed: {d}"))
+}
+
+/// The schema the json-schema-2020-12 scenario expects preserved verbatim.
+fn schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": { "address": { "$anchor": "addressDef", "type": "object",
+            "properties": { "street": { "type": "string" }, "city": { "type": "string" } } } },
+        "properties": {
+            "name": { "type": "string" },
+            "address": { "$ref": "#/$defs/address" },
+            "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+            "phone": { "type": "string" },
+            "email": { "type": "string" }
+        },
+        "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+        "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+        "then": { "required": ["phone"] },
+        "else": { "required": ["email"] },
+        "additionalProperties": false
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Query {
+    region: String,
+    query: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct WithArguments {
+    /// First test argument.
+    arg1: String,
+    /// Second test argument.
+    arg2: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct WithResource {
+    /// URI of the resource to embed.
+    #[serde(rename = "resourceUri")]
+    resource_uri: String,
+}
+
+fn tools(plugin: Plugin) -> Plugin {
+    plugin
+        .tool(
+            "test_simple_text",
+            "Returns simple text content",
+            |(): ()| "This is a simple text response for testing.",
+        )
+        .tool("test_image_content", "Returns an image", |(): ()| {
+            image(PNG.to_vec(), "image/png")
+        })
+        .tool("test_audio_content", "Returns an audio clip", |(): ()| {
+            audio(wav(), "audio/wav")
+        })
+        .tool(
+            "test_embedded_resource",
+            "Returns an embedded resource",
+            |(): ()| {
+                embedded(ResourceContents::text(
+                    "test://embedded-resource",
+                    Some("text/plain"),
+                    "This is an embedded resource content.",
+                ))
+            },
+        )
+        .tool(
+            "test_multiple_content_types",
+            "Returns text, an image and an embedded resource",
+            |(): ()| {
+                vec![
+                    text("Multiple content types test:"),
+                    image(PNG.to_vec(), "image/png"),
+                    embedded(ResourceContents::text(
+                        "test://mixed-content-resource",
+                        Some("application/json"),
+                        r#"{"test":"data","value":123}"#,
+                    )),
+                ]
+            },
+        )
+        .tool(
+            "test_tool_with_logging",
+            "Logs three messages while it runs",
+            |(): ()| logging(),
+        )
+        .tool(
+            "test_logging_tool",
+            "Logs three messages while it runs",
+            |(): ()| logging(),
+        )
+        .tool(
+            "test_error_handling",
+            "Always fails",
+            |(): ()| -> Result<String, &str> {
+                Err("This tool intentionally returns an error for testing")
+            },
+        )
+        .tool(
+            "test_tool_with_progress",
+            "Reports progress 0, 50 and 100 of 100",
+            |(): ()| progress(),
+        )
+        .tool(
+            "test_reconnection",
+            "Runs briefly, reporting progress",
+            |(): ()| progress(),
+        )
+        .tool("test_sampling", "Asks the client's model", sampling)
+        .tool("test_elicitation", "Asks the user", elicitation)
+        .tool(
+            "test_elicitation_sep1034_defaults",
+            "Asks the user, with defaults for every primitive type",
+            |(): ()| elicitation_defaults(),
+        )
+        .tool(
+            "test_elicitation_sep1330_enums",
+            "Asks the user, with every kind of enum",
+            |(): ()| elicitation_enums(),
+        )
+        .tool(
+            "test_missing_capability",
+            "Needs the client's sampling capability",
+            |(): ()| {
+                sampling(Sampling {
+                    prompt: "Say hello".into(),
+                })
+            },
+        )
+        .tool(
+            "test_streaming_elicitation",
+            "Asks the user while it runs",
+            |(): ()| {
+                elicitation(Elicitation {
+                    message: "Please answer".into(),
+                })
+            },
+        )
+        .add_tool(
+            Tool::new("json_schema_2020_12_tool", |_: Value| "ok")
+                .description("Has an input schema with JSON Schema 2020-12 keywords")
+                .input_schema(schema_2020_12()),
+        )
+        .add_tool(
+            Tool::new("test_custom_headers", |q: Query| {
+                format!("region={} query={}", q.region, q.query)
+            })
+            .description("Mirrors its region argument into the Mcp-Param-Region header")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {
+                    "region": { "type": "string", "x-mcp-header": "Region",
+                        "description": "The region to run the query in" },
+                    "query": { "type": "string", "description": "The query" }
+                },
+                "required": ["region", "query"]
+            })),
+        )
+}
+
+fn resources(plugin: Plugin) -> Plugin {
+    plugin
+        .add_resource(
+            Resource::new("test://static-text", "static-text", |_| {
+                Ok::<_, String>("This is the content of the static text resource.")
+            })
+            .mime_type("text/plain")
+            .description("A static text resource"),
+        )
+        .add_resource(
+            Resource::new("test://static-binary", "static-binary", |_| {
+                Ok::<_, String>(PNG.to_vec())
+            })
+            .mime_type("image/png")
+            .description("A static binary resource (a PNG image)"),
+        )
+        .add_resource(
+            Resource::new("test://watched-resource", "watched-resource", |_| {
+                Ok::<_, String>("A resource to subscribe to.")
+            })
+            .mime_type("text/plain")
+            .description("A resource clients may subscribe to"),
+        )
+        .add_template(
+            Template::new("test://template/{id}/data", "template-data", |_, vars| {
+                let id = vars.get("id").unwrap_or_default();
+                Ok::<_, String>(
+                    json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") })
+                        .to_string(),
+                )
+            })
+            .mime_type("application/json")
+            .description("Data for an id"),
+        )
+}
+
+fn prompts(plugin: Plugin) -> Plugin {
+    plugin
+        .prompt(
+            "test_simple_prompt",
+            "A simple prompt without arguments",
+            |(): ()| "This is a simple prompt for testing.",
+        )
+        .prompt(
+            "test_prompt_with_arguments",
+            "A prompt with two required arguments",
+            |a: WithArguments| {
+                format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    a.arg1, a.arg2
+                )
+            },
+        )
+        .prompt(
+            "test_prompt_with_embedded_resource",
+            "A prompt that embeds a resource",
+            |a: WithResource| {
+                vec![
+                    user(embedded(ResourceContents::text(
+                        a.resource_uri,
+                        Some("text/plain"),
+                        "Embedded resource content for testing.",
+                    ))),
+                    user("Please process the embedded resource above."),
+                ]
+            },
+        )
+        .prompt(
+            "test_prompt_with_image",
+            "A prompt with an image",
+            |(): ()| {
+                vec![
+                    user(image(PNG.to_vec(), "image/png")),
+                    user("Please analyze the image above."),
+                ]
+            },
+        )
+        .complete_prompt("test_prompt_with_arguments", "arg1", |typed, _| {
+            ["paris", "park", "party"]
+                .into_iter()
+                .filter(|v| v.starts_with(typed))
+                .map(String::from)
+                .collect()
+        })
+}
+
+fn plugin() -> Plugin {
+    prompts(resources(tools(Plugin::new())))
+}
+
+export_plugin!(plugin);
