@@ -157,3 +157,76 @@ def raw_host(all_plugins, host_env):
     yield host
     if host.proc.poll() is None:
         host.close()
+
+
+CONFORMANCE = ROOT / "dist" / "conformance"
+
+
+class HttpHost:
+    """The host serving Streamable HTTP on a free loopback port."""
+
+    def __init__(self, plugins: Path, env: dict, args: list[str] | None = None):
+        self.proc = subprocess.Popen(
+            [str(BINARY), "serve", "--plugins", str(plugins), "--http", "127.0.0.1:0"] + (args or []),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.log_lines: list[str] = []
+        self.log_changed = threading.Condition()
+        self.log_reader = threading.Thread(target=self._read_log, daemon=True)
+        self.log_reader.start()
+        line = self.proc.stdout.readline().decode().strip()
+        assert line.startswith("http://"), f"no URL on stdout: {line!r}\n{self.log()[-3000:]}"
+        #: The MCP endpoint, e.g. http://127.0.0.1:41234/mcp.
+        self.url = line
+        #: host:port
+        self.authority = line.split("/")[2]
+
+    def _read_log(self) -> None:
+        for line in self.proc.stderr:
+            with self.log_changed:
+                self.log_lines.append(line.decode(errors="replace"))
+                self.log_changed.notify_all()
+
+    def log(self) -> str:
+        with self.log_changed:
+            return "".join(self.log_lines)
+
+    def wait_for_log(self, text: str, timeout: float = 120.0) -> str:
+        with self.log_changed:
+            found = self.log_changed.wait_for(lambda: text in "".join(self.log_lines), timeout)
+        assert found, f"{text!r} never appeared in the log:\n{self.log()[-3000:]}"
+        return self.log()
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    def close(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise
+        self.log_reader.join(timeout=20)
+        return self.log()
+
+
+@pytest.fixture
+def http_host_factory(host_env):
+    hosts = []
+
+    def start(plugins: Path, args: list[str] | None = None, env: dict | None = None) -> HttpHost:
+        host = HttpHost(plugins, env or host_env, args)
+        hosts.append(host)
+        return host
+
+    yield start
+    for host in hosts:
+        host.close()
