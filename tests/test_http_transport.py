@@ -355,3 +355,39 @@ def test_only_loopback_by_default(http_host_factory, hello_folder):
     for address in addresses - {"127.0.0.1"}:
         with pytest.raises(OSError):
             socket.create_connection((address, port), timeout=2).close()
+
+
+def test_idle_sessions_expire(http_host_factory, hello_folder, cache_dir, host_env, tmp_path):
+    config = tmp_path / "idle.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[http]\nsession_idle_secs = 1\n')
+    env = dict(host_env, WASM_MCP_CONFIG=str(config), RUST_LOG="info,wasm_mcp::transport=debug")
+    host = http_host_factory(hello_folder, env=env)
+    session = open_session(host)
+    host.wait_for_log("sessions expired", timeout=60)
+    assert call(host, session, 2, "tools/list").status == 404
+
+
+def test_json_response_mode_never_streams(http_host_factory, hello_folder):
+    host = http_host_factory(hello_folder, args=["--json-response"])
+    session = open_session(host)
+    reply = call(host, session, 2, "tools/call",
+                 {"name": "countdown", "arguments": {"steps": 2, "delay_ms": 10}, "_meta": {"progressToken": 1}})
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.json()["result"]["content"][0]["text"] == "counted down from 2"
+
+
+def test_sse_answers_when_notifications_come_first(http_host_factory, hello_folder):
+    host = http_host_factory(hello_folder)
+    session = open_session(host)
+    reply = call(host, session, 2, "tools/call",
+                 {"name": "countdown", "arguments": {"steps": 2, "delay_ms": 10}, "_meta": {"progressToken": 1}})
+    assert reply.headers["content-type"].startswith("text/event-stream")
+    assert reply.headers.get("x-accel-buffering") == "no"
+    # A priming event (id, empty data) opens the stream for 2025-11-25.
+    assert reply.events[0]["id"] and reply.events[0].get("data", "") == ""
+    messages = reply.json()
+    assert [m["params"]["progress"] for m in messages if m.get("method") == "notifications/progress"] == [1, 2]
+    assert messages[-1]["id"] == 2
+    ids = [e["id"] for e in reply.events]
+    assert len(set(ids)) == len(ids)

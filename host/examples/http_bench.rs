@@ -126,7 +126,9 @@ async fn main() -> std::io::Result<()> {
             Ok(())
         }
         _ => {
-            eprintln!("usage: http_bench echo ADDR | load URL BODY SECONDS CONNECTIONS [HEADER]...");
+            eprintln!(
+                "usage: http_bench echo ADDR | load URL BODY SECONDS CONNECTIONS [HEADER]..."
+            );
             std::process::exit(2)
         }
     }

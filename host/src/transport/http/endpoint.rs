@@ -100,7 +100,7 @@ fn is_response_to(message: &Value, id: &RequestId) -> bool {
 pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
     let principal = match app.admit(&headers) {
         Ok(p) => p,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let json_body = headers
         .get(http::header::CONTENT_TYPE)
@@ -379,22 +379,22 @@ async fn stateful(
 }
 
 /// The session a GET or DELETE names; `Err` is the answer to send.
-fn named_session(app: &App, headers: &HeaderMap) -> Result<Arc<HttpSession>, Response> {
+fn named_session(app: &App, headers: &HeaderMap) -> Result<Arc<HttpSession>, Box<Response>> {
     let principal = app.admit(headers)?;
     let version = headers::header(headers, PROTOCOL_VERSION).ok().flatten();
     let session_id = headers::header(headers, SESSION_ID).ok().flatten();
     let Some(session_id) = session_id.filter(|_| !version.is_some_and(is_modern)) else {
-        return Err(match version {
+        return Err(Box::new(match version {
             Some(v) if is_legacy(v) => bad_request(
                 "Bad Request: the Mcp-Session-Id header is required",
                 &Value::Null,
             ),
             _ => not_allowed(),
-        });
+        }));
     };
     app.sessions
         .get(session_id, &principal)
-        .map_err(|_| session_not_found(&Value::Null))
+        .map_err(|_| Box::new(session_not_found(&Value::Null)))
 }
 
 /// GET: the session's stream of server-initiated messages, or the rest of
@@ -402,7 +402,7 @@ fn named_session(app: &App, headers: &HeaderMap) -> Result<Arc<HttpSession>, Res
 pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let session = match named_session(&app, &headers) {
         Ok(s) => s,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     if !accepts(&headers, "text/event-stream") {
         return rpc_error(
@@ -437,6 +437,6 @@ pub(super) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> R
             app.sessions.close(&session.id);
             StatusCode::OK.into_response()
         }
-        Err(answer) => answer,
+        Err(answer) => *answer,
     }
 }

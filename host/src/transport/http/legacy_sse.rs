@@ -44,7 +44,7 @@ impl Drop for Hangup {
 pub(super) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let principal = match app.admit(&headers) {
         Ok(p) => p,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let (out, mut messages) = Outbox::new();
     let id = new_session_id();
@@ -80,7 +80,7 @@ pub(super) async fn message(
 ) -> Response {
     let principal = match app.admit(&headers) {
         Ok(p) => p,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let conn = app
         .legacy_table()

@@ -76,24 +76,24 @@ pub struct App {
 impl App {
     /// Checks Host/Origin and the bearer token; the principal the request
     /// acts for (`None` without authentication), or the refusal to send.
-    fn admit(&self, headers: &HeaderMap) -> Result<Option<String>, Response> {
+    fn admit(&self, headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
         if let Err(why) = self.guard.check(headers) {
             tracing::warn!("refused a request: {why}");
-            return Err(endpoint::rpc_error(
+            return Err(Box::new(endpoint::rpc_error(
                 StatusCode::FORBIDDEN,
                 crate::protocol::RpcError::new(
                     crate::protocol::ErrorCode::InvalidRequest,
                     format!("Forbidden: {why}"),
                 ),
                 &serde_json::Value::Null,
-            ));
+            )));
         }
         match &self.auth {
             None => Ok(None),
             Some(auth) => auth
                 .authenticate(headers)
                 .map(Some)
-                .map_err(|denied| auth.challenge(&denied)),
+                .map_err(|denied| Box::new(auth.challenge(&denied))),
         }
     }
 
