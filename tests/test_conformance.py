@@ -62,7 +62,8 @@ def test_required_scenarios(conformance_host, host_env, revision):
             assert passed(summary, scenario), scenario
     else:
         for scenario in ("server-initialize", "resources-subscribe", "tools-call-with-logging",
-                         "server-session-lifecycle"):
+                         "server-session-lifecycle", "tools-call-sampling", "tools-call-elicitation",
+                         "elicitation-sep1034-defaults", "elicitation-sep1330-enums"):
             assert passed(summary, scenario), scenario
 
 

@@ -13,6 +13,7 @@ mod inspect;
 mod log_pipe;
 mod plugin;
 mod state;
+mod wait_clock;
 
 pub use cache::ComponentSource;
 pub use context::{BoxFuture, CallContext, Quiet};

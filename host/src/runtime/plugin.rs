@@ -7,6 +7,7 @@ use super::context::{CallContext, Quiet};
 use super::engine::Tier;
 use super::grants::Grants;
 use super::state::CallState;
+use super::wait_clock::WaitClock;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -171,9 +172,11 @@ impl LoadedPlugin {
 
     /// Runs `call` under the deadline and the caller's cancellation. The
     /// plugin yields at every epoch tick, so either one can stop it.
+    /// Time spent waiting for the client's answers does not count.
     async fn guarded<R>(
         &self,
         context: &Arc<dyn CallContext>,
+        clock: Arc<WaitClock>,
         call: impl Future<Output = wasmtime::Result<R>>,
     ) -> Result<R, CallError> {
         let timeout = self.grants.limits.call_timeout;
@@ -183,10 +186,25 @@ impl LoadedPlugin {
             turn = self.turns.acquire() => turn.expect("the semaphore is never closed"),
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
-        tokio::select! {
-            result = call => result.map_err(CallError::from_wasm),
-            () = tokio::time::sleep(timeout) => Err(CallError::Timeout(timeout)),
-            () = context.cancelled() => Err(CallError::Cancelled),
+        let start = tokio::time::Instant::now();
+        tokio::pin!(call);
+        loop {
+            let (waiting, waited) = clock.waited();
+            let wake = if waiting {
+                tokio::time::Instant::now() + timeout
+            } else {
+                start + timeout + waited
+            };
+            tokio::select! {
+                result = &mut call => return result.map_err(CallError::from_wasm),
+                () = tokio::time::sleep_until(wake) => {
+                    let (waiting, waited) = clock.waited();
+                    if !waiting && start.elapsed() >= timeout + waited {
+                        return Err(CallError::Timeout(timeout));
+                    }
+                }
+                () = context.cancelled() => return Err(CallError::Cancelled),
+            }
         }
     }
 
@@ -196,7 +214,7 @@ impl LoadedPlugin {
             plugin: self.name.to_string(),
         });
         let mut store = self.store(context.clone())?;
-        self.guarded(&context, async {
+        self.guarded(&context, store.data().wait_clock.clone(), async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             let mut listing = Listing::default();
             if let Some(idx) = &self.tools {
@@ -236,7 +254,7 @@ impl LoadedPlugin {
         let idx = self.tools.as_ref().ok_or(CallError::NotExported("tools"))?;
         let (name, arguments) = (name.to_owned(), arguments.to_owned());
         let mut store = self.store(context.clone())?;
-        self.guarded(&context, async {
+        self.guarded(&context, store.data().wait_clock.clone(), async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             idx.load(&mut store, &instance)?
                 .call_call_tool(&mut store, &name, &arguments)
@@ -256,7 +274,7 @@ impl LoadedPlugin {
             .as_ref()
             .ok_or(CallError::NotExported("resources"))?;
         let mut store = self.store(context.clone())?;
-        self.guarded(&context, async {
+        self.guarded(&context, store.data().wait_clock.clone(), async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             idx.load(&mut store, &instance)?
                 .call_read_resource(&mut store, uri)
@@ -277,7 +295,7 @@ impl LoadedPlugin {
             .as_ref()
             .ok_or(CallError::NotExported("prompts"))?;
         let mut store = self.store(context.clone())?;
-        self.guarded(&context, async {
+        self.guarded(&context, store.data().wait_clock.clone(), async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             idx.load(&mut store, &instance)?
                 .call_get_prompt(&mut store, name, arguments)
@@ -297,7 +315,7 @@ impl LoadedPlugin {
             .as_ref()
             .ok_or(CallError::NotExported("completions"))?;
         let mut store = self.store(context.clone())?;
-        self.guarded(&context, async {
+        self.guarded(&context, store.data().wait_clock.clone(), async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             idx.load(&mut store, &instance)?
                 .call_complete(&mut store, request)

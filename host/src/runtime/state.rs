@@ -6,6 +6,7 @@ use super::bindings::wasm_mcp::plugin::{host, types};
 use super::context::CallContext;
 use super::grants::{DirGrant, Grants};
 use super::log_pipe::LogPipe;
+use super::wait_clock::WaitClock;
 use std::future::Future;
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
@@ -24,6 +25,8 @@ pub struct CallState {
     table: ResourceTable,
     pub(super) limits: StoreLimits,
     context: Arc<dyn CallContext>,
+    /// Time spent waiting for the client, which the deadline does not count.
+    pub(super) wait_clock: Arc<WaitClock>,
 }
 
 impl CallState {
@@ -75,6 +78,7 @@ impl CallState {
             table: ResourceTable::new(),
             limits,
             context,
+            wait_clock: Arc::default(),
         })
     }
 }
@@ -182,6 +186,8 @@ impl host::Host for CallState {
         &mut self,
         request: host::ElicitationRequest,
     ) -> Result<host::ElicitationResponse, host::InputError> {
+        let clock = self.wait_clock.clone();
+        let _waiting = clock.wait();
         self.context.elicit(request).await
     }
 
@@ -189,10 +195,14 @@ impl host::Host for CallState {
         &mut self,
         request: host::SamplingRequest,
     ) -> Result<host::SamplingResponse, host::InputError> {
+        let clock = self.wait_clock.clone();
+        let _waiting = clock.wait();
         self.context.sample(request).await
     }
 
     async fn roots(&mut self) -> Result<Vec<host::Root>, host::InputError> {
+        let clock = self.wait_clock.clone();
+        let _waiting = clock.wait();
         self.context.roots().await
     }
 }

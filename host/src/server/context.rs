@@ -2,7 +2,7 @@
 //! for the request, its cancellation, and the plugin's change notices.
 
 use super::convert::{log_level_name, severity};
-use super::{Outbox, ServerEvent};
+use super::{input, Asker, Outbox, ServerEvent};
 use crate::runtime::host_types::{
     ElicitationRequest, ElicitationResponse, InputError, ListKind, Root, SamplingRequest,
     SamplingResponse,
@@ -34,20 +34,25 @@ pub struct RequestScope {
     /// The first client capability the plugin needed and the client had
     /// not declared.
     pub missing_capability: Mutex<Option<&'static str>>,
+    /// Sends the client requests, when the connection can carry them.
+    pub asker: Option<Asker>,
 }
 
 impl RequestScope {
-    /// Whether the client declared `capability`; if not, remembers that the
-    /// request needed it.
-    fn client_has(&self, capability: &'static str) -> bool {
-        if self.client_capabilities.get(capability).is_some() {
-            return true;
+    /// Whether the client declared `capability` (a path into its
+    /// capabilities); if not, remembers that the request needed it.
+    fn client_has(&self, capability: &[&'static str]) -> bool {
+        let declared = capability
+            .iter()
+            .try_fold(&self.client_capabilities, |caps, key| caps.get(key))
+            .is_some();
+        if !declared {
+            self.missing_capability
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(capability[0]);
         }
-        self.missing_capability
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert(capability);
-        false
+        declared
     }
 
     /// The client capability the request needed and did not have, if any.
@@ -59,26 +64,47 @@ impl RequestScope {
     }
 }
 
+/// A fresh id for a URL elicitation: 128 random bits, as hex.
+fn uuid_like() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS random source is available");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn unsupported<T: Send + 'static>(why: String) -> BoxFuture<Result<T, InputError>> {
     Box::pin(async move { Err(InputError::Unsupported(why)) })
 }
 
 impl RequestScope {
-    /// Refuses a question to the client: it lacks `capability`, or this
-    /// connection cannot carry the question yet.
-    fn cannot_ask<T: Send + 'static>(
+    /// Asks the client `method`, if it declared `capability` and the
+    /// connection can carry the question.
+    fn ask<T: Send + 'static>(
         &self,
-        capability: &'static str,
+        capability: &[&'static str],
+        method: &'static str,
+        params: Result<Value, String>,
+        parse: fn(Value) -> Result<T, String>,
     ) -> BoxFuture<Result<T, InputError>> {
-        if self.client_has(capability) {
-            unsupported(format!(
-                "asking the client ({capability}) is not available on this connection yet"
-            ))
-        } else {
-            unsupported(format!(
-                "the client did not declare the {capability} capability"
-            ))
+        let name = capability.join(".");
+        if !self.client_has(capability) {
+            return unsupported(format!("the client did not declare the {name} capability"));
         }
+        let Some(asker) = self.asker.clone() else {
+            return unsupported(format!(
+                "asking the client ({name}) is not available on this connection yet"
+            ));
+        };
+        let params = match params {
+            Ok(params) => params,
+            Err(why) => return unsupported(format!("the request cannot be sent: {why}")),
+        };
+        let cancelled = self.cancelled();
+        let plugin = self.plugin.clone();
+        Box::pin(async move {
+            tracing::debug!(plugin, method, "asking the client");
+            let answer = asker.ask(method, params, cancelled).await?;
+            parse(answer).map_err(InputError::ClientError)
+        })
     }
 }
 
@@ -138,15 +164,29 @@ impl CallContext for RequestScope {
         let _ = self.events.send(ServerEvent::ResourceUpdated(uri));
     }
 
-    fn elicit(&self, _: ElicitationRequest) -> BoxFuture<Result<ElicitationResponse, InputError>> {
-        self.cannot_ask("elicitation")
+    fn elicit(
+        &self,
+        request: ElicitationRequest,
+    ) -> BoxFuture<Result<ElicitationResponse, InputError>> {
+        let id = format!("{}-{}", self.plugin, uuid_like());
+        self.ask(
+            input::elicitation_capability(&request),
+            "elicitation/create",
+            input::elicitation_params(&request, &id),
+            input::elicitation_result,
+        )
     }
 
-    fn sample(&self, _: SamplingRequest) -> BoxFuture<Result<SamplingResponse, InputError>> {
-        self.cannot_ask("sampling")
+    fn sample(&self, request: SamplingRequest) -> BoxFuture<Result<SamplingResponse, InputError>> {
+        self.ask(
+            &["sampling"],
+            "sampling/createMessage",
+            input::sampling_params(&request),
+            input::sampling_result,
+        )
     }
 
     fn roots(&self) -> BoxFuture<Result<Vec<Root>, InputError>> {
-        self.cannot_ask("roots")
+        self.ask(&["roots"], "roots/list", Ok(json!({})), input::roots_result)
     }
 }

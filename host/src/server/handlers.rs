@@ -263,6 +263,14 @@ fn scope(request: &Request<'_>, plugin: &LoadedPlugin) -> Arc<RequestScope> {
         events: conn.server.events.clone(),
         client_capabilities,
         missing_capability: Default::default(),
+        asker: match era {
+            Era::Legacy { .. } => Some(super::Asker {
+                conn: Arc::downgrade(conn),
+                out: request.reply.clone(),
+                timeout: conn.server.options.input_timeout,
+            }),
+            Era::Modern { .. } => None,
+        },
     })
 }
 

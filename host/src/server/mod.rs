@@ -5,18 +5,22 @@
 mod context;
 pub mod convert;
 mod handlers;
+mod input;
 mod roots;
 mod session;
 
 use crate::protocol::{meta, parse_message, Incoming, RequestId, RpcError};
 use crate::registry::{Change, Registry, Reload};
+use crate::runtime::host_types::InputError;
 use crate::runtime::host_types::ListKind;
 use crate::runtime::types::LogLevel;
+use crate::runtime::BoxFuture;
 use serde_json::{json, Map, Value};
 use session::{Era, Session};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 /// Something that changed server-wide, fanned out to every connection.
@@ -65,6 +69,8 @@ pub struct ServerOptions {
     pub page_size: usize,
     /// `ttlMs` of list results (2026-07-28).
     pub list_ttl_ms: u64,
+    /// How long a plugin waits for the client to answer its question.
+    pub input_timeout: Duration,
 }
 
 impl Default for ServerOptions {
@@ -75,6 +81,7 @@ impl Default for ServerOptions {
             instructions: None,
             page_size: crate::registry::pagination::DEFAULT_PAGE_SIZE,
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
+            input_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -171,6 +178,55 @@ impl Outbox {
     /// Queues a notification.
     pub fn notify(&self, method: &str, params: Value) {
         self.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+    }
+}
+
+/// Asks the client questions for one request: on that request's outbox
+/// (over HTTP, the SSE stream of the POST that made it).
+#[derive(Clone)]
+pub struct Asker {
+    conn: Weak<Connection>,
+    out: Outbox,
+    timeout: Duration,
+}
+
+impl Asker {
+    /// Sends `method` and waits for the client's result, until `timeout`
+    /// or `cancelled`; then the client is told the request is cancelled.
+    pub async fn ask(
+        &self,
+        method: &str,
+        params: Value,
+        cancelled: BoxFuture<()>,
+    ) -> Result<Value, InputError> {
+        let Some(conn) = self.conn.upgrade() else {
+            return Err(InputError::Cancelled);
+        };
+        let (id, answer) = conn.ask(&self.out, method, params);
+        drop(conn);
+        let (why, reason) = tokio::select! {
+            answer = answer => return match answer {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(error)) => Err(InputError::ClientError(
+                    error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("the client answered with an error")
+                        .to_owned(),
+                )),
+                Err(_) => Err(InputError::Cancelled),
+            },
+            () = tokio::time::sleep(self.timeout) => (InputError::Timeout, "no answer in time"),
+            () = cancelled => (InputError::Cancelled, "the request was cancelled"),
+        };
+        if let Some(conn) = self.conn.upgrade() {
+            conn.forget(&id);
+        }
+        self.out.notify(
+            "notifications/cancelled",
+            json!({ "requestId": id, "reason": reason }),
+        );
+        Err(why)
     }
 }
 
@@ -320,18 +376,39 @@ impl Connection {
             .remove(&id.to_string());
     }
 
-    /// Sends the client a request; its answer (result or error object)
-    /// arrives on the returned receiver.
+    /// Sends the client a request on the connection's own outbox; its
+    /// answer (result or error object) arrives on the returned receiver.
     fn ask_client(&self, method: &str, params: Value) -> oneshot::Receiver<Result<Value, Value>> {
-        let id = format!("wasm-mcp-{}", self.next_ask.fetch_add(1, Ordering::Relaxed));
+        self.ask(&self.out, method, params).1
+    }
+
+    /// Sends the client a request on `out`: its id, and where its answer
+    /// (result or error object) will arrive.
+    fn ask(
+        &self,
+        out: &Outbox,
+        method: &str,
+        params: Value,
+    ) -> (Value, oneshot::Receiver<Result<Value, Value>>) {
+        let id = json!(format!(
+            "wasm-mcp-{}",
+            self.next_ask.fetch_add(1, Ordering::Relaxed)
+        ));
         let (tx, rx) = oneshot::channel();
         self.asked
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(json!(id).to_string(), tx);
-        self.out
-            .send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
-        rx
+            .insert(id.to_string(), tx);
+        out.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        (id, rx)
+    }
+
+    /// Stops waiting for the answer to request `id`.
+    fn forget(&self, id: &Value) {
+        self.asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id.to_string());
     }
 
     fn notification(self: &Arc<Self>, method: &str, params: &Map<String, Value>) {
