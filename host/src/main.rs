@@ -206,6 +206,7 @@ async fn serve_folder(dir: PathBuf, config: Config, watch: bool, http: HttpArgs)
         instructions: config.server.instructions.clone(),
         page_size: config.server.page_size,
         list_ttl_ms: config.server.list_ttl_ms,
+        input_timeout: std::time::Duration::from_millis(config.server.input_timeout_ms),
         ..ServerOptions::default()
     };
     let server = Server::new(registry, options);

@@ -51,6 +51,9 @@ pub struct ServerSection {
     pub list_ttl_ms: u64,
     /// Whether to reload plugins when their files change.
     pub watch: bool,
+    /// How long a plugin waits for the client to answer its question
+    /// (elicitation, sampling, roots), in milliseconds.
+    pub input_timeout_ms: u64,
 }
 
 impl Default for ServerSection {
@@ -62,6 +65,7 @@ impl Default for ServerSection {
             instructions: None,
             list_ttl_ms: crate::server::DEFAULT_LIST_TTL_MS,
             watch: true,
+            input_timeout_ms: crate::server::DEFAULT_INPUT_TIMEOUT.as_millis() as u64,
         }
     }
 }

@@ -53,6 +53,9 @@ pub enum ServerEvent {
     Shutdown,
 }
 
+/// How long a plugin waits for the client's answer by default.
+pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// How long clients may cache list results by default (2026-07-28 `ttlMs`).
 pub const DEFAULT_LIST_TTL_MS: u64 = 10_000;
 
@@ -81,7 +84,7 @@ impl Default for ServerOptions {
             instructions: None,
             page_size: crate::registry::pagination::DEFAULT_PAGE_SIZE,
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
-            input_timeout: Duration::from_secs(300),
+            input_timeout: DEFAULT_INPUT_TIMEOUT,
         }
     }
 }

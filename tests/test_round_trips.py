@@ -1,0 +1,169 @@
+"""A plugin asks the client (elicitation, sampling) and gets the answer back:
+with the Python `mcp` client over stdio and HTTP, and raw, for timeouts,
+cancellation and the deadline that pauses while the client answers. The
+questions come from the conformance fixture plugin (dist/conformance)."""
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+
+from conftest import BINARY, CONFORMANCE, RawHost
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def fixtures(tmp_path):
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    shutil.copy(CONFORMANCE / "conformance.wasm", folder / "conformance.wasm")
+    return folder
+
+
+async def answer_elicitation(context, params):
+    assert params.message == "Who are you?"
+    assert params.requested_schema["required"] == ["username", "email"]
+    return types.ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.com"})
+
+
+async def answer_sampling(context, params):
+    assert params.max_tokens == 100
+    assert params.messages[0].content.text == "Say hi"
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text="hi there"), model="test-model"
+    )
+
+
+def stdio(folder, env):
+    return StdioServerParameters(command=str(BINARY), args=["serve", "--plugins", str(folder)], env=env)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_python_client_answers_the_plugins_questions(fixtures, host_env, http_host_factory, transport):
+    server = stdio(fixtures, host_env) if transport == "stdio" else http_host_factory(fixtures).url
+    async with Client(server, mode="legacy", read_timeout_seconds=120,
+                      elicitation_callback=answer_elicitation, sampling_callback=answer_sampling) as c:
+        elicited = await c.call_tool("test_elicitation", {"message": "Who are you?"})
+        assert not elicited.is_error, elicited
+        text = elicited.content[0].text
+        assert text.startswith("User response: action=accept, content=")
+        assert json.loads(text.split("content=", 1)[1]) == {"username": "ada", "email": "ada@example.com"}
+        sampled = await c.call_tool("test_sampling", {"prompt": "Say hi"})
+        assert sampled.content[0].text == "LLM response: hi there"
+
+
+async def test_a_declined_or_failed_answer_reaches_the_plugin(fixtures, host_env):
+    async def decline(context, params):
+        return types.ElicitResult(action="decline")
+
+    async def fail(context, params):
+        return types.ErrorData(code=-1, message="no model here")
+
+    async with Client(stdio(fixtures, host_env), mode="legacy", read_timeout_seconds=120,
+                      elicitation_callback=decline, sampling_callback=fail) as c:
+        declined = await c.call_tool("test_elicitation", {"message": "Who are you?"})
+        assert declined.content[0].text == "User response: action=decline, content={}"
+        failed = await c.call_tool("test_sampling", {"prompt": "Say hi"})
+        assert failed.is_error and "no model here" in failed.content[0].text
+
+
+async def test_no_question_without_the_capability(fixtures, host_env):
+    async with Client(stdio(fixtures, host_env), mode="legacy", read_timeout_seconds=120) as c:
+        result = await c.call_tool("test_sampling", {"prompt": "Say hi"})
+        assert result.is_error
+        assert "did not declare the sampling capability" in result.content[0].text
+
+
+def raw_host(folder, env, config_text, tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text(config_text)
+    host = RawHost(folder, dict(env, WASM_MCP_CONFIG=str(config)))
+    host.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+                                "clientInfo": {"name": "raw", "version": "1"}})
+    host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return host
+
+
+def next_request(host, method):
+    while True:
+        message = host.read()
+        if message.get("method") == method and "id" in message:
+            return message
+        host.pending.append(message)
+
+
+def test_an_unanswered_question_times_out_and_is_withdrawn(fixtures, host_env, cache_dir, tmp_path):
+    host = raw_host(fixtures, host_env, f'[server]\ncache_dir = "{cache_dir}"\ninput_timeout_ms = 300\n', tmp_path)
+    try:
+        host.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                   "params": {"name": "test_sampling", "arguments": {"prompt": "Say hi"}}})
+        asked = next_request(host, "sampling/createMessage")
+        result = host.response(5)["result"]
+        assert result["isError"] and "Timeout" in result["content"][0]["text"]
+        withdrawn = [m for m in host.pending if m.get("method") == "notifications/cancelled"]
+        assert withdrawn and withdrawn[0]["params"]["requestId"] == asked["id"]
+        # A late answer is ignored; the connection keeps working.
+        host.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"role": "assistant", "model": "m",
+                                                                   "content": {"type": "text", "text": "late"}}})
+        assert host.request("ping")["result"] == {}
+    finally:
+        host.close()
+
+
+def test_cancelling_the_call_withdraws_its_question(fixtures, host_env, cache_dir, tmp_path):
+    host = raw_host(fixtures, host_env, f'[server]\ncache_dir = "{cache_dir}"\n', tmp_path)
+    try:
+        host.send({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                   "params": {"name": "test_sampling", "arguments": {"prompt": "Say hi"}}})
+        asked = next_request(host, "sampling/createMessage")
+        host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 6}})
+        while True:
+            message = host.read()
+            assert message.get("id") != 6, "a cancelled request gets no response"
+            if message.get("method") == "notifications/cancelled":
+                assert message["params"]["requestId"] == asked["id"]
+                break
+        assert host.request("ping")["result"] == {}
+    finally:
+        host.close()
+
+
+def test_the_deadline_pauses_while_the_client_answers(fixtures, host_env, cache_dir, tmp_path):
+    config = f'[server]\ncache_dir = "{cache_dir}"\n[limits]\ncall_timeout_ms = 300\n'
+    host = raw_host(fixtures, host_env, config, tmp_path)
+    try:
+        host.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                   "params": {"name": "test_sampling", "arguments": {"prompt": "Say hi"}}})
+        asked = next_request(host, "sampling/createMessage")
+        time.sleep(1.0)  # the client takes longer than the whole call may
+        host.send({"jsonrpc": "2.0", "id": asked["id"], "result": {
+            "role": "assistant", "model": "m", "content": {"type": "text", "text": "slow but fine"}}})
+        result = host.response(7)["result"]
+        assert result["content"][0]["text"] == "LLM response: slow but fine", result
+    finally:
+        host.close()
+
+
+def test_typescript_sdk_answers_the_plugins_questions(fixtures, host_env, http_host_factory):
+    host = http_host_factory(fixtures)
+    node = shutil.which("node", path=host_env.get("PATH"))
+    assert node, "node is not on PATH (scripts/test installs it)"
+    env = dict(host_env, WASM_MCP_BINARY=str(BINARY), WASM_MCP_PLUGINS=str(fixtures), WASM_MCP_URL=host.url)
+    run = subprocess.run(
+        [node, "--test", "--test-reporter=spec", "round_trips.test.mjs"],
+        cwd=Path(__file__).resolve().parent / "ts", env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert "fail 0" in run.stdout, run.stdout[-2000:]

@@ -1,0 +1,45 @@
+// The TypeScript SDK (v1) answers a plugin's elicitation and sampling
+// requests, over stdio and over Streamable HTTP.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const transports = {
+  stdio: () =>
+    new StdioClientTransport({
+      command: process.env.WASM_MCP_BINARY,
+      args: ["serve", "--plugins", process.env.WASM_MCP_PLUGINS],
+      env: process.env,
+      stderr: "ignore",
+    }),
+  http: () => new StreamableHTTPClientTransport(new URL(process.env.WASM_MCP_URL)),
+};
+
+for (const [name, transport] of Object.entries(transports)) {
+  test(`answers elicitation and sampling over ${name}`, async () => {
+    const client = new Client(
+      { name: "ts-round-trips", version: "1.0.0" },
+      { capabilities: { elicitation: {}, sampling: {} } },
+    );
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      assert.equal(request.params.message, "Your name?");
+      return { action: "accept", content: { username: "grace", email: "grace@example.com" } };
+    });
+    client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+      assert.equal(request.params.messages[0].content.text, "Say hi");
+      return { role: "assistant", model: "ts-model", content: { type: "text", text: "hello from ts" } };
+    });
+    await client.connect(transport());
+    try {
+      const elicited = await client.callTool({ name: "test_elicitation", arguments: { message: "Your name?" } });
+      assert.match(elicited.content[0].text, /^User response: action=accept, content=\{.*"grace".*\}$/);
+      const sampled = await client.callTool({ name: "test_sampling", arguments: { prompt: "Say hi" } });
+      assert.equal(sampled.content[0].text, "LLM response: hello from ts");
+    } finally {
+      await client.close();
+    }
+  });
+}
