@@ -50,9 +50,12 @@ def stdio(folder, env):
     return StdioServerParameters(command=str(BINARY), args=["serve", "--plugins", str(folder)], env=env)
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("transport", ["stdio", "http", "http --json-response"])
 async def test_python_client_answers_the_plugins_questions(fixtures, host_env, http_host_factory, transport):
-    server = stdio(fixtures, host_env) if transport == "stdio" else http_host_factory(fixtures).url
+    if transport == "stdio":
+        server = stdio(fixtures, host_env)
+    else:
+        server = http_host_factory(fixtures, args=transport.split()[1:]).url
     async with Client(server, mode="legacy", read_timeout_seconds=120,
                       elicitation_callback=answer_elicitation, sampling_callback=answer_sampling) as c:
         elicited = await c.call_tool("test_elicitation", {"message": "Who are you?"})

@@ -266,6 +266,13 @@ async fn answer(
     if json_only || is_response_to(&first, id) {
         let mut message = first;
         while !is_response_to(&message, id) {
+            // Without a stream for this request, its questions to the
+            // client go on the session's GET stream; notifications are lost.
+            if let Streaming::Session { session, .. } = &streaming {
+                if message.get("method").is_some() && message.get("id").is_some() {
+                    session.standalone.push(&message);
+                }
+            }
             match messages.recv().await {
                 Some(next) => message = next,
                 None => return StatusCode::ACCEPTED.into_response(),
