@@ -3,8 +3,8 @@
 
 use crate::bindings::wasm_mcp::plugin::host as raw;
 pub use crate::bindings::wasm_mcp::plugin::host::{
-    ElicitationAction, ElicitationMode, ElicitationRequest, ElicitationResponse, InputError,
-    ListKind, Root, SamplingMessage, SamplingRequest, SamplingResponse,
+    Answer, ElicitationAction, ElicitationMode, ElicitationRequest, ElicitationResponse,
+    InputError, ListKind, Question, Root, SamplingMessage, SamplingRequest, SamplingResponse,
 };
 pub use crate::bindings::wasm_mcp::plugin::types::LogLevel;
 
@@ -58,15 +58,18 @@ pub fn elicit_form(
     message: &str,
     schema: &serde_json::Value,
 ) -> Result<ElicitationResponse, InputError> {
-    raw::elicit(&ElicitationRequest {
-        message: message.to_owned(),
-        mode: ElicitationMode::Form(schema.to_string()),
-    })
+    raw::elicit(&form_request(message, schema))
 }
 
-/// Asks the client's model for a reply to a single user message, and waits.
-pub fn sample_text(prompt: &str, max_tokens: u32) -> Result<SamplingResponse, InputError> {
-    raw::sample(&SamplingRequest {
+fn form_request(message: &str, schema: &serde_json::Value) -> ElicitationRequest {
+    ElicitationRequest {
+        message: message.to_owned(),
+        mode: ElicitationMode::Form(schema.to_string()),
+    }
+}
+
+fn text_sampling(prompt: &str, max_tokens: u32) -> SamplingRequest {
+    SamplingRequest {
         messages: vec![SamplingMessage {
             role: crate::bindings::wasm_mcp::plugin::types::Role::User,
             content: crate::text(prompt),
@@ -76,7 +79,35 @@ pub fn sample_text(prompt: &str, max_tokens: u32) -> Result<SamplingResponse, In
         temperature: None,
         stop_sequences: Vec::new(),
         extra: None,
-    })
+    }
+}
+
+/// Asks the client's model for a reply to a single user message, and waits.
+pub fn sample_text(prompt: &str, max_tokens: u32) -> Result<SamplingResponse, InputError> {
+    raw::sample(&text_sampling(prompt, max_tokens))
+}
+
+/// A form for the user, to ask with [`ask`].
+pub fn form(message: &str, schema: &serde_json::Value) -> Question {
+    Question::Elicit(form_request(message, schema))
+}
+
+/// A one-message question for the client's model, to ask with [`ask`].
+pub fn sampling(prompt: &str, max_tokens: u32) -> Question {
+    Question::Sample(text_sampling(prompt, max_tokens))
+}
+
+/// Asks several questions at once, each under a key of the plugin's choice,
+/// and waits for all the answers (in the same order).
+///
+/// On the stateless revision (2026-07-28) the keys name the questions in
+/// the client's `inputRequests`.
+pub fn ask(questions: Vec<(&str, Question)>) -> Vec<Result<Answer, InputError>> {
+    let questions: Vec<(String, Question)> = questions
+        .into_iter()
+        .map(|(key, q)| (key.to_owned(), q))
+        .collect();
+    raw::ask(&questions)
 }
 
 /// Asks the client for its filesystem roots, and waits.

@@ -7,6 +7,7 @@ wasmtime::component::bindgen!({
         "wasm-mcp:plugin/host.elicit": async,
         "wasm-mcp:plugin/host.sample": async,
         "wasm-mcp:plugin/host.roots": async,
+        "wasm-mcp:plugin/host.ask": async,
         default: trappable,
     },
     exports: { default: async },

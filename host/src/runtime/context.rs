@@ -1,10 +1,7 @@
 //! What a call needs from whoever made it: where logs, progress and change
 //! notices go, whether it was cancelled, and how to ask the client for input.
 
-use super::host_types::{
-    ElicitationRequest, ElicitationResponse, InputError, ListKind, Root, SamplingRequest,
-    SamplingResponse,
-};
+use super::host_types::{Answer, InputError, ListKind, Question};
 use super::types::LogLevel;
 use std::future::Future;
 use std::path::PathBuf;
@@ -29,15 +26,10 @@ pub trait CallContext: Send + Sync + 'static {
     fn list_changed(&self, kind: ListKind);
     /// The plugin says a resource changed.
     fn resource_updated(&self, uri: String);
-    /// The plugin asks the user for input.
-    fn elicit(
-        &self,
-        request: ElicitationRequest,
-    ) -> BoxFuture<Result<ElicitationResponse, InputError>>;
-    /// The plugin asks the client's model for a message.
-    fn sample(&self, request: SamplingRequest) -> BoxFuture<Result<SamplingResponse, InputError>>;
-    /// The plugin asks for the client's roots.
-    fn roots(&self) -> BoxFuture<Result<Vec<Root>, InputError>>;
+    /// The plugin asks the client questions (the user, the model, the
+    /// roots), each under its own key; the answers come in the same order.
+    fn ask(&self, questions: Vec<(String, Question)>)
+        -> BoxFuture<Vec<Result<Answer, InputError>>>;
     /// The client's roots as local folders, when the client declared any:
     /// the call then sees only the granted folders inside them. `None`
     /// shows every granted folder.
@@ -54,17 +46,6 @@ pub struct Quiet {
     pub plugin: String,
 }
 
-fn no_client<T>() -> BoxFuture<Result<T, InputError>>
-where
-    T: Send + 'static,
-{
-    Box::pin(async {
-        Err(InputError::Unsupported(
-            "no client is attached to this call".into(),
-        ))
-    })
-}
-
 impl CallContext for Quiet {
     fn log(&self, level: LogLevel, message: String) {
         tracing::info!(plugin = %self.plugin, ?level, "{message}");
@@ -78,13 +59,15 @@ impl CallContext for Quiet {
     }
     fn list_changed(&self, _: ListKind) {}
     fn resource_updated(&self, _: String) {}
-    fn elicit(&self, _: ElicitationRequest) -> BoxFuture<Result<ElicitationResponse, InputError>> {
-        no_client()
-    }
-    fn sample(&self, _: SamplingRequest) -> BoxFuture<Result<SamplingResponse, InputError>> {
-        no_client()
-    }
-    fn roots(&self) -> BoxFuture<Result<Vec<Root>, InputError>> {
-        no_client()
+    fn ask(&self, questions: Vec<(String, Question)>) -> BoxFuture<Vec<Result<Answer, InputError>>> {
+        let refused = questions
+            .iter()
+            .map(|_| {
+                Err(InputError::Unsupported(
+                    "no client is attached to this call".into(),
+                ))
+            })
+            .collect();
+        Box::pin(async move { refused })
     }
 }

@@ -27,6 +27,8 @@ pub struct CallState {
     context: Arc<dyn CallContext>,
     /// Time spent waiting for the client, which the deadline does not count.
     pub(super) wait_clock: Arc<WaitClock>,
+    /// Questions asked one at a time so far (for their keys).
+    asked: u32,
 }
 
 impl CallState {
@@ -79,6 +81,7 @@ impl CallState {
             limits,
             context,
             wait_clock: Arc::default(),
+            asked: 0,
         })
     }
 }
@@ -186,23 +189,54 @@ impl host::Host for CallState {
         &mut self,
         request: host::ElicitationRequest,
     ) -> Result<host::ElicitationResponse, host::InputError> {
-        let clock = self.wait_clock.clone();
-        let _waiting = clock.wait();
-        self.context.elicit(request).await
+        match self.ask_one("elicitation", host::Question::Elicit(request)).await? {
+            host::Answer::Elicit(answer) => Ok(answer),
+            _ => unreachable!("an elicitation is answered by an elicitation"),
+        }
     }
 
     async fn sample(
         &mut self,
         request: host::SamplingRequest,
     ) -> Result<host::SamplingResponse, host::InputError> {
-        let clock = self.wait_clock.clone();
-        let _waiting = clock.wait();
-        self.context.sample(request).await
+        match self.ask_one("sampling", host::Question::Sample(request)).await? {
+            host::Answer::Sample(answer) => Ok(answer),
+            _ => unreachable!("a sampling request is answered by a sampling result"),
+        }
     }
 
     async fn roots(&mut self) -> Result<Vec<host::Root>, host::InputError> {
+        match self.ask_one("roots", host::Question::Roots).await? {
+            host::Answer::Roots(roots) => Ok(roots),
+            _ => unreachable!("roots/list is answered by roots"),
+        }
+    }
+
+    async fn ask(
+        &mut self,
+        questions: Vec<(String, host::Question)>,
+    ) -> Vec<Result<host::Answer, host::InputError>> {
         let clock = self.wait_clock.clone();
         let _waiting = clock.wait();
-        self.context.roots().await
+        self.context.ask(questions).await
+    }
+}
+
+impl CallState {
+    /// Asks one question under a key of its own.
+    async fn ask_one(
+        &mut self,
+        kind: &str,
+        question: host::Question,
+    ) -> Result<host::Answer, host::InputError> {
+        self.asked += 1;
+        let key = format!("{kind}-{}", self.asked);
+        let clock = self.wait_clock.clone();
+        let _waiting = clock.wait();
+        self.context
+            .ask(vec![(key, question)])
+            .await
+            .pop()
+            .expect("one answer per question")
     }
 }

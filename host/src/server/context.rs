@@ -1,29 +1,41 @@
 //! The server's side of one plugin call: progress and log notifications
-//! for the request, its cancellation, and the plugin's change notices.
+//! for the request, its cancellation, the plugin's change notices, and its
+//! questions to the client.
 
 use super::convert::{log_level_name, severity};
-use super::{input, Asker, Outbox, ServerEvent};
-use crate::runtime::host_types::{
-    ElicitationRequest, ElicitationResponse, InputError, ListKind, Root, SamplingRequest,
-    SamplingResponse,
-};
+use super::input::{self, Wanted};
+use super::mrtr::{Link, Rounds};
+use super::{Asker, ServerEvent};
+use crate::runtime::host_types::{Answer, InputError, ListKind, Question};
 use crate::runtime::{types::LogLevel, BoxFuture, CallContext};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{broadcast, watch};
 
+/// How a call's questions reach the client.
+pub enum Questions {
+    /// As requests on the connection (handshake revisions).
+    Requests(Asker),
+    /// As input-required results, answered by the client's retries
+    /// (2026-07-28).
+    Rounds(Arc<Rounds>),
+    /// Not at all, for this reason.
+    Refused(&'static str),
+}
+
 /// One request's view of its connection.
 pub struct RequestScope {
     /// The plugin being called.
     pub plugin: String,
-    /// Where notifications for this request go.
-    pub out: Outbox,
+    /// Where notifications for this request go (a resumed call is re-linked
+    /// to the request that resumed it).
+    pub link: Arc<Link>,
     /// The lowest level sent as `notifications/message`; `None` sends none.
     pub log_level: Option<LogLevel>,
     /// The request's progress token, if it asked for progress.
     pub progress_token: Option<Value>,
-    /// Becomes `true` when the client cancels the request.
+    /// Becomes `true` when the call is cancelled.
     pub cancelled: watch::Receiver<bool>,
     /// Server-wide change events.
     pub events: broadcast::Sender<ServerEvent>,
@@ -34,8 +46,8 @@ pub struct RequestScope {
     /// The first client capability the plugin needed and the client had
     /// not declared.
     pub missing_capability: Mutex<Option<&'static str>>,
-    /// Sends the client requests, when the connection can carry them.
-    pub asker: Option<Asker>,
+    /// How questions reach the client.
+    pub questions: Questions,
 }
 
 impl RequestScope {
@@ -62,49 +74,13 @@ impl RequestScope {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }
-}
 
-/// A fresh id for a URL elicitation: 128 random bits, as hex.
-fn uuid_like() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the OS random source is available");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unsupported<T: Send + 'static>(why: String) -> BoxFuture<Result<T, InputError>> {
-    Box::pin(async move { Err(InputError::Unsupported(why)) })
-}
-
-impl RequestScope {
-    /// Asks the client `method`, if it declared `capability` and the
-    /// connection can carry the question.
-    fn ask<T: Send + 'static>(
-        &self,
-        capability: &[&'static str],
-        method: &'static str,
-        params: Result<Value, String>,
-        parse: fn(Value) -> Result<T, String>,
-    ) -> BoxFuture<Result<T, InputError>> {
-        let name = capability.join(".");
-        if !self.client_has(capability) {
-            return unsupported(format!("the client did not declare the {name} capability"));
-        }
-        let Some(asker) = self.asker.clone() else {
-            return unsupported(format!(
-                "asking the client ({name}) is not available on this connection yet"
-            ));
-        };
-        let params = match params {
-            Ok(params) => params,
-            Err(why) => return unsupported(format!("the request cannot be sent: {why}")),
-        };
-        let cancelled = self.cancelled();
-        let plugin = self.plugin.clone();
-        Box::pin(async move {
-            tracing::debug!(plugin, method, "asking the client");
-            let answer = asker.ask(method, params, cancelled).await?;
-            parse(answer).map_err(InputError::ClientError)
-        })
+    fn notify(&self, method: &str, params: Value) {
+        self.link
+            .out
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .notify(method, params);
     }
 }
 
@@ -115,7 +91,7 @@ impl CallContext for RequestScope {
             .log_level
             .is_some_and(|min| severity(level) >= severity(min))
         {
-            self.out.notify(
+            self.notify(
                 "notifications/message",
                 json!({ "level": log_level_name(level), "logger": self.plugin, "data": message }),
             );
@@ -133,7 +109,7 @@ impl CallContext for RequestScope {
         if let Some(message) = message {
             params["message"] = json!(message);
         }
-        self.out.notify("notifications/progress", params);
+        self.notify("notifications/progress", params);
     }
 
     fn client_roots(&self) -> Option<Arc<Vec<PathBuf>>> {
@@ -164,29 +140,84 @@ impl CallContext for RequestScope {
         let _ = self.events.send(ServerEvent::ResourceUpdated(uri));
     }
 
-    fn elicit(
-        &self,
-        request: ElicitationRequest,
-    ) -> BoxFuture<Result<ElicitationResponse, InputError>> {
-        let id = format!("{}-{}", self.plugin, uuid_like());
-        self.ask(
-            input::elicitation_capability(&request),
-            "elicitation/create",
-            input::elicitation_params(&request, &id),
-            input::elicitation_result,
-        )
-    }
-
-    fn sample(&self, request: SamplingRequest) -> BoxFuture<Result<SamplingResponse, InputError>> {
-        self.ask(
-            &["sampling"],
-            "sampling/createMessage",
-            input::sampling_params(&request),
-            input::sampling_result,
-        )
-    }
-
-    fn roots(&self) -> BoxFuture<Result<Vec<Root>, InputError>> {
-        self.ask(&["roots"], "roots/list", Ok(json!({})), input::roots_result)
+    fn ask(&self, questions: Vec<(String, Question)>) -> BoxFuture<Vec<Result<Answer, InputError>>> {
+        let mut answers: Vec<Option<Result<Answer, InputError>>> = Vec::new();
+        let mut wanted = Vec::new();
+        for (index, (key, question)) in questions.into_iter().enumerate() {
+            let (capability, kind, method, params) = input::describe(&key, &question);
+            let refusal = if !self.client_has(capability) {
+                Some(format!(
+                    "the client did not declare the {} capability",
+                    capability.join(".")
+                ))
+            } else if let Err(why) = &params {
+                Some(format!("the question cannot be sent: {why}"))
+            } else {
+                None
+            };
+            match refusal {
+                Some(why) => answers.push(Some(Err(InputError::Unsupported(why)))),
+                None => {
+                    answers.push(None);
+                    wanted.push(Wanted {
+                        index,
+                        key,
+                        kind,
+                        method,
+                        params: params.expect("checked above"),
+                    });
+                }
+            }
+        }
+        tracing::debug!(plugin = %self.plugin, questions = wanted.len(), "asking the client");
+        let fill = move |mut answers: Vec<Option<Result<Answer, InputError>>>,
+                         wanted: &[Wanted],
+                         got: Vec<Result<Answer, InputError>>| {
+            for (w, answer) in wanted.iter().zip(got) {
+                answers[w.index] = Some(answer);
+            }
+            answers
+                .into_iter()
+                .map(|a| a.expect("every question answered"))
+                .collect::<Vec<_>>()
+        };
+        match &self.questions {
+            Questions::Requests(asker) => {
+                let asker = asker.clone();
+                let cancelled = self.cancelled.clone();
+                Box::pin(async move {
+                    let asks = wanted.iter().map(|w| {
+                        let asker = asker.clone();
+                        let mut cancelled = cancelled.clone();
+                        async move {
+                            let until_cancelled = Box::pin(async move {
+                                if cancelled.wait_for(|c| *c).await.is_err() {
+                                    std::future::pending::<()>().await;
+                                }
+                            });
+                            let answer = asker.ask(w.method, w.params.clone(), until_cancelled).await?;
+                            w.parse(&answer).map_err(InputError::ClientError)
+                        }
+                    });
+                    let got = futures_util::future::join_all(asks).await;
+                    fill(answers, &wanted, got)
+                })
+            }
+            Questions::Rounds(rounds) => {
+                let rounds = rounds.clone();
+                Box::pin(async move {
+                    let got = rounds.answer(&wanted).await;
+                    fill(answers, &wanted, got)
+                })
+            }
+            Questions::Refused(why) => {
+                let got = wanted
+                    .iter()
+                    .map(|_| Err(InputError::Unsupported((*why).to_owned())))
+                    .collect();
+                let all = fill(answers, &wanted, got);
+                Box::pin(async move { all })
+            }
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! The MCP methods.
 
-use super::context::RequestScope;
+use super::context::{Questions, RequestScope};
+use super::mrtr::{Binding, Execution, Link, Rounds};
 use super::convert;
 use super::session::{all_versions, Era};
-use super::{invalid, Connection, Outbox, Server, ServerEvent};
+use super::{invalid, Asker, Connection, Outbox, Server, ServerEvent};
 use crate::protocol::{meta, negotiate_legacy, ErrorCode, RequestId, RpcError};
 use crate::registry::{pagination, Catalogue, Registry};
 use crate::runtime::host_types::ListKind;
@@ -223,8 +224,15 @@ fn list<T>(
     Ok(Some(result))
 }
 
-/// The call context of a request to `plugin`.
-fn scope(request: &Request<'_>, plugin: &LoadedPlugin) -> Arc<RequestScope> {
+/// The call context of a request to `plugin`: notifications go through
+/// `link`, `cancelled` stops it, `questions` says how it asks the client.
+fn scope(
+    request: &Request<'_>,
+    plugin: &LoadedPlugin,
+    link: Arc<Link>,
+    cancelled: watch::Receiver<bool>,
+    questions: Questions,
+) -> Arc<RequestScope> {
     let Request {
         conn, params, era, ..
     } = request;
@@ -256,22 +264,85 @@ fn scope(request: &Request<'_>, plugin: &LoadedPlugin) -> Arc<RequestScope> {
     Arc::new(RequestScope {
         plugin: plugin.name().to_owned(),
         client_roots,
-        out: request.reply.clone(),
+        link,
         log_level,
         progress_token,
-        cancelled: request.cancel.clone(),
+        cancelled,
         events: conn.server.events.clone(),
         client_capabilities,
         missing_capability: Default::default(),
-        asker: match era {
-            Era::Legacy { .. } => Some(super::Asker {
-                conn: Arc::downgrade(conn),
-                out: request.reply.clone(),
-                timeout: conn.server.options.input_timeout,
-            }),
-            Era::Modern { .. } => None,
-        },
+        questions,
     })
+}
+
+/// The context of a request that asks the client as a handshake revision
+/// allows: requests on the request's own stream. On 2026-07-28 it cannot
+/// ask (see [`asking`] for the requests that can).
+fn plain_scope(request: &Request<'_>, plugin: &LoadedPlugin) -> Arc<RequestScope> {
+    let questions = if request.era.is_modern() {
+        Questions::Refused("this request cannot ask the client for input")
+    } else {
+        Questions::Requests(Asker {
+            conn: Arc::downgrade(request.conn),
+            out: request.reply.clone(),
+            timeout: request.conn.server.options.input_timeout,
+        })
+    };
+    let (link, _) = Link::new(request.reply.clone());
+    scope(request, plugin, link, request.cancel.clone(), questions)
+}
+
+/// Runs a plugin call (`run`, given its context) that may ask the client
+/// questions. On the handshake revisions they are requests to the client.
+/// On 2026-07-28 the call runs on a task of its own and is parked when it
+/// asks; the request is answered with an input-required result, and the
+/// client's retry (`inputResponses`, `requestState`) resumes it.
+async fn asking<F, Fut>(
+    request: &Request<'_>,
+    plugin: &LoadedPlugin,
+    method: &str,
+    target: &str,
+    arguments: &Value,
+    run: F,
+) -> Outcome
+where
+    F: FnOnce(Arc<RequestScope>) -> Fut,
+    Fut: std::future::Future<Output = Outcome> + Send + 'static,
+{
+    if !request.era.is_modern() {
+        return run(plain_scope(request, plugin)).await;
+    }
+    let conn = request.conn;
+    let responses = match request.params.get("inputResponses") {
+        None => Map::new(),
+        Some(Value::Object(responses)) => responses.clone(),
+        Some(_) => return Err(invalid("Invalid params: \"inputResponses\" must be an object")),
+    };
+    let binding = Binding::new(conn.principal.as_deref(), method, target, arguments);
+    let parking = &conn.server.parking;
+    if let Some(state) = request.params.get("requestState") {
+        let state = state
+            .as_str()
+            .ok_or_else(|| invalid("Invalid params: \"requestState\" must be a string"))?;
+        if let Some(execution) = parking.resume(state, &binding, responses.clone())? {
+            return parking
+                .drive(execution, binding, request.reply, request.cancel.clone())
+                .await;
+        }
+    }
+    let (rounds, needs) = Rounds::new(responses, conn.server.options.input_timeout);
+    let (link, cancelled) = Link::new(request.reply.clone());
+    let context = scope(
+        request,
+        plugin,
+        link.clone(),
+        cancelled,
+        Questions::Rounds(rounds),
+    );
+    let execution = Execution::start(run(context), needs, link);
+    parking
+        .drive(execution, binding, request.reply, request.cancel.clone())
+        .await
 }
 
 /// Maps a failed call into a plugin: `None` when cancelled (no response).
@@ -363,27 +434,31 @@ async fn call_tool(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
         ))
         .with_data(json!({ "errors": problems })));
     }
-    let plugin = &entry.plugin;
-    let context = scope(request, plugin);
-    let outcome = plugin
-        .call_tool(context.clone(), &entry.tool.name, &arguments.to_string())
-        .await;
-    if request.era.is_modern() {
-        if let Some(capability) = context.missing_capability() {
-            return Err(missing_capability(capability));
+    let plugin = entry.plugin.clone();
+    let tool = entry.tool.name.clone();
+    let text = arguments.to_string();
+    let modern = request.era.is_modern();
+    asking(request, &entry.plugin, "tools/call", name, &arguments, move |context| async move {
+        let outcome = plugin.call_tool(context.clone(), &tool, &text).await;
+        if modern {
+            if let Some(capability) = context.missing_capability() {
+                return Err(missing_capability(capability));
+            }
         }
-    }
-    match outcome {
-        Ok(Ok(result)) => {
-            let result = convert::call_result(&result).map_err(RpcError::internal)?;
-            Ok(Some(
-                within_result_limit(plugin, result).unwrap_or_else(|m| convert::tool_error(&m)),
-            ))
+        match outcome {
+            Ok(Ok(result)) => {
+                let result = convert::call_result(&result).map_err(RpcError::internal)?;
+                Ok(Some(
+                    within_result_limit(&plugin, result)
+                        .unwrap_or_else(|m| convert::tool_error(&m)),
+                ))
+            }
+            Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
+            Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+            Err(error) => Ok(call_failed(&plugin, error).map(|m| convert::tool_error(&m))),
         }
-        Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
-        Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
-        Err(error) => Ok(call_failed(plugin, error).map(|m| convert::tool_error(&m))),
-    }
+    })
+    .await
 }
 
 /// -32021: the request needed a capability the client did not declare.
@@ -410,19 +485,27 @@ async fn read_resource(request: &Request<'_>, catalogue: &Catalogue) -> Outcome 
         RpcError::new(not_found_code(era), format!("Resource not found: {uri}"))
             .with_data(json!({ "uri": uri }))
     };
-    let plugin = catalogue.resource_owner(uri).ok_or_else(not_found)?;
-    let context = scope(request, plugin);
-    match plugin.read_resource(context, uri).await {
-        Ok(Ok(contents)) => {
-            let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
-            within_result_limit(plugin, result)
-                .map(Some)
-                .map_err(RpcError::internal)
+    let owner = catalogue.resource_owner(uri).ok_or_else(not_found)?;
+    let plugin = owner.clone();
+    let (target, code) = (uri.to_owned(), not_found_code(era));
+    asking(request, owner, "resources/read", uri, &Value::Null, move |context| async move {
+        match plugin.read_resource(context, &target).await {
+            Ok(Ok(contents)) => {
+                let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
+                within_result_limit(&plugin, result)
+                    .map(Some)
+                    .map_err(RpcError::internal)
+            }
+            Ok(Err(types::Error::NotFound(_))) => Err(RpcError::new(
+                code,
+                format!("Resource not found: {target}"),
+            )
+            .with_data(json!({ "uri": target }))),
+            Ok(Err(error)) => Err(plugin_error(error, code)),
+            Err(error) => failed_request(&plugin, error),
         }
-        Ok(Err(types::Error::NotFound(_))) => Err(not_found()),
-        Ok(Err(error)) => Err(plugin_error(error, not_found_code(era))),
-        Err(error) => failed_request(plugin, error),
-    }
+    })
+    .await
 }
 
 async fn get_prompt(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
@@ -459,18 +542,19 @@ async fn get_prompt(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
             missing.join(", ")
         )));
     }
-    let plugin = &entry.plugin;
-    let context = scope(request, plugin);
-    match plugin
-        .get_prompt(context, &entry.prompt.name, &arguments)
-        .await
-    {
-        Ok(Ok(result)) => within_result_limit(plugin, convert::prompt_result(&result))
-            .map(Some)
-            .map_err(RpcError::internal),
-        Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
-        Err(error) => failed_request(plugin, error),
-    }
+    let plugin = entry.plugin.clone();
+    let prompt = entry.prompt.name.clone();
+    let given = params.get("arguments").cloned().unwrap_or(Value::Null);
+    asking(request, &entry.plugin, "prompts/get", name, &given, move |context| async move {
+        match plugin.get_prompt(context, &prompt, &arguments).await {
+            Ok(Ok(result)) => within_result_limit(&plugin, convert::prompt_result(&result))
+                .map(Some)
+                .map_err(RpcError::internal),
+            Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+            Err(error) => failed_request(&plugin, error),
+        }
+    })
+    .await
 }
 
 async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
@@ -533,7 +617,7 @@ async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
         argument_value,
         context_arguments,
     };
-    let context = scope(request, plugin);
+    let context = plain_scope(request, plugin);
     match plugin.complete(context, &asked).await {
         Ok(Ok(completion)) => Ok(Some(convert::completion(&completion))),
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),

@@ -3,13 +3,86 @@
 
 use super::convert;
 use crate::runtime::host_types::{
-    ElicitationAction, ElicitationMode, ElicitationRequest, ElicitationResponse, Root,
-    SamplingRequest, SamplingResponse,
+    Answer, ElicitationAction, ElicitationMode, ElicitationRequest, ElicitationResponse, Question,
+    Root, SamplingRequest, SamplingResponse,
 };
 use crate::runtime::types;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
+
+/// What kind of answer a question expects.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// `elicitation/create`
+    Elicit,
+    /// `sampling/createMessage`
+    Sample,
+    /// `roots/list`
+    Roots,
+}
+
+/// A question the client can be asked: its key, its MCP request, and how
+/// to read the answer.
+#[derive(Debug, Clone)]
+pub struct Wanted {
+    /// Where its answer goes in the plugin's list of answers.
+    pub index: usize,
+    /// The plugin's key for it (`inputRequests` key on 2026-07-28).
+    pub key: String,
+    /// The answer it expects.
+    pub kind: Kind,
+    /// The MCP method.
+    pub method: &'static str,
+    /// The MCP params.
+    pub params: Value,
+}
+
+impl Wanted {
+    /// The question as an MCP request (`{ method, params }`).
+    pub fn request(&self) -> Value {
+        json!({ "method": self.method, "params": self.params })
+    }
+
+    /// Reads the client's answer.
+    pub fn parse(&self, answer: &Value) -> Result<Answer, String> {
+        let answer = answer.clone();
+        match self.kind {
+            Kind::Elicit => elicitation_result(answer).map(Answer::Elicit),
+            Kind::Sample => sampling_result(answer).map(Answer::Sample),
+            Kind::Roots => roots_result(answer).map(Answer::Roots),
+        }
+    }
+}
+
+/// The capability, MCP request and answer kind of a plugin's question.
+pub fn describe(
+    key: &str,
+    question: &Question,
+) -> (&'static [&'static str], Kind, &'static str, Result<Value, String>) {
+    match question {
+        Question::Elicit(r) => (
+            elicitation_capability(r),
+            Kind::Elicit,
+            "elicitation/create",
+            elicitation_params(r, &format!("{key}-{}", unique())),
+        ),
+        Question::Sample(r) => (
+            &["sampling"],
+            Kind::Sample,
+            "sampling/createMessage",
+            sampling_params(r),
+        ),
+        Question::Roots => (&["roots"], Kind::Roots, "roots/list", Ok(json!({}))),
+    }
+}
+
+/// 64 random bits as hex, to make URL elicitation ids unique.
+fn unique() -> String {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the OS random source is available");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// The client capability a question needs, as a path into the client's
 /// declared capabilities.
@@ -38,6 +111,9 @@ pub fn elicitation_params(request: &ElicitationRequest, id: &str) -> Result<Valu
 
 /// An `elicitation/create` result.
 pub fn elicitation_result(result: Value) -> Result<ElicitationResponse, String> {
+    if !result.is_object() {
+        return Err("the client's elicitation answer is not an object".into());
+    }
     let action = match result.get("action").and_then(Value::as_str) {
         Some("accept") => ElicitationAction::Accept,
         Some("decline") => ElicitationAction::Decline,

@@ -6,6 +6,7 @@ mod context;
 pub mod convert;
 mod handlers;
 mod input;
+mod mrtr;
 mod roots;
 mod session;
 
@@ -95,6 +96,8 @@ pub struct Server {
     registry: Arc<Registry>,
     options: ServerOptions,
     events: broadcast::Sender<ServerEvent>,
+    /// Calls parked until the client's input arrives (2026-07-28).
+    parking: Arc<mrtr::Parking>,
 }
 
 impl Server {
@@ -102,10 +105,12 @@ impl Server {
     /// which report a changed list.
     pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {
         let (events, _) = broadcast::channel(1024);
+        let parking = mrtr::Parking::new(options.input_timeout);
         let server = Arc::new(Server {
             registry,
             options,
             events,
+            parking,
         });
         tokio::spawn(handlers::relist_on_plugin_change(server.clone()));
         server
@@ -244,13 +249,15 @@ pub struct Connection {
     next_ask: AtomicU64,
     /// Becomes `true` when the connection is closed.
     closed: watch::Sender<bool>,
+    /// Who the connection acts for, when the transport authenticated it.
+    principal: Option<String>,
 }
 
 impl Connection {
     /// A new connection whose messages go to `out`. Starts forwarding
     /// server-wide events to it.
     pub fn new(server: Arc<Server>, out: Outbox) -> Arc<Self> {
-        let conn = Self::stateless(server, out);
+        let conn = Self::stateless(server, out, None);
         tokio::spawn(handlers::forward_legacy_events(
             Arc::downgrade(&conn),
             conn.server.subscribe(),
@@ -260,8 +267,9 @@ impl Connection {
     }
 
     /// A connection for requests of the stateless revision only: nothing
-    /// is forwarded to it but the answers to its own requests.
-    pub fn stateless(server: Arc<Server>, out: Outbox) -> Arc<Self> {
+    /// is forwarded to it but the answers to its own requests. `principal`
+    /// is who it acts for, when the transport authenticated it.
+    pub fn stateless(server: Arc<Server>, out: Outbox, principal: Option<String>) -> Arc<Self> {
         Arc::new(Connection {
             server,
             out,
@@ -270,6 +278,7 @@ impl Connection {
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
             closed: watch::channel(false).0,
+            principal,
         })
     }
 

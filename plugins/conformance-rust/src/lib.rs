@@ -5,7 +5,7 @@
 
 use std::thread::sleep;
 use std::time::Duration;
-use wasm_mcp_sdk::host::{ElicitationAction, ElicitationResponse, InputError};
+use wasm_mcp_sdk::host::{Answer, ElicitationAction, ElicitationResponse, InputError, Question};
 use wasm_mcp_sdk::prelude::*;
 use wasm_mcp_sdk::serde_json::{json, Value};
 
@@ -185,6 +185,185 @@ struct WithResource {
     /// URI of the resource to embed.
     #[serde(rename = "resourceUri")]
     resource_uri: String,
+}
+
+/// A one-field form.
+fn field(message: &str, name: &str, kind: &str) -> Question {
+    host::form(
+        message,
+        &json!({ "type": "object", "properties": { name: { "type": kind } }, "required": [name] }),
+    )
+}
+
+/// The value of `name` in an accepted form.
+fn form_value(answer: &Result<Answer, InputError>, name: &str) -> Result<Value, String> {
+    match answer {
+        Ok(Answer::Elicit(ElicitationResponse {
+            action: ElicitationAction::Accept,
+            content: Some(content),
+        })) => {
+            let content: Value = wasm_mcp_sdk::serde_json::from_str(content)
+                .map_err(|e| format!("unreadable form: {e}"))?;
+            Ok(content.get(name).cloned().unwrap_or(Value::Null))
+        }
+        Ok(_) => Err("the user did not accept".into()),
+        Err(e) => Err(format!("no answer: {e:?}")),
+    }
+}
+
+fn sampled_text(answer: &Result<Answer, InputError>) -> Result<String, String> {
+    match answer {
+        Ok(Answer::Sample(reply)) => match &reply.content {
+            Content::Text(t) => Ok(t.text.clone()),
+            _ => Ok("(non-text content)".into()),
+        },
+        Ok(_) => Err("an unexpected answer".into()),
+        Err(e) => Err(format!("no answer: {e:?}")),
+    }
+}
+
+fn root_uris(answer: &Result<Answer, InputError>) -> Result<String, String> {
+    match answer {
+        Ok(Answer::Roots(roots)) => Ok(roots
+            .iter()
+            .map(|r| r.uri.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")),
+        Ok(_) => Err("an unexpected answer".into()),
+        Err(e) => Err(format!("no answer: {e:?}")),
+    }
+}
+
+fn one(question: (&str, Question)) -> Result<Answer, InputError> {
+    host::ask(vec![question]).remove(0)
+}
+
+/// The input-required (2026-07-28) fixtures: each question has the key the
+/// suite expects.
+fn input_required(plugin: Plugin) -> Plugin {
+    plugin
+        .tool(
+            "test_input_required_result_elicitation",
+            "Asks the user's name",
+            |(): ()| -> Result<String, String> {
+                let name = form_value(
+                    &one(("user_name", field("What is your name?", "name", "string"))),
+                    "name",
+                )?;
+                Ok(format!("Hello, {}!", name.as_str().unwrap_or_default()))
+            },
+        )
+        .tool(
+            "test_input_required_result_sampling",
+            "Asks the client's model a question",
+            |(): ()| -> Result<String, String> {
+                let answer = one((
+                    "capital_question",
+                    host::sampling("What is the capital of France?", 100),
+                ));
+                Ok(format!("The model says: {}", sampled_text(&answer)?))
+            },
+        )
+        .tool(
+            "test_input_required_result_list_roots",
+            "Asks for the client's roots",
+            |(): ()| -> Result<String, String> {
+                Ok(format!(
+                    "Roots: {}",
+                    root_uris(&one(("client_roots", Question::Roots)))?
+                ))
+            },
+        )
+        .tool(
+            "test_input_required_result_request_state",
+            "Asks for a confirmation, carrying request state",
+            |(): ()| -> Result<String, String> {
+                let ok = form_value(
+                    &one(("confirm", field("Please confirm", "ok", "boolean"))),
+                    "ok",
+                )?;
+                Ok(format!("state-ok: confirmed={ok}"))
+            },
+        )
+        .tool(
+            "test_input_required_result_tampered_state",
+            "Asks for a confirmation, carrying request state",
+            |(): ()| -> Result<String, String> {
+                let ok = form_value(
+                    &one(("confirm", field("Please confirm", "ok", "boolean"))),
+                    "ok",
+                )?;
+                Ok(format!("confirmed={ok}"))
+            },
+        )
+        .tool(
+            "test_input_required_result_multiple_inputs",
+            "Asks the user, the model and for the roots at once",
+            |(): ()| -> Result<String, String> {
+                let answers = host::ask(vec![
+                    ("user_name", field("What is your name?", "name", "string")),
+                    ("greeting", host::sampling("Generate a greeting", 50)),
+                    ("client_roots", Question::Roots),
+                ]);
+                let name = form_value(&answers[0], "name")?;
+                Ok(format!(
+                    "name={} greeting={} roots={}",
+                    name.as_str().unwrap_or_default(),
+                    sampled_text(&answers[1])?,
+                    root_uris(&answers[2])?
+                ))
+            },
+        )
+        .tool(
+            "test_input_required_result_multi_round",
+            "Asks two questions, one after the other",
+            |(): ()| -> Result<String, String> {
+                let name = form_value(
+                    &one((
+                        "step1",
+                        field("Step 1: What is your name?", "name", "string"),
+                    )),
+                    "name",
+                )?;
+                let color = form_value(
+                    &one((
+                        "step2",
+                        field("Step 2: What is your favorite color?", "color", "string"),
+                    )),
+                    "color",
+                )?;
+                Ok(format!(
+                    "{} likes {}",
+                    name.as_str().unwrap_or_default(),
+                    color.as_str().unwrap_or_default()
+                ))
+            },
+        )
+        .tool(
+            "test_input_required_result_capabilities",
+            "Asks the user and the model; only what the client supports is asked",
+            |(): ()| -> Result<String, String> {
+                let answers = host::ask(vec![
+                    ("user_name", field("What is your name?", "name", "string")),
+                    ("greeting", host::sampling("Generate a greeting", 50)),
+                ]);
+                let name = form_value(&answers[0], "name").unwrap_or(Value::Null);
+                let greeting = sampled_text(&answers[1]).unwrap_or_default();
+                Ok(format!("name={name} greeting={greeting}"))
+            },
+        )
+        .prompt(
+            "test_input_required_result_prompt",
+            "A prompt that asks the user for context",
+            |(): ()| -> Result<Vec<PromptMessage>, String> {
+                let question = field("What context should the prompt use?", "context", "string");
+                let context = form_value(&one(("user_context", question)), "context")?;
+                Ok(vec![user(format!(
+                    "Use this context: {}",
+                    context.as_str().unwrap_or_default()
+                ))])
+            },
+        )
 }
 
 fn tools(plugin: Plugin) -> Plugin {
@@ -392,7 +571,7 @@ fn prompts(plugin: Plugin) -> Plugin {
 }
 
 fn plugin() -> Plugin {
-    prompts(resources(tools(Plugin::new())))
+    input_required(prompts(resources(tools(Plugin::new()))))
 }
 
 export_plugin!(plugin);

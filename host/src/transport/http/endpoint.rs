@@ -163,7 +163,7 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         _ => false,
     };
     if body_is_modern || header_version.is_some_and(is_modern) {
-        stateless(&app, &headers, message).await
+        stateless(&app, &headers, principal, message).await
     } else {
         stateful(&app, &headers, principal, message).await
     }
@@ -171,7 +171,12 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
 
 /// A request of the stateless revision: checked, served on a connection
 /// of its own, and cancelled if the client closes the stream.
-async fn stateless(app: &App, headers: &HeaderMap, message: Incoming) -> Response {
+async fn stateless(
+    app: &App,
+    headers: &HeaderMap,
+    principal: Option<String>,
+    message: Incoming,
+) -> Response {
     let (id, method, params) = match message {
         Incoming::Request { id, method, params } => (id, method, params),
         // Without sessions, a notification has nothing to act on.
@@ -199,7 +204,7 @@ async fn stateless(app: &App, headers: &HeaderMap, message: Incoming) -> Respons
         return rpc_error(StatusCode::BAD_REQUEST, error, &id);
     }
     let (reply, messages) = Outbox::new();
-    let conn = Connection::stateless(app.server.clone(), Outbox::new().0);
+    let conn = Connection::stateless(app.server.clone(), Outbox::new().0, principal);
     conn.handle(
         Incoming::Request {
             id: id.clone(),
