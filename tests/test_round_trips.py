@@ -50,13 +50,14 @@ def stdio(folder, env):
     return StdioServerParameters(command=str(BINARY), args=["serve", "--plugins", str(folder)], env=env)
 
 
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 @pytest.mark.parametrize("transport", ["stdio", "http", "http --json-response"])
-async def test_python_client_answers_the_plugins_questions(fixtures, host_env, http_host_factory, transport):
+async def test_python_client_answers_the_plugins_questions(fixtures, host_env, http_host_factory, transport, mode):
     if transport == "stdio":
         server = stdio(fixtures, host_env)
     else:
         server = http_host_factory(fixtures, args=transport.split()[1:]).url
-    async with Client(server, mode="legacy", read_timeout_seconds=120,
+    async with Client(server, mode=mode, read_timeout_seconds=120,
                       elicitation_callback=answer_elicitation, sampling_callback=answer_sampling) as c:
         elicited = await c.call_tool("test_elicitation", {"message": "Who are you?"})
         assert not elicited.is_error, elicited
@@ -170,3 +171,68 @@ def test_typescript_sdk_answers_the_plugins_questions(fixtures, host_env, http_h
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     assert "fail 0" in run.stdout, run.stdout[-2000:]
+
+
+async def test_stateless_questions_take_rounds_and_resume_the_same_call(fixtures, host_env, http_host_factory):
+    """Two questions asked one after the other: two input-required rounds,
+    one call (the plugin keeps its state between them)."""
+    asked = []
+
+    values = {"name": "Ada", "color": "green", "context": "a library"}
+
+    async def answer(context, params):
+        asked.append(params.message)
+        field = next(iter(params.requested_schema["properties"]))
+        return types.ElicitResult(action="accept", content={field: values[field]})
+
+    host = http_host_factory(fixtures)
+    async with Client(host.url, mode="2026-07-28", read_timeout_seconds=120, elicitation_callback=answer) as c:
+        result = await c.call_tool("test_input_required_result_multi_round", {})
+        assert result.content[0].text == "Ada likes green"
+        assert asked == ["Step 1: What is your name?", "Step 2: What is your favorite color?"]
+        prompt = await c.get_prompt("test_input_required_result_prompt", {})
+        assert prompt.messages[0].content.text == "Use this context: a library"
+
+
+def modern_call(host, id_, params):
+    import http.client
+    from conftest import modern_meta
+
+    params = dict(params, _meta=modern_meta(**{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}))
+    conn = http.client.HTTPConnection(host.authority, timeout=120)
+    conn.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}),
+                 headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                          "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": params["name"]})
+    reply = json.loads(conn.getresponse().read())
+    conn.close()
+    return reply
+
+
+def test_parked_calls_expire_and_their_state_is_refused(fixtures, host_env, http_host_factory, cache_dir, tmp_path):
+    config = tmp_path / "short.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\ninput_timeout_ms = 1500\n')
+    env = dict(host_env, WASM_MCP_CONFIG=str(config), RUST_LOG="info,wasm_mcp::server=debug")
+    host = http_host_factory(fixtures, env=env)
+    first = modern_call(host, 1, {"name": "test_input_required_result_elicitation", "arguments": {}})["result"]
+    assert first["resultType"] == "input_required" and "user_name" in first["inputRequests"]
+    state = first["requestState"]
+
+    # Bound to its request: other arguments or another tool are refused.
+    other = modern_call(host, 2, {"name": "test_input_required_result_request_state", "arguments": {},
+                                  "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+                                  "requestState": state})
+    assert other["error"]["code"] == -32602 and "requestState" in other["error"]["message"]
+
+    # An abandoned call is dropped (its instance freed) when its time is up;
+    # its state is refused from then on.
+    host.wait_for_log("abandoned input-required calls dropped", timeout=60)
+    time.sleep(0.5)
+    late = modern_call(host, 3, {"name": "test_input_required_result_elicitation", "arguments": {},
+                                 "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Bo"}}},
+                                 "requestState": state})
+    assert late["error"]["code"] == -32602 and "expired" in late["error"]["message"]
+
+    # Answers given up front need no round at all.
+    direct = modern_call(host, 4, {"name": "test_input_required_result_elicitation", "arguments": {},
+                                   "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Cy"}}}})
+    assert direct["result"]["content"][0]["text"] == "Hello, Cy!"

@@ -212,29 +212,53 @@ impl Asker {
         };
         let (id, answer) = conn.ask(&self.out, method, params);
         drop(conn);
-        let (why, reason) = tokio::select! {
-            answer = answer => return match answer {
-                Ok(Ok(result)) => Ok(result),
-                Ok(Err(error)) => Err(InputError::ClientError(
-                    error
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("the client answered with an error")
-                        .to_owned(),
-                )),
-                Err(_) => Err(InputError::Cancelled),
-            },
-            () = tokio::time::sleep(self.timeout) => (InputError::Timeout, "no answer in time"),
-            () = cancelled => (InputError::Cancelled, "the request was cancelled"),
+        // Withdrawn unless answered, even when this future is dropped.
+        let mut pending = Withdraw {
+            asker: self,
+            id,
+            reason: Some("the request was cancelled"),
         };
-        if let Some(conn) = self.conn.upgrade() {
-            conn.forget(&id);
+        tokio::select! {
+            answer = answer => {
+                pending.reason = None;
+                match answer {
+                    Ok(Ok(result)) => Ok(result),
+                    Ok(Err(error)) => Err(InputError::ClientError(
+                        error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("the client answered with an error")
+                            .to_owned(),
+                    )),
+                    Err(_) => Err(InputError::Cancelled),
+                }
+            }
+            () = tokio::time::sleep(self.timeout) => {
+                pending.reason = Some("no answer in time");
+                Err(InputError::Timeout)
+            }
+            () = cancelled => Err(InputError::Cancelled),
         }
-        self.out.notify(
+    }
+}
+
+/// Tells the client a question is withdrawn, unless it was answered.
+struct Withdraw<'a> {
+    asker: &'a Asker,
+    id: Value,
+    reason: Option<&'static str>,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        let Some(reason) = self.reason else { return };
+        if let Some(conn) = self.asker.conn.upgrade() {
+            conn.forget(&self.id);
+        }
+        self.asker.out.notify(
             "notifications/cancelled",
-            json!({ "requestId": id, "reason": reason }),
+            json!({ "requestId": self.id, "reason": reason }),
         );
-        Err(why)
     }
 }
 

@@ -212,10 +212,11 @@ fn random_id() -> String {
     B64.encode(bytes)
 }
 
+/// Milliseconds since the Unix epoch.
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Parking {
@@ -262,7 +263,7 @@ impl Parking {
     }
 
     fn seal(&self, id: &str, binding: &Binding) -> String {
-        let expires = unix_now() + self.ttl.as_secs().max(1);
+        let expires = unix_now() + self.ttl.as_millis() as u64;
         let payload = format!("{id}.{expires}.{}", binding.0);
         let tag = ring::hmac::sign(&self.key, payload.as_bytes());
         format!("{}.{}", B64.encode(payload), B64.encode(tag.as_ref()))
