@@ -236,3 +236,21 @@ def test_parked_calls_expire_and_their_state_is_refused(fixtures, host_env, http
     direct = modern_call(host, 4, {"name": "test_input_required_result_elicitation", "arguments": {},
                                    "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Cy"}}}})
     assert direct["result"]["content"][0]["text"] == "Hello, Cy!"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_python_plugin_asks_too(tmp_path, host_env, mode):
+    from conftest import FIXTURES
+
+    folder = tmp_path / "python"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "ask.wasm", folder / "ask.wasm")
+
+    async def answer(context, params):
+        assert params.message == "What is your name?"
+        return types.ElicitResult(action="accept", content={"name": "Guido"})
+
+    async with Client(stdio(folder, host_env), mode=mode, read_timeout_seconds=300,
+                      elicitation_callback=answer) as c:
+        result = await c.call_tool("ask_name", {})
+        assert result.content[0].text == "Hello from Python, Guido!"
