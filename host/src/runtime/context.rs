@@ -59,7 +59,10 @@ impl CallContext for Quiet {
     }
     fn list_changed(&self, _: ListKind) {}
     fn resource_updated(&self, _: String) {}
-    fn ask(&self, questions: Vec<(String, Question)>) -> BoxFuture<Vec<Result<Answer, InputError>>> {
+    fn ask(
+        &self,
+        questions: Vec<(String, Question)>,
+    ) -> BoxFuture<Vec<Result<Answer, InputError>>> {
         let refused = questions
             .iter()
             .map(|_| {

@@ -189,7 +189,10 @@ impl host::Host for CallState {
         &mut self,
         request: host::ElicitationRequest,
     ) -> Result<host::ElicitationResponse, host::InputError> {
-        match self.ask_one("elicitation", host::Question::Elicit(request)).await? {
+        match self
+            .ask_one("elicitation", host::Question::Elicit(request))
+            .await?
+        {
             host::Answer::Elicit(answer) => Ok(answer),
             _ => unreachable!("an elicitation is answered by an elicitation"),
         }
@@ -199,7 +202,10 @@ impl host::Host for CallState {
         &mut self,
         request: host::SamplingRequest,
     ) -> Result<host::SamplingResponse, host::InputError> {
-        match self.ask_one("sampling", host::Question::Sample(request)).await? {
+        match self
+            .ask_one("sampling", host::Question::Sample(request))
+            .await?
+        {
             host::Answer::Sample(answer) => Ok(answer),
             _ => unreachable!("a sampling request is answered by a sampling result"),
         }

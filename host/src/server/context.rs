@@ -140,7 +140,10 @@ impl CallContext for RequestScope {
         let _ = self.events.send(ServerEvent::ResourceUpdated(uri));
     }
 
-    fn ask(&self, questions: Vec<(String, Question)>) -> BoxFuture<Vec<Result<Answer, InputError>>> {
+    fn ask(
+        &self,
+        questions: Vec<(String, Question)>,
+    ) -> BoxFuture<Vec<Result<Answer, InputError>>> {
         let mut answers: Vec<Option<Result<Answer, InputError>>> = Vec::new();
         let mut wanted = Vec::new();
         for (index, (key, question)) in questions.into_iter().enumerate() {
@@ -195,7 +198,9 @@ impl CallContext for RequestScope {
                                     std::future::pending::<()>().await;
                                 }
                             });
-                            let answer = asker.ask(w.method, w.params.clone(), until_cancelled).await?;
+                            let answer = asker
+                                .ask(w.method, w.params.clone(), until_cancelled)
+                                .await?;
                             w.parse(&answer).map_err(InputError::ClientError)
                         }
                     });

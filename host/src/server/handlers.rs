@@ -1,8 +1,8 @@
 //! The MCP methods.
 
 use super::context::{Questions, RequestScope};
-use super::mrtr::{Binding, Execution, Link, Rounds};
 use super::convert;
+use super::mrtr::{Binding, Execution, Link, Rounds};
 use super::session::{all_versions, Era};
 use super::{invalid, Asker, Connection, Outbox, Server, ServerEvent};
 use crate::protocol::{meta, negotiate_legacy, ErrorCode, RequestId, RpcError};
@@ -316,7 +316,11 @@ where
     let responses = match request.params.get("inputResponses") {
         None => Map::new(),
         Some(Value::Object(responses)) => responses.clone(),
-        Some(_) => return Err(invalid("Invalid params: \"inputResponses\" must be an object")),
+        Some(_) => {
+            return Err(invalid(
+                "Invalid params: \"inputResponses\" must be an object",
+            ))
+        }
     };
     let binding = Binding::new(conn.principal.as_deref(), method, target, arguments);
     let parking = &conn.server.parking;
@@ -438,26 +442,33 @@ async fn call_tool(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let tool = entry.tool.name.clone();
     let text = arguments.to_string();
     let modern = request.era.is_modern();
-    asking(request, &entry.plugin, "tools/call", name, &arguments, move |context| async move {
-        let outcome = plugin.call_tool(context.clone(), &tool, &text).await;
-        if modern {
-            if let Some(capability) = context.missing_capability() {
-                return Err(missing_capability(capability));
+    asking(
+        request,
+        &entry.plugin,
+        "tools/call",
+        name,
+        &arguments,
+        move |context| async move {
+            let outcome = plugin.call_tool(context.clone(), &tool, &text).await;
+            if modern {
+                if let Some(capability) = context.missing_capability() {
+                    return Err(missing_capability(capability));
+                }
             }
-        }
-        match outcome {
-            Ok(Ok(result)) => {
-                let result = convert::call_result(&result).map_err(RpcError::internal)?;
-                Ok(Some(
-                    within_result_limit(&plugin, result)
-                        .unwrap_or_else(|m| convert::tool_error(&m)),
-                ))
+            match outcome {
+                Ok(Ok(result)) => {
+                    let result = convert::call_result(&result).map_err(RpcError::internal)?;
+                    Ok(Some(
+                        within_result_limit(&plugin, result)
+                            .unwrap_or_else(|m| convert::tool_error(&m)),
+                    ))
+                }
+                Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
+                Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+                Err(error) => Ok(call_failed(&plugin, error).map(|m| convert::tool_error(&m))),
             }
-            Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
-            Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
-            Err(error) => Ok(call_failed(&plugin, error).map(|m| convert::tool_error(&m))),
-        }
-    })
+        },
+    )
     .await
 }
 
@@ -545,15 +556,22 @@ async fn get_prompt(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let plugin = entry.plugin.clone();
     let prompt = entry.prompt.name.clone();
     let given = params.get("arguments").cloned().unwrap_or(Value::Null);
-    asking(request, &entry.plugin, "prompts/get", name, &given, move |context| async move {
-        match plugin.get_prompt(context, &prompt, &arguments).await {
-            Ok(Ok(result)) => within_result_limit(&plugin, convert::prompt_result(&result))
-                .map(Some)
-                .map_err(RpcError::internal),
-            Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
-            Err(error) => failed_request(&plugin, error),
-        }
-    })
+    asking(
+        request,
+        &entry.plugin,
+        "prompts/get",
+        name,
+        &given,
+        move |context| async move {
+            match plugin.get_prompt(context, &prompt, &arguments).await {
+                Ok(Ok(result)) => within_result_limit(&plugin, convert::prompt_result(&result))
+                    .map(Some)
+                    .map_err(RpcError::internal),
+                Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+                Err(error) => failed_request(&plugin, error),
+            }
+        },
+    )
     .await
 }
 

@@ -59,7 +59,12 @@ impl Wanted {
 pub fn describe(
     key: &str,
     question: &Question,
-) -> (&'static [&'static str], Kind, &'static str, Result<Value, String>) {
+) -> (
+    &'static [&'static str],
+    Kind,
+    &'static str,
+    Result<Value, String>,
+) {
     match question {
         Question::Elicit(r) => (
             elicitation_capability(r),

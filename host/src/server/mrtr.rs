@@ -234,7 +234,9 @@ impl Parking {
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
-                let Some(parking) = weak.upgrade() else { return };
+                let Some(parking) = weak.upgrade() else {
+                    return;
+                };
                 parking.expire();
             }
         });
@@ -258,7 +260,10 @@ impl Parking {
             ids.iter().filter_map(|id| table.remove(id)).collect()
         };
         if !expired.is_empty() {
-            tracing::debug!(expired = expired.len(), "abandoned input-required calls dropped");
+            tracing::debug!(
+                expired = expired.len(),
+                "abandoned input-required calls dropped"
+            );
         }
     }
 
@@ -393,7 +398,9 @@ mod tests {
         let mut tampered = state.clone();
         tampered.push('x');
         assert!(parking.unseal(&tampered, &binding).is_err());
-        assert!(parking.unseal(&format!("{state}-TAMPERED"), &binding).is_err());
+        assert!(parking
+            .unseal(&format!("{state}-TAMPERED"), &binding)
+            .is_err());
         let other = Binding::new(Some("bob"), "tools/call", "t", &json!({ "a": 1 }));
         assert!(parking.unseal(&state, &other).is_err());
         let changed = Binding::new(Some("ada"), "tools/call", "t", &json!({ "a": 2 }));

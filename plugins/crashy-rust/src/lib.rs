@@ -38,7 +38,7 @@ fn plugin() -> Plugin {
             let mut n: u64 = 0;
             loop {
                 n = n.wrapping_add(1);
-                if s.poll_cancel && n % 1_000_000 == 0 && host::is_cancelled() {
+                if s.poll_cancel && n.is_multiple_of(1_000_000) && host::is_cancelled() {
                     return format!("stopped after {n} iterations");
                 }
                 std::hint::black_box(n);
