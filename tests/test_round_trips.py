@@ -254,3 +254,19 @@ async def test_a_python_plugin_asks_too(tmp_path, host_env, mode):
                       elicitation_callback=answer) as c:
         result = await c.call_tool("ask_name", {})
         assert result.content[0].text == "Hello from Python, Guido!"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_url_elicitation(fixtures, host_env, mode):
+    seen = []
+
+    async def answer(context, params):
+        seen.append((params.mode, params.url, params.elicitation_id))
+        return types.ElicitResult(action="accept")
+
+    async with Client(stdio(fixtures, host_env), mode=mode, read_timeout_seconds=120,
+                      elicitation_callback=answer) as c:
+        result = await c.call_tool("test_url_elicitation", {})
+        assert result.content[0].text == "action=accept, content={}"
+    [(kind, url, elicitation_id)] = seen
+    assert kind == "url" and url == "https://example.com/sign-in" and elicitation_id

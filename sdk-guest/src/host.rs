@@ -61,6 +61,15 @@ pub fn elicit_form(
     raw::elicit(&form_request(message, schema))
 }
 
+/// Sends the user to `url` for an interaction outside the client (sign-in,
+/// payment, …), and waits until they are done or decline.
+pub fn elicit_url(message: &str, url: &str) -> Result<ElicitationResponse, InputError> {
+    raw::elicit(&ElicitationRequest {
+        message: message.to_owned(),
+        mode: ElicitationMode::Url(url.to_owned()),
+    })
+}
+
 fn form_request(message: &str, schema: &serde_json::Value) -> ElicitationRequest {
     ElicitationRequest {
         message: message.to_owned(),

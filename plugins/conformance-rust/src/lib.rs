@@ -445,6 +445,16 @@ fn tools(plugin: Plugin) -> Plugin {
             |(): ()| elicitation_enums(),
         )
         .tool(
+            "test_url_elicitation",
+            "Sends the user to a URL and reports what they did",
+            |(): ()| {
+                describe(host::elicit_url(
+                    "Please sign in",
+                    "https://example.com/sign-in",
+                ))
+            },
+        )
+        .tool(
             "test_missing_capability",
             "Needs the client's sampling capability",
             |(): ()| {
