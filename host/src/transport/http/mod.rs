@@ -100,11 +100,6 @@ impl App {
     fn legacy_table(&self) -> std::sync::MutexGuard<'_, HashMap<String, LegacyConnection>> {
         self.legacy.lock().unwrap_or_else(|p| p.into_inner())
     }
-
-    /// How many sessions are open (handshake revisions).
-    pub fn session_count(&self) -> usize {
-        self.sessions.len()
-    }
 }
 
 /// The RFC 9728 protected-resource metadata.
