@@ -126,6 +126,13 @@ def test_inspector_cli_over_http(http_host_factory, folder, host_env):
     assert read["contents"][0]["text"] == "milk, eggs, bread"
     prompt = inspector(host_env, host.url, "--method", "prompts/get", "--prompt-name", "summarize", "--prompt-args", "id=ideas")
     assert "a wasm host for MCP tools" in prompt["messages"][0]["content"]["text"]
+    # The CLI makes one request per run and cannot wait for a notification;
+    # after a hot reload its next listing shows the new tools.
+    replace(folder / "hello.wasm", PLUGINS / "wordcount.wasm")
+    host.wait_for_log('plugin reloaded')
+    tools = inspector(host_env, host.url, "--method", "tools/list")
+    names = [t["name"] for t in tools["tools"]]
+    assert "word_count" in names and "greet" not in names
 
 
 def test_typescript_sdks_over_http(http_host_factory, folder, host_env):
