@@ -68,7 +68,10 @@ impl Runtime {
             .max_core_instance_size(1 << 20)
             .max_memory_size(config.max_memory_bytes)
             .linear_memory_keep_resident(64 << 10)
-            .max_unused_warm_slots(64);
+            .max_unused_warm_slots(64)
+            // One madvise per 32 freed instances instead of one each: with
+            // HTTP load, decommits were ~10% of the host's time.
+            .decommit_batch_size(32);
 
         let optimized = Tier::new(
             Strategy::Cranelift,
