@@ -391,3 +391,16 @@ def test_sse_answers_when_notifications_come_first(http_host_factory, hello_fold
     assert messages[-1]["id"] == 2
     ids = [e["id"] for e in reply.events]
     assert len(set(ids)) == len(ids)
+
+
+def test_closing_a_stateless_request_cancels_it(http_host_factory, hello_folder, host_env):
+    host = http_host_factory(hello_folder, env=dict(host_env, RUST_LOG="info,wasm_mcp::server=debug"))
+    conn = http.client.HTTPConnection(host.authority, timeout=120)
+    params = {"name": "countdown", "arguments": {"steps": 100, "delay_ms": 100}, "_meta": modern_meta()}
+    conn.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}),
+                 headers=dict(BASE_HEADERS, **{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                                               "Mcp-Name": "countdown"}))
+    host.wait_for_log("step 2 of 100")  # the call runs (a 10 s countdown)
+    conn.close()  # and the client goes away
+    log = host.wait_for_log("request cancelled", timeout=60)
+    assert "step 100 of 100" not in log

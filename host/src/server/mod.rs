@@ -352,10 +352,10 @@ impl Connection {
                     let response = this.respond(&id, &era, &method, outcome);
                     this.untrack(&id);
                     // A cancelled request gets no response.
-                    if let Some(response) = response {
-                        if !*cancel.borrow() {
-                            reply.send(response);
-                        }
+                    if *cancel.borrow() {
+                        tracing::debug!(%id, method, "request cancelled");
+                    } else if let Some(response) = response {
+                        reply.send(response);
                     }
                 });
             }

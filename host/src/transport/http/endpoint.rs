@@ -264,6 +264,12 @@ async fn answer(
     json_only: bool,
     modern: bool,
 ) -> Response {
+    // A stateless request is cancelled if its client goes away, whether
+    // while this waits for the first message or while its stream is read.
+    let mut cancel_on_drop = match &streaming {
+        Streaming::Stateless(conn) => Some(CancelOnDrop(conn.clone())),
+        Streaming::Session { .. } => None,
+    };
     let Some(first) = messages.recv().await else {
         // Cancelled before it answered: nothing more will come.
         return StatusCode::ACCEPTED.into_response();
@@ -291,8 +297,8 @@ async fn answer(
         return (status, Json(message)).into_response();
     }
     match streaming {
-        Streaming::Stateless(conn) => {
-            let guard = CancelOnDrop(conn);
+        Streaming::Stateless(_) => {
+            let guard = cancel_on_drop.take();
             let events = futures_util::stream::once(async move { first })
                 .chain(receiver_stream(messages))
                 .map(move |message| {
