@@ -17,6 +17,12 @@ FIXTURES = ROOT / "dist" / "fixtures"
 MODERN = "2026-07-28"
 
 
+@pytest.fixture
+def anyio_backend():
+    """The async tests (the Python `mcp` client) run on asyncio."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory):
     """One compiled-component cache for the whole run, so each plugin compiles once."""
@@ -40,32 +46,15 @@ def all_plugins(tmp_path_factory):
     return folder
 
 
-class RawHost:
-    """The host over stdio, spoken to one JSON line at a time."""
+class HostLog:
+    """The host's stderr, read on a thread (select() on a buffered pipe would
+    miss lines already read into the buffer)."""
 
-    def __init__(self, plugins: Path | None, env: dict, args: list[str] | None = None):
-        self.proc = subprocess.Popen(
-            [str(BINARY)] + (args if args is not None else ["serve", "--plugins", str(plugins)]),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        self.pending: list[dict] = []
-        self.next_id = 1000
-        # Threads read stdout and stderr: select() on a buffered pipe would
-        # miss lines already read into the buffer.
-        self.lines: queue.Queue = queue.Queue()
+    def _start_log(self) -> None:
         self.log_lines: list[str] = []
         self.log_changed = threading.Condition()
-        threading.Thread(target=self._read_lines, daemon=True).start()
         self.log_reader = threading.Thread(target=self._read_log, daemon=True)
         self.log_reader.start()
-
-    def _read_lines(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(b"")
 
     def _read_log(self) -> None:
         for line in self.proc.stderr:
@@ -83,6 +72,31 @@ class RawHost:
             found = self.log_changed.wait_for(lambda: text in "".join(self.log_lines), timeout)
         assert found, f"{text!r} never appeared in the log:\n{self.log()[-3000:]}"
         return self.log()
+
+
+class RawHost(HostLog):
+    """The host over stdio, spoken to one JSON line at a time."""
+
+    def __init__(self, plugins: Path | None, env: dict, args: list[str] | None = None):
+        self.proc = subprocess.Popen(
+            [str(BINARY)] + (args if args is not None else ["serve", "--plugins", str(plugins)]),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.pending: list[dict] = []
+        self.next_id = 1000
+        # A thread reads stdout too, for the same reason as stderr.
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read_lines, daemon=True).start()
+        self._start_log()
+
+    def _read_lines(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(b"")
+
 
     def send_line(self, text: str) -> None:
         self.proc.stdin.write(text.encode() + b"\n")
@@ -162,7 +176,7 @@ def raw_host(all_plugins, host_env):
 CONFORMANCE = ROOT / "dist" / "conformance"
 
 
-class HttpHost:
+class HttpHost(HostLog):
     """The host serving Streamable HTTP on a free loopback port."""
 
     def __init__(self, plugins: Path, env: dict, args: list[str] | None = None):
@@ -173,10 +187,7 @@ class HttpHost:
             stderr=subprocess.PIPE,
             env=env,
         )
-        self.log_lines: list[str] = []
-        self.log_changed = threading.Condition()
-        self.log_reader = threading.Thread(target=self._read_log, daemon=True)
-        self.log_reader.start()
+        self._start_log()
         line = self.proc.stdout.readline().decode().strip()
         assert line.startswith("http://"), f"no URL on stdout: {line!r}\n{self.log()[-3000:]}"
         #: The MCP endpoint, e.g. http://127.0.0.1:41234/mcp.
@@ -184,21 +195,6 @@ class HttpHost:
         #: host:port
         self.authority = line.split("/")[2]
 
-    def _read_log(self) -> None:
-        for line in self.proc.stderr:
-            with self.log_changed:
-                self.log_lines.append(line.decode(errors="replace"))
-                self.log_changed.notify_all()
-
-    def log(self) -> str:
-        with self.log_changed:
-            return "".join(self.log_lines)
-
-    def wait_for_log(self, text: str, timeout: float = 120.0) -> str:
-        with self.log_changed:
-            found = self.log_changed.wait_for(lambda: text in "".join(self.log_lines), timeout)
-        assert found, f"{text!r} never appeared in the log:\n{self.log()[-3000:]}"
-        return self.log()
 
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():

@@ -22,11 +22,6 @@ MODES = ["legacy", "2026-07-28"]
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def folder(tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()

@@ -15,11 +15,6 @@ pytestmark = pytest.mark.anyio
 MODES = ["legacy", "2026-07-28"]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def client(plugins, env, mode, **kwargs) -> Client:
     params = StdioServerParameters(command=str(BINARY), args=["serve", "--plugins", str(plugins)], env=env)
     return Client(params, mode=mode, read_timeout_seconds=120, **kwargs)

@@ -20,11 +20,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def fixtures(tmp_path):
     folder = tmp_path / "plugins"
     folder.mkdir()

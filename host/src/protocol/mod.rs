@@ -10,6 +10,14 @@ pub use version::{
     MODERN_VERSIONS,
 };
 
+/// An unguessable id for the wire (session ids, elicitation ids, parked
+/// calls): 128 bits from the operating system's secure random source, as hex.
+pub fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS random source is available");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// `_meta` keys of the 2026-07-28 revision.
 pub mod meta {
     /// The protocol version of a request.

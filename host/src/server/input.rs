@@ -70,7 +70,7 @@ pub fn describe(
             elicitation_capability(r),
             Kind::Elicit,
             "elicitation/create",
-            elicitation_params(r, &format!("{key}-{}", unique())),
+            elicitation_params(r, &format!("{key}-{}", crate::protocol::random_id())),
         ),
         Question::Sample(r) => (
             &["sampling"],
@@ -80,13 +80,6 @@ pub fn describe(
         ),
         Question::Roots => (&["roots"], Kind::Roots, "roots/list", Ok(json!({}))),
     }
-}
-
-/// 64 random bits as hex, to make URL elicitation ids unique.
-fn unique() -> String {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).expect("the OS random source is available");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The client capability a question needs, as a path into the client's

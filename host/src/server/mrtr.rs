@@ -11,7 +11,7 @@
 
 use super::input::Wanted;
 use super::Outbox;
-use crate::protocol::RpcError;
+use crate::protocol::{random_id, RpcError};
 use crate::runtime::host_types::{Answer, InputError};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
@@ -204,12 +204,6 @@ pub struct Parking {
 
 fn invalid_state(why: &str) -> RpcError {
     RpcError::invalid_params(format!("Invalid params: invalid requestState ({why})"))
-}
-
-fn random_id() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the OS random source is available");
-    B64.encode(bytes)
 }
 
 /// Milliseconds since the Unix epoch.

@@ -238,6 +238,14 @@ fn one(question: (&str, Question)) -> Result<Answer, InputError> {
     host::ask(vec![question]).remove(0)
 }
 
+/// Asks the user to confirm, under the key `confirm`.
+fn confirm() -> Result<Value, String> {
+    form_value(
+        &one(("confirm", field("Please confirm", "ok", "boolean"))),
+        "ok",
+    )
+}
+
 /// The input-required (2026-07-28) fixtures: each question has the key the
 /// suite expects.
 fn input_required(plugin: Plugin) -> Plugin {
@@ -277,24 +285,12 @@ fn input_required(plugin: Plugin) -> Plugin {
         .tool(
             "test_input_required_result_request_state",
             "Asks for a confirmation, carrying request state",
-            |(): ()| -> Result<String, String> {
-                let ok = form_value(
-                    &one(("confirm", field("Please confirm", "ok", "boolean"))),
-                    "ok",
-                )?;
-                Ok(format!("state-ok: confirmed={ok}"))
-            },
+            |(): ()| confirm().map(|ok| format!("state-ok: confirmed={ok}")),
         )
         .tool(
             "test_input_required_result_tampered_state",
             "Asks for a confirmation, carrying request state",
-            |(): ()| -> Result<String, String> {
-                let ok = form_value(
-                    &one(("confirm", field("Please confirm", "ok", "boolean"))),
-                    "ok",
-                )?;
-                Ok(format!("confirmed={ok}"))
-            },
+            |(): ()| confirm().map(|ok| format!("confirmed={ok}")),
         )
         .tool(
             "test_input_required_result_multiple_inputs",

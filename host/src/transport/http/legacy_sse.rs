@@ -3,9 +3,8 @@
 //! to; every answer comes back on the stream.
 
 use super::endpoint::rpc_error;
-use super::sessions::new_session_id;
 use super::App;
-use crate::protocol::{ErrorCode, RpcError};
+use crate::protocol::{random_id, ErrorCode, RpcError};
 use crate::server::{Connection, Outbox};
 use axum::body::Bytes;
 use axum::extract::{Query, State};
@@ -47,7 +46,7 @@ pub(super) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
         Err(refused) => return *refused,
     };
     let (out, mut messages) = Outbox::new();
-    let id = new_session_id();
+    let id = random_id();
     let conn = Connection::new(app.server.clone(), out);
     app.legacy_table()
         .insert(id.clone(), LegacyConnection { conn, principal });

@@ -3,6 +3,7 @@
 //! by idling.
 
 use super::event_log::EventLog;
+use crate::protocol::random_id;
 use crate::server::{Connection, Outbox, Server};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -116,7 +117,7 @@ impl SessionTable {
     pub fn open(&self, server: &Arc<Server>, principal: Option<String>) -> Arc<HttpSession> {
         let (out, messages) = Outbox::new();
         let session = Arc::new(HttpSession {
-            id: new_session_id(),
+            id: random_id(),
             principal,
             conn: Connection::new(server.clone(), out),
             standalone: EventLog::pumped(0, None, messages),
@@ -206,21 +207,14 @@ fn end(session: &HttpSession) {
     session.standalone.close();
 }
 
-/// 128 bits from the operating system's secure random source, as hex.
-pub(super) fn new_session_id() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the OS random source is available");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn session_ids_are_128_random_bits() {
-        let a = new_session_id();
-        let b = new_session_id();
+        let a = random_id();
+        let b = random_id();
         assert_eq!(a.len(), 32);
         assert_ne!(a, b);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
