@@ -121,6 +121,14 @@ impl Server {
         &self.registry
     }
 
+    /// The input schema of the tool clients call `name`, if there is one.
+    pub fn tool_input_schema(&self, name: &str) -> Option<Arc<Value>> {
+        self.registry
+            .catalogue()
+            .tool(name)
+            .map(|t| t.input_schema.clone())
+    }
+
     /// Publishes a server-wide event to every connection.
     pub fn publish(&self, event: ServerEvent) {
         let _ = self.events.send(event);

@@ -189,13 +189,10 @@ async fn stateless(
         }
     };
     let schema = match method.as_str() {
-        "tools/call" => params.get("name").and_then(Value::as_str).and_then(|name| {
-            app.server
-                .registry()
-                .catalogue()
-                .tool(name)
-                .map(|t| t.input_schema.clone())
-        }),
+        "tools/call" => params
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| app.server.tool_input_schema(name)),
         _ => None,
     };
     if let Err(error) = headers::validate(headers, &method, &params, schema.as_deref())
