@@ -43,6 +43,13 @@ pub fn is_cancelled() -> bool {
     raw::is_cancelled()
 }
 
+/// Lets the rest of the current tool call run as an MCP task when the tool
+/// and the request allow it: the client gets a task handle now and the
+/// result later. Returns whether the call runs as a task.
+pub fn continue_as_task() -> bool {
+    raw::continue_as_task()
+}
+
 /// Tells the host that this plugin's list of `kind` changed.
 pub fn list_changed(kind: ListKind) {
     raw::list_changed(kind);

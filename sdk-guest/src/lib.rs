@@ -55,7 +55,7 @@ pub mod prelude {
     pub use crate::{
         assistant, audio, embedded, export_plugin, host, image, text, user, CallResult, Content,
         Plugin,
-        PromptMessage, Resource, ResourceContents, Structured, Template, Tool, UriVars,
+        PromptMessage, Resource, ResourceContents, Structured, TaskSupport, Template, Tool, UriVars,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};

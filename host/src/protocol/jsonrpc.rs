@@ -43,6 +43,23 @@ impl ErrorCode {
             ErrorCode::UnsupportedProtocolVersion => -32022,
         }
     }
+
+    /// The code with this number, if it is one of these.
+    pub fn from_code(code: i64) -> Option<ErrorCode> {
+        [
+            ErrorCode::ParseError,
+            ErrorCode::InvalidRequest,
+            ErrorCode::MethodNotFound,
+            ErrorCode::InvalidParams,
+            ErrorCode::InternalError,
+            ErrorCode::ResourceNotFound,
+            ErrorCode::HeaderMismatch,
+            ErrorCode::MissingRequiredClientCapability,
+            ErrorCode::UnsupportedProtocolVersion,
+        ]
+        .into_iter()
+        .find(|c| c.code() == code)
+    }
 }
 
 /// A JSON-RPC error object.
@@ -97,6 +114,25 @@ impl RpcError {
             error["data"] = data.clone();
         }
         error
+    }
+
+    /// The error a JSON `error` object describes (an unknown code reads as
+    /// an internal error).
+    pub fn from_json(error: &Value) -> Self {
+        let code = error
+            .get("code")
+            .and_then(Value::as_i64)
+            .and_then(ErrorCode::from_code)
+            .unwrap_or(ErrorCode::InternalError);
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("the request failed");
+        RpcError {
+            code,
+            message: message.to_owned(),
+            data: error.get("data").cloned(),
+        }
     }
 
     /// A whole error response for request `id` (`null` when unknown).

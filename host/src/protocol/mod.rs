@@ -32,4 +32,8 @@ pub mod meta {
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
     /// The subscription a notification belongs to.
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    /// The task a message belongs to (2025-11-25 tasks).
+    pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+    /// The tasks extension of 2026-07-28 (`capabilities.extensions`).
+    pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 }

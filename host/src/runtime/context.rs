@@ -30,6 +30,11 @@ pub trait CallContext: Send + Sync + 'static {
     /// roots), each under its own key; the answers come in the same order.
     fn ask(&self, questions: Vec<(String, Question)>)
         -> BoxFuture<Vec<Result<Answer, InputError>>>;
+    /// The plugin asks to go on as an MCP task; whether it will (or already
+    /// does).
+    fn continue_as_task(&self) -> bool {
+        false
+    }
     /// The client's roots as local folders, when the client declared any:
     /// the call then sees only the granted folders inside them. `None`
     /// shows every granted folder.

@@ -175,6 +175,10 @@ impl host::Host for CallState {
         Ok(self.context.is_cancelled())
     }
 
+    fn continue_as_task(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.context.continue_as_task())
+    }
+
     fn list_changed(&mut self, kind: host::ListKind) -> wasmtime::Result<()> {
         self.context.list_changed(kind);
         Ok(())

@@ -24,6 +24,16 @@ pub enum Questions {
     Refused(&'static str),
 }
 
+/// Whether a call may go on as a task.
+pub enum TaskRole {
+    /// It may not (the tool or the request does not allow it).
+    Never,
+    /// It may: the plugin asking for it sets this.
+    Possible(watch::Sender<bool>),
+    /// It already is one.
+    Task,
+}
+
 /// One request's view of its connection.
 pub struct RequestScope {
     /// The plugin being called.
@@ -48,6 +58,8 @@ pub struct RequestScope {
     pub missing_capability: Mutex<Option<&'static str>>,
     /// How questions reach the client.
     pub questions: Questions,
+    /// Whether the call may go on as a task.
+    pub task_role: TaskRole,
 }
 
 impl RequestScope {
@@ -75,12 +87,14 @@ impl RequestScope {
             .unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether the call runs as a task (then a crash fails the task rather
+    /// than answering with a tool error).
+    pub fn runs_as_task(&self) -> bool {
+        self.link.runs_as_task()
+    }
+
     fn notify(&self, method: &str, params: Value) {
-        self.link
-            .out
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .notify(method, params);
+        self.link.notify(method, params);
     }
 }
 
@@ -138,6 +152,17 @@ impl CallContext for RequestScope {
 
     fn resource_updated(&self, uri: String) {
         let _ = self.events.send(ServerEvent::ResourceUpdated(uri));
+    }
+
+    fn continue_as_task(&self) -> bool {
+        match &self.task_role {
+            TaskRole::Never => false,
+            TaskRole::Task => true,
+            TaskRole::Possible(wanted) => {
+                wanted.send_replace(true);
+                true
+            }
+        }
     }
 
     fn ask(

@@ -1,17 +1,18 @@
 //! The MCP methods.
 
-use super::context::{Questions, RequestScope};
+use super::context::{Questions, RequestScope, TaskRole};
 use super::convert;
-use super::mrtr::{Binding, Execution, Link, Rounds};
+use super::mrtr::{Binding, Driven, Escalation, Execution, Link, Rounds};
 use super::session::{all_versions, Era};
+use super::tasks::{methods as task_methods, NewTask, Wire};
 use super::{invalid, Asker, Connection, Outbox, Server, ServerEvent};
 use crate::protocol::{meta, negotiate_legacy, ErrorCode, RequestId, RpcError};
 use crate::registry::{pagination, Catalogue, Registry};
 use crate::runtime::host_types::ListKind;
-use crate::runtime::{completions, types, CallError, LoadedPlugin};
+use crate::runtime::{completions, tools::TaskSupport, types, CallError, LoadedPlugin};
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Weak};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 
 type Outcome = Result<Option<Value>, RpcError>;
 
@@ -130,6 +131,9 @@ pub(super) async fn handle(request: Request<'_>, method: &str) -> Outcome {
         "prompts/get" => get_prompt(&request, &catalogue).await,
         "completion/complete" => complete(&request, &catalogue).await,
         "subscriptions/listen" => listen(&request).await,
+        "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" | "tasks/update" => {
+            task_methods::handle(&request, method).await
+        }
         _ => Err(RpcError::method_not_found(method)),
     }
 }
@@ -193,6 +197,18 @@ fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
     if catalogue.has_completions() && completable {
         caps.insert("completions".into(), json!({}));
     }
+    match era {
+        Era::Legacy { version } if task_methods::legacy_tasks(*version) => {
+            caps.insert(
+                "tasks".into(),
+                json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
+            );
+        }
+        Era::Modern { .. } => {
+            caps.insert("extensions".into(), json!({ meta::TASKS_EXTENSION: {} }));
+        }
+        Era::Legacy { .. } => {}
+    }
     Value::Object(caps)
 }
 
@@ -232,6 +248,7 @@ fn scope(
     link: Arc<Link>,
     cancelled: watch::Receiver<bool>,
     questions: Questions,
+    task_role: TaskRole,
 ) -> Arc<RequestScope> {
     let Request {
         conn, params, era, ..
@@ -272,6 +289,7 @@ fn scope(
         client_capabilities,
         missing_capability: Default::default(),
         questions,
+        task_role,
     })
 }
 
@@ -279,36 +297,105 @@ fn scope(
 /// allows: requests on the request's own stream. On 2026-07-28 it cannot
 /// ask (see [`asking`] for the requests that can).
 fn plain_scope(request: &Request<'_>, plugin: &LoadedPlugin) -> Arc<RequestScope> {
+    let (link, _) = Link::new(request.reply.clone());
     let questions = if request.era.is_modern() {
         Questions::Refused("this request cannot ask the client for input")
     } else {
         Questions::Requests(Asker {
             conn: Arc::downgrade(request.conn),
-            out: request.reply.clone(),
+            link: link.clone(),
             timeout: request.conn.server.options.input_timeout,
+            on_wait: None,
         })
     };
-    let (link, _) = Link::new(request.reply.clone());
-    scope(request, plugin, link, request.cancel.clone(), questions)
+    scope(
+        request,
+        plugin,
+        link,
+        request.cancel.clone(),
+        questions,
+        TaskRole::Never,
+    )
+}
+
+/// Whether and how a call may run as a task.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum TaskMode {
+    /// It runs as an ordinary request.
+    Never,
+    /// The client asked for a 2025-11-25 task.
+    Requested,
+    /// The request allows a 2026-07-28 task; `required` when the tool only
+    /// runs as one.
+    Allowed { required: bool },
+}
+
+/// How a call of `tool` (with `support`) may run as a task, on the wire of
+/// `request`; an error when the tool and the request disagree.
+fn task_mode(
+    request: &Request<'_>,
+    tool: &str,
+    support: TaskSupport,
+) -> Result<TaskMode, RpcError> {
+    let tasks = &request.conn.server.tasks;
+    let full = || RpcError::internal("too many tasks are running; try again later");
+    match request.era {
+        Era::Legacy { version } if task_methods::legacy_tasks(*version) => {
+            let asked = matches!(request.params.get("task"), Some(Value::Object(_)));
+            match (support, asked) {
+                (TaskSupport::Forbidden, true) => Err(RpcError::new(
+                    ErrorCode::MethodNotFound,
+                    format!("Tool {tool} does not run as a task (its taskSupport is forbidden)"),
+                )),
+                (TaskSupport::Required, false) => Err(RpcError::new(
+                    ErrorCode::MethodNotFound,
+                    format!("Tool {tool} only runs as a task: call it with the \"task\" param"),
+                )),
+                (_, true) if !tasks.has_room() => Err(full()),
+                (_, true) => Ok(TaskMode::Requested),
+                _ => Ok(TaskMode::Never),
+            }
+        }
+        Era::Modern { .. } => {
+            let declared = task_methods::declares_tasks(request.params);
+            match (support, declared) {
+                (TaskSupport::Forbidden, _) => Ok(TaskMode::Never),
+                (TaskSupport::Required, false) => {
+                    Err(task_methods::missing_extension(&format!("Tool {tool}")))
+                }
+                (_, false) => Ok(TaskMode::Never),
+                (TaskSupport::Required, true) if !tasks.has_room() => Err(full()),
+                (TaskSupport::Required, true) => Ok(TaskMode::Allowed { required: true }),
+                (TaskSupport::Optional, true) if !tasks.has_room() => Ok(TaskMode::Never),
+                (TaskSupport::Optional, true) => Ok(TaskMode::Allowed { required: false }),
+            }
+        }
+        Era::Legacy { .. } => Ok(TaskMode::Never),
+    }
 }
 
 /// Runs a plugin call (`run`, given its context) that may ask the client
 /// questions. On the handshake revisions they are requests to the client.
 /// On 2026-07-28 the call runs on a task of its own and is parked when it
 /// asks; the request is answered with an input-required result, and the
-/// client's retry (`inputResponses`, `requestState`) resumes it.
+/// client's retry (`inputResponses`, `requestState`) resumes it. `mode`
+/// says whether the call may run as a task.
 async fn asking<F, Fut>(
     request: &Request<'_>,
     plugin: &LoadedPlugin,
     method: &str,
     target: &str,
     arguments: &Value,
+    mode: TaskMode,
     run: F,
 ) -> Outcome
 where
     F: FnOnce(Arc<RequestScope>) -> Fut,
     Fut: std::future::Future<Output = Outcome> + Send + 'static,
 {
+    if mode == TaskMode::Requested {
+        return start_requested_task(request, plugin, target, run);
+    }
     if !request.era.is_modern() {
         return run(plain_scope(request, plugin)).await;
     }
@@ -324,29 +411,126 @@ where
     };
     let binding = Binding::new(conn.principal.as_deref(), method, target, arguments);
     let parking = &conn.server.parking;
+    let escalation = match mode {
+        TaskMode::Allowed { .. } => Some(Escalation {
+            after: conn.server.tasks.options().after,
+        }),
+        _ => None,
+    };
+    let mut resumed = None;
     if let Some(state) = request.params.get("requestState") {
         let state = state
             .as_str()
             .ok_or_else(|| invalid("Invalid params: \"requestState\" must be a string"))?;
-        if let Some(execution) = parking.resume(state, &binding, responses.clone())? {
-            return parking
-                .drive(execution, binding, request.reply, request.cancel.clone())
-                .await;
-        }
+        resumed = parking.resume(state, &binding, responses.clone())?;
     }
-    let (rounds, needs) = Rounds::new(responses, conn.server.options.input_timeout);
-    let (link, cancelled) = Link::new(request.reply.clone());
+    let execution = match resumed {
+        Some(execution) => execution,
+        None => {
+            let (rounds, needs) = Rounds::new(responses, conn.server.options.input_timeout);
+            let (link, cancelled) = Link::new(request.reply.clone());
+            let (detach, task_role) = match mode {
+                TaskMode::Allowed { .. } => {
+                    let (wanted, detach) = watch::channel(false);
+                    (Some(detach), TaskRole::Possible(wanted))
+                }
+                _ => (None, TaskRole::Never),
+            };
+            let context = scope(
+                request,
+                plugin,
+                link.clone(),
+                cancelled,
+                Questions::Rounds(rounds),
+                task_role,
+            );
+            Execution::start(run(context), needs, link, detach)
+        }
+    };
+    let driven = parking
+        .drive(
+            execution,
+            binding,
+            request.reply,
+            request.cancel.clone(),
+            escalation,
+        )
+        .await?;
+    let new_task = || NewTask {
+        owner: conn.task_owner.clone(),
+        wire: Wire::V2,
+        target: target.to_owned(),
+        ttl_ms: None,
+    };
+    let tasks = &conn.server.tasks;
+    let record = match driven {
+        Driven::Parked(result) => return Ok(Some(result)),
+        Driven::Done(Ok(None)) => return Ok(None),
+        Driven::Done(outcome) if mode != (TaskMode::Allowed { required: true }) => return outcome,
+        // A tool that only runs as a task answers with one, even when it
+        // finished at once.
+        Driven::Done(outcome) => tasks.finished(new_task(), outcome)?,
+        Driven::Detached(execution) => {
+            execution.mark_task();
+            let live = tasks.prepare(Wire::V2, None);
+            tasks.launch(live, new_task(), || execution)?
+        }
+    };
+    let mut created = tasks.summary(&record, Wire::V2);
+    created.insert("resultType".into(), json!("task"));
+    Ok(Some(Value::Object(created)))
+}
+
+/// Starts a call the client asked to run as a 2025-11-25 task: stored,
+/// then started, and answered at once with the task. Its questions go to
+/// the session (or to a `tasks/result` stream while one is open), tagged
+/// with the task.
+fn start_requested_task<F, Fut>(
+    request: &Request<'_>,
+    plugin: &LoadedPlugin,
+    target: &str,
+    run: F,
+) -> Outcome
+where
+    F: FnOnce(Arc<RequestScope>) -> Fut,
+    Fut: std::future::Future<Output = Outcome> + Send + 'static,
+{
+    let conn = request.conn;
+    let tasks = &conn.server.tasks;
+    let ttl_ms = request
+        .params
+        .get("task")
+        .and_then(|t| t.get("ttl"))
+        .and_then(Value::as_u64);
+    let live = tasks.prepare(Wire::V1, Some(conn.out.clone()));
+    let (link, cancelled) = Link::for_task(conn.out.clone(), live.id());
+    live.set_link(link.clone());
+    let questions = Questions::Requests(Asker {
+        conn: Arc::downgrade(conn),
+        link: link.clone(),
+        timeout: conn.server.options.input_timeout,
+        on_wait: Some(tasks.waiting_hook(&live)),
+    });
     let context = scope(
         request,
         plugin,
         link.clone(),
         cancelled,
-        Questions::Rounds(rounds),
+        questions,
+        TaskRole::Task,
     );
-    let execution = Execution::start(run(context), needs, link);
-    parking
-        .drive(execution, binding, request.reply, request.cancel.clone())
-        .await
+    let new = NewTask {
+        owner: conn.task_owner.clone(),
+        wire: Wire::V1,
+        target: target.to_owned(),
+        ttl_ms,
+    };
+    let record = tasks.launch(live, new, move || {
+        // No rounds: this wire asks with requests.
+        let (_, rounds) = mpsc::unbounded_channel();
+        Execution::start(run(context), rounds, link, None)
+    })?;
+    Ok(Some(json!({ "task": tasks.summary(&record, Wire::V1) })))
 }
 
 /// Maps a failed call into a plugin: `None` when cancelled (no response).
@@ -438,6 +622,7 @@ async fn call_tool(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
         ))
         .with_data(json!({ "errors": problems })));
     }
+    let mode = task_mode(request, name, entry.tool.task_support)?;
     let plugin = entry.plugin.clone();
     let tool = entry.tool.name.clone();
     let text = arguments.to_string();
@@ -448,6 +633,7 @@ async fn call_tool(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
         "tools/call",
         name,
         &arguments,
+        mode,
         move |context| async move {
             let outcome = plugin.call_tool(context.clone(), &tool, &text).await;
             if modern {
@@ -465,6 +651,9 @@ async fn call_tool(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
                 }
                 Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
                 Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+                // A task's call that crashed fails the task (a protocol-level
+                // failure); an ordinary call shows the crash as a tool error.
+                Err(error) if context.runs_as_task() => failed_request(&plugin, error),
                 Err(error) => Ok(call_failed(&plugin, error).map(|m| convert::tool_error(&m))),
             }
         },
@@ -499,7 +688,7 @@ async fn read_resource(request: &Request<'_>, catalogue: &Catalogue) -> Outcome 
     let owner = catalogue.resource_owner(uri).ok_or_else(not_found)?;
     let plugin = owner.clone();
     let (target, code) = (uri.to_owned(), not_found_code(era));
-    asking(request, owner, "resources/read", uri, &Value::Null, move |context| async move {
+    asking(request, owner, "resources/read", uri, &Value::Null, TaskMode::Never, move |context| async move {
         match plugin.read_resource(context, &target).await {
             Ok(Ok(contents)) => {
                 let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
@@ -562,6 +751,7 @@ async fn get_prompt(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
         "prompts/get",
         name,
         &given,
+        TaskMode::Never,
         move |context| async move {
             match plugin.get_prompt(context, &prompt, &arguments).await {
                 Ok(Ok(result)) => within_result_limit(&plugin, convert::prompt_result(&result))
@@ -684,6 +874,25 @@ async fn listen(request: &Request<'_>) -> Outcome {
     if filter.contains_key("resourceSubscriptions") {
         honored.insert("resourceSubscriptions".into(), json!(uris));
     }
+    let tasks = &conn.server.tasks;
+    let task_ids: Vec<String> = match filter.get("taskIds") {
+        None => Vec::new(),
+        Some(_) if !task_methods::declares_tasks(params) => {
+            return Err(task_methods::missing_extension(
+                "subscriptions/listen with taskIds",
+            ))
+        }
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|id| tasks.get(id, conn.task_owner.as_deref()).is_ok())
+            .map(str::to_owned)
+            .collect(),
+        Some(_) => return Err(invalid("Invalid params: \"taskIds\" must be an array")),
+    };
+    if filter.contains_key("taskIds") {
+        honored.insert("taskIds".into(), json!(task_ids));
+    }
     let tag = json!({ meta::SUBSCRIPTION_ID: id });
     let mut events = conn.server.subscribe();
     out.notify(
@@ -707,6 +916,15 @@ async fn listen(request: &Request<'_>) -> Outcome {
             }
             Ok(ServerEvent::ResourceUpdated(uri)) if uris.contains(&uri) => {
                 ("notifications/resources/updated", json!({ "uri": uri }))
+            }
+            Ok(ServerEvent::TaskChanged(id)) if task_ids.contains(&id) => {
+                let Ok(record) = tasks.get(&id, conn.task_owner.as_deref()) else {
+                    continue;
+                };
+                (
+                    "notifications/tasks",
+                    Value::Object(tasks.render(&record, Wire::V2)),
+                )
             }
             Ok(ServerEvent::PluginReplaced(plugin)) => {
                 let catalogue = conn.server.registry.catalogue();

@@ -55,6 +55,17 @@ impl Wanted {
     }
 }
 
+/// Whether `response` reads as the client's answer to a `method` request.
+pub fn check_response(method: &str, response: &Value) -> Result<(), String> {
+    let response = response.clone();
+    match method {
+        "elicitation/create" => elicitation_result(response).map(drop),
+        "sampling/createMessage" => sampling_result(response).map(drop),
+        "roots/list" => roots_result(response).map(drop),
+        other => Err(format!("no answer is expected for {other}")),
+    }
+}
+
 /// The capability, MCP request and answer kind of a plugin's question.
 pub fn describe(
     key: &str,

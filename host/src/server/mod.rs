@@ -9,6 +9,7 @@ mod input;
 mod mrtr;
 mod roots;
 mod session;
+pub mod tasks;
 
 use crate::protocol::{meta, parse_message, Incoming, RequestId, RpcError};
 use crate::registry::{Change, Registry, Reload};
@@ -50,6 +51,8 @@ pub enum ServerEvent {
         /// Which list.
         kind: ListKind,
     },
+    /// The status of this task changed.
+    TaskChanged(String),
     /// The server is shutting down.
     Shutdown,
 }
@@ -75,6 +78,8 @@ pub struct ServerOptions {
     pub list_ttl_ms: u64,
     /// How long a plugin waits for the client to answer its question.
     pub input_timeout: Duration,
+    /// How tasks are kept and when calls become tasks.
+    pub tasks: tasks::TaskOptions,
 }
 
 impl Default for ServerOptions {
@@ -86,6 +91,7 @@ impl Default for ServerOptions {
             page_size: crate::registry::pagination::DEFAULT_PAGE_SIZE,
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
             input_timeout: DEFAULT_INPUT_TIMEOUT,
+            tasks: tasks::TaskOptions::default(),
         }
     }
 }
@@ -98,6 +104,8 @@ pub struct Server {
     events: broadcast::Sender<ServerEvent>,
     /// Calls parked until the client's input arrives (2026-07-28).
     parking: Arc<mrtr::Parking>,
+    /// Tasks, stored and running.
+    tasks: Arc<tasks::Tasks>,
 }
 
 impl Server {
@@ -106,11 +114,13 @@ impl Server {
     pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {
         let (events, _) = broadcast::channel(1024);
         let parking = mrtr::Parking::new(options.input_timeout);
+        let tasks = tasks::Tasks::open(options.tasks.clone(), events.clone());
         let server = Arc::new(Server {
             registry,
             options,
             events,
             parking,
+            tasks,
         });
         tokio::spawn(handlers::relist_on_plugin_change(server.clone()));
         server
@@ -202,8 +212,22 @@ impl Outbox {
 #[derive(Clone)]
 pub struct Asker {
     conn: Weak<Connection>,
-    out: Outbox,
+    link: Arc<mrtr::Link>,
     timeout: Duration,
+    /// Told when the call starts (`true`) and stops (`false`) waiting for an
+    /// answer: a task is `input_required` meanwhile.
+    on_wait: Option<Arc<dyn Fn(bool) + Send + Sync>>,
+}
+
+/// Calls `on_wait(false)` when dropped.
+struct Waiting(Option<Arc<dyn Fn(bool) + Send + Sync>>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some(on_wait) = &self.0 {
+            on_wait(false);
+        }
+    }
 }
 
 impl Asker {
@@ -218,8 +242,12 @@ impl Asker {
         let Some(conn) = self.conn.upgrade() else {
             return Err(InputError::Cancelled);
         };
-        let (id, answer) = conn.ask(&self.out, method, params);
+        let (id, answer) = conn.ask(&self.link.outbox(), method, self.link.tag(params));
         drop(conn);
+        if let Some(on_wait) = &self.on_wait {
+            on_wait(true);
+        }
+        let _waiting = Waiting(self.on_wait.clone());
         // Withdrawn unless answered, even when this future is dropped.
         let mut pending = Withdraw {
             asker: self,
@@ -263,7 +291,7 @@ impl Drop for Withdraw<'_> {
         if let Some(conn) = self.asker.conn.upgrade() {
             conn.forget(&self.id);
         }
-        self.asker.out.notify(
+        self.asker.link.notify(
             "notifications/cancelled",
             json!({ "requestId": self.id, "reason": reason }),
         );
@@ -283,13 +311,21 @@ pub struct Connection {
     closed: watch::Sender<bool>,
     /// Who the connection acts for, when the transport authenticated it.
     principal: Option<String>,
+    /// Whose tasks this connection sees: its principal's, else its
+    /// session's; `None` (stateless and anonymous) sees any task by id.
+    task_owner: Option<String>,
 }
 
 impl Connection {
-    /// A new connection whose messages go to `out`. Starts forwarding
-    /// server-wide events to it.
-    pub fn new(server: Arc<Server>, out: Outbox) -> Arc<Self> {
-        let conn = Self::stateless(server, out, None);
+    /// A new session whose messages go to `out`, acting for `principal`
+    /// when the transport authenticated one. Starts forwarding server-wide
+    /// events to it.
+    pub fn new(server: Arc<Server>, out: Outbox, principal: Option<String>) -> Arc<Self> {
+        let owner = match &principal {
+            Some(p) => format!("principal:{p}"),
+            None => format!("session:{}", crate::protocol::random_id()),
+        };
+        let conn = Self::build(server, out, principal, Some(owner));
         tokio::spawn(handlers::forward_legacy_events(
             Arc::downgrade(&conn),
             conn.server.subscribe(),
@@ -302,6 +338,16 @@ impl Connection {
     /// is forwarded to it but the answers to its own requests. `principal`
     /// is who it acts for, when the transport authenticated it.
     pub fn stateless(server: Arc<Server>, out: Outbox, principal: Option<String>) -> Arc<Self> {
+        let owner = principal.as_ref().map(|p| format!("principal:{p}"));
+        Self::build(server, out, principal, owner)
+    }
+
+    fn build(
+        server: Arc<Server>,
+        out: Outbox,
+        principal: Option<String>,
+        task_owner: Option<String>,
+    ) -> Arc<Self> {
         Arc::new(Connection {
             server,
             out,
@@ -311,6 +357,7 @@ impl Connection {
             next_ask: AtomicU64::new(1),
             closed: watch::channel(false).0,
             principal,
+            task_owner,
         })
     }
 

@@ -121,49 +121,127 @@ impl Rounds {
 /// resumed call is re-linked to the request that resumed it.
 pub struct Link {
     /// The current request's outbox (a dead one while parked).
-    pub out: Mutex<Outbox>,
+    out: Mutex<Outbox>,
     /// Cancels the call.
     pub cancel: watch::Sender<bool>,
+    /// The 2025-11-25 task the call runs as: every message about it says so.
+    related_task: Option<String>,
+    /// Whether the call runs as a task (of either wire) now.
+    as_task: std::sync::atomic::AtomicBool,
 }
 
 impl Link {
     /// A link to `out`, and the call's cancellation receiver.
     pub fn new(out: Outbox) -> (Arc<Self>, watch::Receiver<bool>) {
+        Self::build(out, None)
+    }
+
+    /// A link for a call that runs as the 2025-11-25 task `task_id`.
+    pub fn for_task(out: Outbox, task_id: &str) -> (Arc<Self>, watch::Receiver<bool>) {
+        Self::build(out, Some(task_id.to_owned()))
+    }
+
+    fn build(out: Outbox, related_task: Option<String>) -> (Arc<Self>, watch::Receiver<bool>) {
         let (cancel, cancelled) = watch::channel(false);
         let link = Link {
+            as_task: (related_task.is_some()).into(),
             out: Mutex::new(out),
             cancel,
+            related_task,
         };
         (Arc::new(link), cancelled)
     }
 
-    fn relink(&self, out: Outbox) {
+    /// Where messages go now.
+    pub fn outbox(&self) -> Outbox {
+        self.out.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Sends messages to `out` from now on.
+    pub fn relink(&self, out: Outbox) {
         *self.out.lock().unwrap_or_else(|p| p.into_inner()) = out;
+    }
+
+    /// `params` with the related-task `_meta` of a task's call.
+    pub fn tag(&self, mut params: Value) -> Value {
+        if let (Some(task), Some(obj)) = (&self.related_task, params.as_object_mut()) {
+            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert(
+                    crate::protocol::meta::RELATED_TASK.into(),
+                    json!({ "taskId": task }),
+                );
+            }
+        }
+        params
+    }
+
+    /// Whether the call runs as a task now.
+    pub fn runs_as_task(&self) -> bool {
+        self.as_task.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sends a notification about the call.
+    pub fn notify(&self, method: &str, params: Value) {
+        self.outbox().notify(method, self.tag(params));
     }
 }
 
 /// A plugin call running on its own task, possibly waiting for answers.
 pub struct Execution {
-    task: JoinHandle<Outcome>,
-    rounds: mpsc::UnboundedReceiver<Round>,
+    /// The call.
+    pub task: JoinHandle<Outcome>,
+    /// Its rounds of questions.
+    pub rounds: mpsc::UnboundedReceiver<Round>,
     waiting: Option<oneshot::Sender<Map<String, Value>>>,
     link: Arc<Link>,
+    /// Becomes `true` when the plugin asks to go on as a task.
+    detach: Option<watch::Receiver<bool>>,
 }
 
 impl Execution {
-    /// Runs `call` on a task of its own.
+    /// Runs `call` on a task of its own; `detach` says when the plugin asks
+    /// to go on as a task (when the request allows it to).
     pub fn start(
         call: impl std::future::Future<Output = Outcome> + Send + 'static,
         rounds: mpsc::UnboundedReceiver<Round>,
         link: Arc<Link>,
+        detach: Option<watch::Receiver<bool>>,
     ) -> Self {
         Execution {
             task: tokio::spawn(call),
             rounds,
             waiting: None,
             link,
+            detach,
         }
     }
+}
+
+impl Execution {
+    /// Marks the call as running as a task from now on.
+    pub fn mark_task(&self) {
+        self.link
+            .as_task
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// What driving a call for one request came to.
+pub enum Driven {
+    /// It finished (or was cancelled: no response).
+    Done(Outcome),
+    /// It waits for the client's input: the input-required result.
+    Parked(Value),
+    /// It goes on as a task: the request is answered with a task handle.
+    Detached(Execution),
+}
+
+/// When a call that may run as a task becomes one.
+#[derive(Debug, Clone, Copy)]
+pub struct Escalation {
+    /// Still running after this long.
+    pub after: std::time::Duration,
 }
 
 impl Drop for Execution {
@@ -318,36 +396,50 @@ impl Parking {
 
     /// Runs `execution` for the request whose stream is `reply`, until it
     /// finishes (its outcome), asks questions (parked; an input-required
-    /// result), or the request is cancelled (aborted; no response).
+    /// result), the request is cancelled (aborted; no response), or, when
+    /// `escalation` allows, the plugin asks to go on as a task or is still
+    /// running after the threshold (detached).
     pub async fn drive(
         &self,
         mut execution: Execution,
         binding: Binding,
         reply: &Outbox,
         mut cancel: watch::Receiver<bool>,
-    ) -> Outcome {
+        escalation: Option<Escalation>,
+    ) -> Result<Driven, RpcError> {
         enum Next {
             Done(Outcome),
             Input(Round),
             Cancelled,
+            Detach,
         }
         execution.link.relink(reply.clone());
+        let mut detach = execution
+            .detach
+            .clone()
+            .filter(|_| escalation.is_some())
+            .unwrap_or_else(|| watch::channel(false).1);
+        let threshold = escalation.map_or(Duration::MAX, |e| e.after);
         let next = tokio::select! {
+            biased;
+            _ = cancel.wait_for(|c| *c) => Next::Cancelled,
+            Ok(_) = detach.wait_for(|d| *d) => Next::Detach,
             joined = &mut execution.task => Next::Done(joined.unwrap_or_else(|e| {
                 Err(RpcError::internal(format!("the call failed: {e}")))
             })),
             Some(round) = execution.rounds.recv() => Next::Input(round),
-            _ = cancel.wait_for(|c| *c) => Next::Cancelled,
+            () = tokio::time::sleep(threshold), if escalation.is_some() => Next::Detach,
         };
         // Nothing more goes to this request's stream.
         execution.link.relink(Outbox::new().0);
         match next {
-            Next::Done(outcome) => outcome,
-            Next::Cancelled => Ok(None),
+            Next::Done(outcome) => Ok(Driven::Done(outcome)),
+            Next::Cancelled => Ok(Driven::Done(Ok(None))),
+            Next::Detach => Ok(Driven::Detached(execution)),
             Next::Input(round) => {
                 execution.waiting = Some(round.answered);
                 let state = self.park(execution, &binding)?;
-                Ok(Some(json!({
+                Ok(Driven::Parked(json!({
                     "resultType": "input_required",
                     "inputRequests": round.requests,
                     "requestState": state,

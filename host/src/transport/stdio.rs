@@ -16,7 +16,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out, mut outgoing) = Outbox::new();
-    let conn = Connection::new(server.clone(), out.clone());
+    let conn = Connection::new(server.clone(), out.clone(), None);
     let writer = tokio::spawn(async move {
         while let Some(message) = outgoing.recv().await {
             let mut line = serde_json::to_vec(&message).expect("JSON values always serialize");

@@ -576,8 +576,131 @@ fn prompts(plugin: Plugin) -> Plugin {
         })
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct Greet {
+    /// Who to greet.
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SlowCompute {
+    /// How long to work, in seconds.
+    seconds: f64,
+    /// A label for the result.
+    label: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ConfirmDelete {
+    /// The file to delete.
+    filename: String,
+}
+
+/// Works for `seconds`, stopping early when cancelled.
+fn work(seconds: f64) {
+    let until = std::time::Instant::now() + Duration::from_secs_f64(seconds.clamp(0.0, 3600.0));
+    while std::time::Instant::now() < until && !host::is_cancelled() {
+        sleep(Duration::from_millis(50));
+    }
+}
+
+/// The tasks extension's fixtures (2026-07-28) and the 2025-11-25 task
+/// tools.
+fn tasks(plugin: Plugin) -> Plugin {
+    plugin
+        .tool("greet", "Greets someone (never a task)", |args: Greet| {
+            format!("Hello, {}!", args.name)
+        })
+        .add_tool(
+            Tool::new("slow_compute", |args: SlowCompute| {
+                if args.seconds > 0.0 {
+                    host::continue_as_task();
+                }
+                work(args.seconds);
+                format!(
+                    "Computed {} in {}s",
+                    args.label.as_deref().unwrap_or("a result"),
+                    args.seconds
+                )
+            })
+            .description("Works for `seconds` seconds, as a task when it can")
+            .task_support(TaskSupport::Optional),
+        )
+        .add_tool(
+            Tool::new("failing_job", |(): ()| -> Result<String, &str> {
+                work(1.0);
+                Err("The job failed after a second of work")
+            })
+            .description("Works for a second, then reports a tool error; only runs as a task")
+            .task_support(TaskSupport::Required),
+        )
+        .add_tool(
+            Tool::new("protocol_error_job", |(): ()| -> String {
+                host::continue_as_task();
+                work(0.2);
+                panic!("protocol_error_job crashes on purpose")
+            })
+            .description("Crashes (a protocol-level failure), as a task when it can")
+            .task_support(TaskSupport::Optional),
+        )
+        .add_tool(
+            Tool::new("confirm_delete", |args: ConfirmDelete| {
+                host::continue_as_task();
+                let confirmed = form_value(
+                    &one((
+                        "confirm_delete",
+                        field(
+                            &format!("Delete {}?", args.filename),
+                            "confirm",
+                            "boolean",
+                        ),
+                    )),
+                    "confirm",
+                );
+                match confirmed {
+                    Ok(Value::Bool(true)) => format!("Deleted {}", args.filename),
+                    _ => format!("Kept {}", args.filename),
+                }
+            })
+            .description("Asks before it deletes a file, as a task when it can")
+            .task_support(TaskSupport::Optional),
+        )
+        .add_tool(
+            Tool::new("multi_input", |(): ()| -> Result<String, String> {
+                host::continue_as_task();
+                let form = json!({
+                    "type": "object",
+                    "properties": { "name": { "type": "string" }, "confirm": { "type": "boolean" } },
+                    "required": ["name"]
+                });
+                let answers = host::ask(vec![
+                    ("first", host::form("First input", &form)),
+                    ("second", host::form("Second input", &form)),
+                ]);
+                let first = form_value(&answers[0], "name")?;
+                let second = form_value(&answers[1], "name")?;
+                Ok(format!("Got {first} and {second}"))
+            })
+            .description("Asks two questions at once, as a task when it can")
+            .task_support(TaskSupport::Optional),
+        )
+        .add_tool(
+            Tool::new("test_tool_with_task", |(): ()| -> Result<String, String> {
+                let name = form_value(
+                    &one(("user_name", field("What is your name?", "name", "string"))),
+                    "name",
+                )?;
+                host::continue_as_task();
+                work(0.5);
+                Ok(format!("Hello, {}!", name.as_str().unwrap_or_default()))
+            })
+            .description("Asks a name first, then goes on as a task; only runs as a task")
+            .task_support(TaskSupport::Required),
+        )
+}
+
 fn plugin() -> Plugin {
-    input_required(prompts(resources(tools(Plugin::new()))))
+    tasks(input_required(prompts(resources(tools(Plugin::new())))))
 }
 
 export_plugin!(plugin);

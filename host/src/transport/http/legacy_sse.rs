@@ -47,7 +47,7 @@ pub(super) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
     };
     let (out, mut messages) = Outbox::new();
     let id = random_id();
-    let conn = Connection::new(app.server.clone(), out);
+    let conn = Connection::new(app.server.clone(), out, principal.clone());
     app.legacy_table()
         .insert(id.clone(), LegacyConnection { conn, principal });
     let endpoint = Event::default()

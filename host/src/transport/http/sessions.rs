@@ -118,8 +118,8 @@ impl SessionTable {
         let (out, messages) = Outbox::new();
         let session = Arc::new(HttpSession {
             id: random_id(),
+            conn: Connection::new(server.clone(), out, principal.clone()),
             principal,
-            conn: Connection::new(server.clone(), out),
             standalone: EventLog::pumped(0, None, messages),
             streams: Mutex::new(Vec::new()),
             next_stream: AtomicU64::new(1),

@@ -1,0 +1,227 @@
+//! The `tasks/*` methods of both wires: `tasks/get`, `tasks/result`,
+//! `tasks/list` and `tasks/cancel` on 2025-11-25 sessions; `tasks/get`,
+//! `tasks/update` and `tasks/cancel` for 2026-07-28 requests that declare
+//! the extension. Each wire answers the other's methods with -32601.
+
+use super::{Status, Wire};
+use crate::protocol::{meta, ErrorCode, RpcError};
+use crate::server::handlers::Request;
+use crate::server::session::Era;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+
+type Outcome = Result<Option<Value>, RpcError>;
+
+/// Whether a 2026-07-28 request declares the tasks extension.
+pub fn declares_tasks(params: &Map<String, Value>) -> bool {
+    params
+        .get("_meta")
+        .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(meta::TASKS_EXTENSION))
+        .is_some()
+}
+
+/// -32021: the request needs the tasks extension it did not declare.
+pub fn missing_extension(what: &str) -> RpcError {
+    RpcError::new(
+        ErrorCode::MissingRequiredClientCapability,
+        format!(
+            "{what} needs the client capability extensions.\"{}\", which the request did not declare",
+            meta::TASKS_EXTENSION
+        ),
+    )
+    .with_data(json!({ "requiredCapabilities": { "extensions": { meta::TASKS_EXTENSION: {} } } }))
+}
+
+/// Whether a session of `version` speaks the 2025-11-25 tasks wire.
+pub fn legacy_tasks(version: Option<&str>) -> bool {
+    version.is_some_and(|v| v >= "2025-11-25")
+}
+
+/// Serves a `tasks/*` request.
+pub(in crate::server) async fn handle(request: &Request<'_>, method: &str) -> Outcome {
+    let params = request.params;
+    match request.era {
+        Era::Legacy { version } if legacy_tasks(*version) => match method {
+            "tasks/get" => get(request, Wire::V1),
+            "tasks/result" => result(request).await,
+            "tasks/list" => list(request),
+            "tasks/cancel" => cancel_v1(request),
+            _ => Err(RpcError::method_not_found(method)),
+        },
+        Era::Modern { .. } => match method {
+            "tasks/get" | "tasks/update" | "tasks/cancel" if !declares_tasks(params) => {
+                Err(missing_extension(method))
+            }
+            "tasks/get" => get(request, Wire::V2),
+            "tasks/update" => update(request).await,
+            "tasks/cancel" => cancel_v2(request),
+            _ => Err(RpcError::method_not_found(method)),
+        },
+        Era::Legacy { .. } => Err(RpcError::method_not_found(method)),
+    }
+}
+
+fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
+    params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("Invalid params: \"taskId\" must be a string"))
+}
+
+fn record(request: &Request<'_>) -> Result<super::Record, RpcError> {
+    let id = task_id(request.params)?;
+    request
+        .conn
+        .server
+        .tasks
+        .get(id, request.conn.task_owner.as_deref())
+}
+
+fn get(request: &Request<'_>, wire: Wire) -> Outcome {
+    let record = record(request)?;
+    Ok(Some(Value::Object(
+        request.conn.server.tasks.render(&record, wire),
+    )))
+}
+
+/// `tasks/result`: waits for the task to end, sending its call's questions
+/// and notifications on this request's stream meanwhile, then answers with
+/// what the call answered.
+async fn result(request: &Request<'_>) -> Outcome {
+    let tasks = &request.conn.server.tasks;
+    let record = record(request)?;
+    if !record.status.is_terminal() {
+        let _attached = tasks.attach(&record.id, request.reply);
+        let mut cancel = request.cancel.clone();
+        tokio::select! {
+            () = tasks.wait_over(&record.id) => {}
+            _ = cancel.wait_for(|c| *c) => return Ok(None),
+        }
+    }
+    let record = record_again(request, &record.id)?;
+    let related = super::related_task(&record.id);
+    match (record.status, record.outcome) {
+        (_, Some(Ok(mut result))) => {
+            if let Some(obj) = result.as_object_mut() {
+                let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+                if let (Some(meta), Some(related)) = (meta.as_object_mut(), related.as_object()) {
+                    meta.extend(related.clone());
+                }
+            }
+            Ok(Some(result))
+        }
+        (_, Some(Err(error))) => Err(RpcError::from_json(&error)),
+        (Status::Cancelled, None) => Err(RpcError::new(
+            ErrorCode::InvalidRequest,
+            format!("Task {} was cancelled, so it has no result", record.id),
+        )),
+        (_, None) => Err(RpcError::internal(format!(
+            "Task {} ended without a result",
+            record.id
+        ))),
+    }
+}
+
+fn record_again(request: &Request<'_>, id: &str) -> Result<super::Record, RpcError> {
+    request
+        .conn
+        .server
+        .tasks
+        .get(id, request.conn.task_owner.as_deref())
+}
+
+/// `tasks/list`: the session's (or principal's) tasks, oldest first.
+fn list(request: &Request<'_>) -> Outcome {
+    let server = &request.conn.server;
+    let bad_cursor = || RpcError::invalid_params("Invalid params: invalid cursor");
+    let after = match request.params.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(cursor)) => {
+            let text = B64
+                .decode(cursor)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or_else(bad_cursor)?;
+            let (created, id) = text.split_once(':').ok_or_else(bad_cursor)?;
+            let created: u64 = created.parse().map_err(|_| bad_cursor())?;
+            Some((created, id.to_owned()))
+        }
+        Some(_) => return Err(bad_cursor()),
+    };
+    let page = server.options.page_size.max(1);
+    let mut records = server.tasks.list(
+        request.conn.task_owner.as_deref(),
+        after.as_ref().map(|(c, i)| (*c, i.as_str())),
+        page + 1,
+    )?;
+    let more = records.len() > page;
+    records.truncate(page);
+    let mut result = json!({
+        "tasks": records
+            .iter()
+            .map(|r| Value::Object(server.tasks.render(r, Wire::V1)))
+            .collect::<Vec<_>>(),
+    });
+    if let (true, Some(last)) = (more, records.last()) {
+        result["nextCursor"] = json!(B64.encode(format!("{}:{}", last.created_ms, last.id)));
+    }
+    Ok(Some(result))
+}
+
+/// 2025-11-25 `tasks/cancel`: the cancelled task, or -32602 when it is
+/// already over.
+fn cancel_v1(request: &Request<'_>) -> Outcome {
+    let tasks = &request.conn.server.tasks;
+    let record = record(request)?;
+    let terminal = |status: Status| {
+        RpcError::invalid_params(format!(
+            "Cannot cancel task: already in terminal status '{}'",
+            status.as_str()
+        ))
+    };
+    if record.status.is_terminal() {
+        return Err(terminal(record.status));
+    }
+    if !tasks.cancel(&record)? {
+        let now = record_again(request, &record.id)?;
+        return Err(terminal(now.status));
+    }
+    let record = record_again(request, &record.id)?;
+    Ok(Some(Value::Object(tasks.render(&record, Wire::V1))))
+}
+
+/// 2026-07-28 `tasks/cancel`: an empty acknowledgement, also for a task
+/// that is already over.
+fn cancel_v2(request: &Request<'_>) -> Outcome {
+    let record = record(request)?;
+    if !record.status.is_terminal() {
+        request.conn.server.tasks.cancel(&record)?;
+    }
+    Ok(Some(json!({})))
+}
+
+/// `tasks/update`: the client's answers to the task's questions; an empty
+/// acknowledgement.
+async fn update(request: &Request<'_>) -> Outcome {
+    let responses = match request.params.get("inputResponses") {
+        Some(Value::Object(responses)) => responses.clone(),
+        _ => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: \"inputResponses\" must be an object",
+            ))
+        }
+    };
+    let record = record(request)?;
+    if !record.status.is_terminal() {
+        request
+            .conn
+            .server
+            .tasks
+            .update(&record.id, responses)
+            .await?;
+    }
+    Ok(Some(json!({})))
+}
