@@ -33,7 +33,9 @@ def cache_dir(tmp_path_factory):
 def host_env(cache_dir):
     config = cache_dir / "config.toml"
     config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n')
-    env = dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="info")
+    # Tasks are stored under the state folder: one of the run's own.
+    state = cache_dir / "state"
+    env = dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="info", XDG_STATE_HOME=str(state))
     return env
 
 

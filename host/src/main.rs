@@ -9,6 +9,7 @@ use wasm_mcp::dev;
 use wasm_mcp::registry::Registry;
 use wasm_mcp::reload::FolderWatch;
 use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
+use wasm_mcp::server::tasks::TaskOptions;
 use wasm_mcp::server::{Server, ServerOptions};
 
 /// An MCP server whose tools, resources and prompts are sandboxed
@@ -129,6 +130,31 @@ fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("wasm-mcp"))
 }
 
+/// Where tasks are kept: the config's `[tasks] store`, else the state
+/// folder; `None` keeps them in memory.
+fn task_options(config: &Config) -> TaskOptions {
+    let section = &config.tasks;
+    let store = match &section.store {
+        Some(path) if path.as_os_str().is_empty() => None,
+        Some(path) => Some(path.clone()),
+        None => std::env::var_os("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state"))
+            })
+            .map(|base| base.join("wasm-mcp").join("tasks.db")),
+    };
+    let ms = std::time::Duration::from_millis;
+    TaskOptions {
+        store,
+        ttl: ms(section.ttl_ms),
+        max_ttl: ms(section.max_ttl_ms),
+        poll_interval: ms(section.poll_interval_ms),
+        after: ms(section.after_ms),
+        max_running: section.max_running,
+    }
+}
+
 fn runtime_config(config: &Config) -> RuntimeConfig {
     let cache_dir = match &config.server.cache_dir {
         Some(dir) if dir.as_os_str().is_empty() => None,
@@ -207,6 +233,7 @@ async fn serve_folder(dir: PathBuf, config: Config, watch: bool, http: HttpArgs)
         page_size: config.server.page_size,
         list_ttl_ms: config.server.list_ttl_ms,
         input_timeout: std::time::Duration::from_millis(config.server.input_timeout_ms),
+        tasks: task_options(&config),
         ..ServerOptions::default()
     };
     let server = Server::new(registry, options);

@@ -5,10 +5,12 @@
 mod http;
 mod manifest;
 mod policy;
+mod tasks;
 
 pub use http::{AuthSection, HttpSection, JwtSection};
 pub use manifest::Manifest;
 pub use policy::{Decision, Policy};
+pub use tasks::TasksSection;
 
 use crate::runtime::{HostPattern, Limits};
 use anyhow::{Context as _, Result};
@@ -33,6 +35,8 @@ pub struct Config {
     pub plugins: BTreeMap<String, PluginSection>,
     /// `[http]`
     pub http: HttpSection,
+    /// `[tasks]`
+    pub tasks: TasksSection,
 }
 
 /// `[server]`: what to serve and how.
@@ -266,6 +270,19 @@ impl Config {
             config.http.session_idle_secs > 0,
             "http.session_idle_secs must be at least 1"
         );
+        anyhow::ensure!(
+            config.tasks.ttl_ms >= 1000 && config.tasks.max_ttl_ms >= config.tasks.ttl_ms,
+            "tasks.ttl_ms must be at least 1000, and tasks.max_ttl_ms at least tasks.ttl_ms"
+        );
+        anyhow::ensure!(
+            config.tasks.poll_interval_ms > 0 && config.tasks.max_running > 0,
+            "tasks.poll_interval_ms and tasks.max_running must be at least 1"
+        );
+        if let Some(store) = &mut config.tasks.store {
+            if !store.as_os_str().is_empty() {
+                *store = base.join(&*store);
+            }
+        }
         if let Some(jwt) = config.http.auth.as_mut().and_then(|a| a.jwt.as_mut()) {
             anyhow::ensure!(
                 jwt.secret_env.is_some() != jwt.public_key_file.is_some(),

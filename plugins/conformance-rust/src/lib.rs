@@ -588,6 +588,9 @@ struct SlowCompute {
     seconds: f64,
     /// A label for the result.
     label: Option<String>,
+    /// Whether to ask to go on as a task at once (default: yes); if not,
+    /// the host decides.
+    detach: Option<bool>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -596,11 +599,19 @@ struct ConfirmDelete {
     filename: String,
 }
 
-/// Works for `seconds`, stopping early when cancelled.
+/// Works for `seconds`, reporting progress every quarter second and
+/// stopping early when cancelled.
 fn work(seconds: f64) {
-    let until = std::time::Instant::now() + Duration::from_secs_f64(seconds.clamp(0.0, 3600.0));
-    while std::time::Instant::now() < until && !host::is_cancelled() {
+    let seconds = seconds.clamp(0.0, 3600.0);
+    let start = std::time::Instant::now();
+    let mut reported = 0.0;
+    while start.elapsed().as_secs_f64() < seconds && !host::is_cancelled() {
         sleep(Duration::from_millis(50));
+        let done = start.elapsed().as_secs_f64().min(seconds);
+        if done - reported >= 0.25 {
+            host::progress(done, Some(seconds), None);
+            reported = done;
+        }
     }
 }
 
@@ -613,7 +624,7 @@ fn tasks(plugin: Plugin) -> Plugin {
         })
         .add_tool(
             Tool::new("slow_compute", |args: SlowCompute| {
-                if args.seconds > 0.0 {
+                if args.seconds > 0.0 && args.detach != Some(false) {
                     host::continue_as_task();
                 }
                 work(args.seconds);

@@ -379,7 +379,8 @@ impl Tasks {
     }
 
     fn set_status(&self, live: &Live, status: Status) {
-        match self.store().set_status(&live.id, status, None) {
+        let changed = self.store().set_status(&live.id, status, None);
+        match changed {
             Ok(true) => self.announce(live),
             Ok(false) => {}
             Err(error) => {
@@ -392,7 +393,8 @@ impl Tasks {
     fn announce(&self, live: &Live) {
         let _ = self.events.send(ServerEvent::TaskChanged(live.id.clone()));
         if let (Wire::V1, Some(home)) = (live.wire, &live.home) {
-            if let Ok(Some(record)) = self.store().get(&live.id) {
+            let record = self.store().get(&live.id);
+            if let Ok(Some(record)) = record {
                 home.notify(
                     "notifications/tasks/status",
                     Value::Object(self.summary(&record, Wire::V1)),
@@ -404,10 +406,10 @@ impl Tasks {
     /// Stores how a task's call ended (unless the task is already over).
     fn conclude(&self, live: &Live, outcome: CallOutcome) {
         let (status, message, outcome) = conclusion(live.wire, outcome);
-        match self
+        let finished = self
             .store()
-            .finish(&live.id, status, message.as_deref(), outcome.as_ref())
-        {
+            .finish(&live.id, status, message.as_deref(), outcome.as_ref());
+        match finished {
             Ok(true) => {
                 tracing::debug!(task = %live.id, status = status.as_str(), "task over");
                 self.announce(live);
@@ -428,7 +430,8 @@ impl Tasks {
 
     /// Deletes expired tasks, stopping the ones still running.
     fn purge(&self) {
-        let ids = match self.store().purge_expired(now_ms()) {
+        let purged = self.store().purge_expired(now_ms());
+        let ids = match purged {
             Ok(ids) => ids,
             Err(error) => {
                 store_error(error);
