@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BINARY, CONFORMANCE, HttpHost, RawHost, modern_meta
-from test_http_transport import BASE_HEADERS, INIT, parse_sse, post, read_events
+from test_http_transport import BASE_HEADERS, INIT, post, read_events
 
 TASKS_EXT = "io.modelcontextprotocol/tasks"
 RELATED = "io.modelcontextprotocol/related-task"
@@ -359,3 +359,16 @@ def test_a_killed_host_keeps_finished_tasks_and_fails_running_ones(conformance_f
         assert post(host, INIT).status == 401
     finally:
         host.close()
+
+
+def test_typescript_sdk_runs_tasks(http_host_factory, conformance_folder, host_env):
+    host = http_host_factory(conformance_folder)
+    node = shutil.which("node", path=host_env.get("PATH"))
+    assert node, "node is not on PATH (scripts/test installs it)"
+    env = dict(host_env, WASM_MCP_BINARY=str(BINARY), WASM_MCP_PLUGINS=str(conformance_folder), WASM_MCP_URL=host.url)
+    run = subprocess.run(
+        [node, "--test", "--test-reporter=spec", "tasks.test.mjs"],
+        cwd=TS, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert "fail 0" in run.stdout and "pass 2" in run.stdout, run.stdout[-2000:]

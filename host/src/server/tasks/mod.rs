@@ -625,3 +625,44 @@ impl Live {
 pub fn related_task(id: &str) -> Value {
     json!({ crate::protocol::meta::RELATED_TASK: { "taskId": id } })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_error_fails_only_a_2025_11_25_task() {
+        let tool_error = Ok(Some(
+            json!({ "content": [{ "type": "text", "text": "no" }], "isError": true }),
+        ));
+        let (status, message, _) = conclusion(Wire::V1, tool_error.clone());
+        assert_eq!(status, Status::Failed);
+        assert_eq!(message.as_deref(), Some("The tool reported an error: no"));
+        assert_eq!(conclusion(Wire::V2, tool_error).0, Status::Completed);
+        let (status, _, outcome) = conclusion(Wire::V2, Err(RpcError::internal("crashed")));
+        assert_eq!(status, Status::Failed);
+        assert_eq!(outcome.unwrap().unwrap_err()["code"], -32603);
+        assert_eq!(conclusion(Wire::V2, Ok(None)).0, Status::Cancelled);
+    }
+
+    #[test]
+    fn answers_are_taken_one_question_at_a_time() {
+        let ask = |message: &str| json!({ "method": "elicitation/create", "params": { "message": message, "requestedSchema": { "type": "object" } } });
+        let (answered, _rx) = oneshot::channel();
+        let mut pending = Pending {
+            requests: Map::from_iter([("a".into(), ask("A")), ("b".into(), ask("B"))]),
+            answers: Map::new(),
+            answered,
+        };
+        let accept = json!({ "action": "accept", "content": { "x": 1 } });
+        let first = Map::from_iter([("a".into(), accept.clone()), ("zzz".into(), json!(1))]);
+        assert_eq!(take_answers(&mut pending, first), Ok(false));
+        assert_eq!(pending.requests.keys().collect::<Vec<_>>(), ["b"]);
+        let malformed = Map::from_iter([("b".into(), json!({ "action": "maybe" }))]);
+        assert!(take_answers(&mut pending, malformed).is_err());
+        assert_eq!(pending.requests.len(), 1);
+        let second = Map::from_iter([("b".into(), accept)]);
+        assert_eq!(take_answers(&mut pending, second), Ok(true));
+        assert_eq!(pending.answers.len(), 2);
+    }
+}
