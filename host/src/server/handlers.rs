@@ -899,6 +899,15 @@ async fn listen(request: &Request<'_>) -> Outcome {
         "notifications/subscriptions/acknowledged",
         json!({ "_meta": tag, "notifications": honored }),
     );
+    // Where each task stands now, so a change made before the subscription
+    // is not missed.
+    for id in &task_ids {
+        if let Ok(record) = tasks.get(id, conn.task_owner.as_deref()) {
+            let mut params = tasks.render(&record, Wire::V2);
+            params.insert("_meta".into(), tag.clone());
+            out.notify("notifications/tasks", Value::Object(params));
+        }
+    }
     loop {
         let event = tokio::select! {
             event = events.recv() => event,

@@ -88,6 +88,7 @@ pub struct Live {
     home: Option<Outbox>,
     /// Questions of a 2025-11-25 task waiting for the client.
     asking: AtomicUsize,
+    /// The receiving end of `updates`, until the supervisor takes it.
     updates_rx: Mutex<Option<mpsc::UnboundedReceiver<Update>>>,
     /// Where a 2025-11-25 task's call sends its messages.
     link: OnceLock<Arc<Link>>,
@@ -186,7 +187,7 @@ impl Tasks {
         })
     }
 
-    fn record(&self, live: &Live, new: &NewTask, status: Status) -> Record {
+    fn record(&self, id: &str, new: &NewTask, status: Status) -> Record {
         let now = now_ms();
         let max = self.options.max_ttl.as_millis() as u64;
         let ttl = new
@@ -194,7 +195,7 @@ impl Tasks {
             .unwrap_or(self.options.ttl.as_millis() as u64)
             .clamp(1000, max.max(1000));
         Record {
-            id: live.id.clone(),
+            id: id.to_owned(),
             owner: new.owner.clone(),
             wire: new.wire,
             method: "tools/call".into(),
@@ -217,7 +218,7 @@ impl Tasks {
         new: NewTask,
         start: impl FnOnce() -> Execution,
     ) -> Result<Record, RpcError> {
-        let record = self.record(&live, &new, Status::Working);
+        let record = self.record(&live.id, &new, Status::Working);
         self.store().insert(&record).map_err(store_error)?;
         let execution = start();
         self.live
@@ -232,9 +233,8 @@ impl Tasks {
     /// Stores a task whose call already finished with `outcome` (a tool that
     /// only runs as a task but finished at once).
     pub fn finished(&self, new: NewTask, outcome: CallOutcome) -> Result<Record, RpcError> {
-        let live = self.prepare(new.wire, None);
         let (status, message, outcome) = conclusion(new.wire, outcome);
-        let mut record = self.record(&live, &new, status);
+        let mut record = self.record(&random_id(), &new, status);
         record.status_message = message;
         record.outcome = outcome;
         self.store().insert(&record).map_err(store_error)?;
