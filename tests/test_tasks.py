@@ -149,6 +149,21 @@ def test_older_sessions_have_no_tasks(conformance_folder, host_env):
         host.close()
 
 
+def test_an_expired_task_is_gone(conformance_folder, host_env):
+    host = stdio_host(conformance_folder, host_env)
+    try:
+        # The shortest time to live is a second.
+        task = host.request("tools/call", {
+            "name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": 1}})["result"]["task"]
+        assert task["ttl"] == 1000
+        assert host.request("tasks/result", {"taskId": task["taskId"]})["result"]["content"]
+        time.sleep(1.2)
+        gone = host.request("tasks/get", {"taskId": task["taskId"]})
+        assert error_code(gone) == -32602 and "expired" in gone["error"]["message"]
+    finally:
+        host.close()
+
+
 def test_a_task_asks_for_input_through_tasks_result(conformance_folder, host_env):
     host = stdio_host(conformance_folder, host_env, {"elicitation": {}})
     try:

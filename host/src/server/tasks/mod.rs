@@ -241,12 +241,17 @@ impl Tasks {
         Ok(record)
     }
 
-    /// The task `id` as `owner` may see it: -32602 when it does not exist
-    /// or belongs to someone else.
+    /// The task `id` as `owner` may see it: -32602 when it does not exist,
+    /// has expired (it is deleted soon after) or belongs to someone else.
     pub fn get(&self, id: &str, owner: Option<&str>) -> Result<Record, RpcError> {
         let record = self.store().get(id).map_err(store_error)?;
         match record {
             Some(record) if record.owner.is_none() || record.owner.as_deref() == owner => {
+                if record.created_ms + record.ttl_ms <= now_ms() {
+                    return Err(RpcError::invalid_params(format!(
+                        "Failed to retrieve task: Task has expired: {id}"
+                    )));
+                }
                 Ok(record)
             }
             _ => Err(RpcError::invalid_params(format!(
