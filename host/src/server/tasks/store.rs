@@ -280,8 +280,9 @@ impl Store {
 
     /// Stores a new task.
     pub fn insert(&self, task: &Record) -> Result<()> {
-        self.db.execute(
+        self.db.prepare_cached(
             &format!("INSERT INTO tasks ({COLUMNS}, instance) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"),
+        )?.execute(
             params![
                 task.id,
                 task.owner,
@@ -304,11 +305,8 @@ impl Store {
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
         let found = self
             .db
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
-                [id],
-                record,
-            )
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?
+            .query_row([id], record)
             .optional()?;
         Ok(found)
     }
@@ -316,11 +314,18 @@ impl Store {
     /// Moves an unfinished task to `status` (non-terminal); `false` if it
     /// is already over or gone.
     pub fn set_status(&self, id: &str, status: Status, message: Option<&str>) -> Result<bool> {
-        let changed = self.db.execute(
-            "UPDATE tasks SET status = ?1, status_message = ?2, updated_ms = ?3
-             WHERE id = ?4 AND status IN ('working', 'input_required')",
-            params![status.as_str(), message, super::now_ms() as i64, id],
-        )?;
+        let changed = self
+            .db
+            .prepare_cached(
+                "UPDATE tasks SET status = ?1, status_message = ?2, updated_ms = ?3
+                 WHERE id = ?4 AND status IN ('working', 'input_required')",
+            )?
+            .execute(params![
+                status.as_str(),
+                message,
+                super::now_ms() as i64,
+                id
+            ])?;
         Ok(changed == 1)
     }
 
@@ -333,17 +338,19 @@ impl Store {
         message: Option<&str>,
         outcome: Option<&Outcome>,
     ) -> Result<bool> {
-        let changed = self.db.execute(
-            "UPDATE tasks SET status = ?1, status_message = ?2, outcome = ?3, updated_ms = ?4
+        let changed = self
+            .db
+            .prepare_cached(
+                "UPDATE tasks SET status = ?1, status_message = ?2, outcome = ?3, updated_ms = ?4
              WHERE id = ?5 AND status IN ('working', 'input_required')",
-            params![
+            )?
+            .execute(params![
                 status.as_str(),
                 message,
                 outcome.map(outcome_text),
                 super::now_ms() as i64,
                 id
-            ],
-        )?;
+            ])?;
         Ok(changed == 1)
     }
 
@@ -356,7 +363,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<Record>> {
         let (created, id) = after.unwrap_or((0, ""));
-        let mut query = self.db.prepare(&format!(
+        let mut query = self.db.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM tasks WHERE owner IS ?1 AND (created_ms, id) > (?2, ?3)
              ORDER BY created_ms, id LIMIT ?4"
         ))?;
