@@ -4,8 +4,8 @@ sessions; the 2026-07-28 extension (server-directed tasks, tasks/update,
 notifications/tasks on subscriptions/listen); cancellation freeing the
 plugin; binding to sessions and principals; and durability across a host
 killed mid-task. The conformance suite (test_conformance.py) checks the
-extension's wire shapes; the TypeScript SDK's client runs tasks in
-ts/tasks.test.mjs."""
+extension's wire shapes; the TypeScript clients run tasks in
+ts/tasks.test.mjs and ts/ext_tasks.test.mjs."""
 
 import http.client
 import json
@@ -376,13 +376,16 @@ def test_a_killed_host_keeps_finished_tasks_and_fails_running_ones(conformance_f
         host.close()
 
 
-def test_typescript_sdk_runs_tasks(http_host_factory, conformance_folder, host_env):
+@pytest.mark.parametrize("script", ["tasks.test.mjs", "ext_tasks.test.mjs"])
+def test_typescript_clients_run_tasks(http_host_factory, conformance_folder, host_env, script):
+    """The TS SDK v1 client's experimental tasks API (stdio and HTTP), and
+    the official ext-tasks client library over the v2 SDK (both wires)."""
     host = http_host_factory(conformance_folder)
     node = shutil.which("node", path=host_env.get("PATH"))
     assert node, "node is not on PATH (scripts/test installs it)"
     env = dict(host_env, WASM_MCP_BINARY=str(BINARY), WASM_MCP_PLUGINS=str(conformance_folder), WASM_MCP_URL=host.url)
     run = subprocess.run(
-        [node, "--test", "--test-reporter=spec", "tasks.test.mjs"],
+        [node, "--test", "--test-reporter=spec", script],
         cwd=TS, env=env, capture_output=True, text=True, timeout=600,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]

@@ -237,17 +237,25 @@ impl Asker {
         &self,
         method: &str,
         params: Value,
-        cancelled: BoxFuture<()>,
+        mut cancelled: BoxFuture<()>,
     ) -> Result<Value, InputError> {
-        let Some(conn) = self.conn.upgrade() else {
-            return Err(InputError::Cancelled);
-        };
-        let (id, answer) = conn.ask(&self.link.outbox(), method, self.link.tag(params));
-        drop(conn);
         if let Some(on_wait) = &self.on_wait {
             on_wait(true);
         }
         let _waiting = Waiting(self.on_wait.clone());
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        // A task's question waits for a stream to go on (its tasks/result).
+        let out = tokio::select! {
+            out = self.link.request_route() => out,
+            () = &mut deadline => return Err(InputError::Timeout),
+            () = &mut cancelled => return Err(InputError::Cancelled),
+        };
+        let Some(conn) = self.conn.upgrade() else {
+            return Err(InputError::Cancelled);
+        };
+        let (id, answer) = conn.ask(&out, method, self.link.tag(params));
+        drop(conn);
         // Withdrawn unless answered, even when this future is dropped.
         let mut pending = Withdraw {
             asker: self,
@@ -269,7 +277,7 @@ impl Asker {
                     Err(_) => Err(InputError::Cancelled),
                 }
             }
-            () = tokio::time::sleep(self.timeout) => {
+            () = &mut deadline => {
                 pending.reason = Some("no answer in time");
                 Err(InputError::Timeout)
             }

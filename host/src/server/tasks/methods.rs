@@ -71,13 +71,14 @@ fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
         .ok_or_else(|| RpcError::invalid_params("Invalid params: \"taskId\" must be a string"))
 }
 
+/// The task the request names, as its requester may see it (who thereby
+/// knows of it).
 fn record(request: &Request<'_>) -> Result<super::Record, RpcError> {
     let id = task_id(request.params)?;
-    request
-        .conn
-        .server
-        .tasks
-        .get(id, request.conn.task_owner.as_deref())
+    let tasks = &request.conn.server.tasks;
+    let record = tasks.get(id, request.conn.task_owner.as_deref())?;
+    tasks.known(id);
+    Ok(record)
 }
 
 fn get(request: &Request<'_>, wire: Wire) -> Outcome {

@@ -282,12 +282,20 @@ impl Tasks {
         wire::task(record, wire, self.options.poll_interval.as_millis() as u64)
     }
 
+    /// Notes that the client asked about task `id`: a 2025-11-25 task's
+    /// questions wait for that.
+    pub fn known(&self, id: &str) {
+        if let Some(link) = self.live_task(id).and_then(|l| l.link.get().cloned()) {
+            link.known();
+        }
+    }
+
     /// Sends the messages of 2025-11-25 task `id`'s call to `out` (a
     /// `tasks/result` stream) until the returned guard is dropped.
     pub fn attach(&self, id: &str, out: &Outbox) -> Option<Attached> {
         let live = self.live_task(id)?;
         let link = live.link.get()?.clone();
-        link.relink(out.clone());
+        link.attach(out.clone());
         Some(Attached {
             link,
             home: live.home.clone().unwrap_or_else(|| Outbox::new().0),
@@ -606,7 +614,7 @@ pub struct Attached {
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        self.link.relink(self.home.clone());
+        self.link.detach(self.home.clone());
     }
 }
 

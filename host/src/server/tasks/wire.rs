@@ -56,7 +56,12 @@ pub fn detailed(
     let mut task = task(record, Wire::V2, poll_interval_ms);
     match (record.status, &record.outcome) {
         (Status::Completed, Some(Ok(result))) => {
-            task.insert("result".into(), result.clone());
+            // The result as a 2026-07-28 request gets it.
+            let mut result = result.clone();
+            if let Some(obj) = result.as_object_mut() {
+                obj.entry("resultType").or_insert_with(|| json!("complete"));
+            }
+            task.insert("result".into(), result);
         }
         (Status::Failed, outcome) => {
             let error = match outcome {
