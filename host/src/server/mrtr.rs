@@ -267,9 +267,7 @@ impl Execution {
             detach,
         }
     }
-}
 
-impl Execution {
     /// Marks the call as running as a task from now on.
     pub fn mark_task(&self) {
         self.link
