@@ -269,14 +269,14 @@ def modern_result(reply) -> dict:
 
 def test_extension_tasks_follow_the_policy_and_notify_listeners(http_host_factory, conformance_folder, host_env,
                                                                 cache_dir, tmp_path):
-    env = config_env(host_env, cache_dir, tmp_path, "[tasks]\nafter_ms = 300\n")
+    env = config_env(host_env, cache_dir, tmp_path, "[tasks]\nafter_ms = 1000\n")
     host = http_host_factory(conformance_folder, env=env)
     # A quick call is answered at once; a call still running after the
     # threshold becomes a task, even when the plugin does not ask for one.
     quick = modern_result(modern_post(host, 1, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}}))
     assert quick["result"]["resultType"] == "complete"
     slow = modern_result(modern_post(host, 2, "tools/call", {
-        "name": "slow_compute", "arguments": {"seconds": 1.5, "detach": False, "label": "late"}}))["result"]
+        "name": "slow_compute", "arguments": {"seconds": 2.5, "detach": False, "label": "late"}}))["result"]
     assert slow["resultType"] == "task" and slow["status"] == "working"
     assert slow["ttlMs"] > 0 and slow["pollIntervalMs"] > 0 and "task" not in slow
     task_id = slow["taskId"]
@@ -299,7 +299,7 @@ def test_extension_tasks_follow_the_policy_and_notify_listeners(http_host_factor
         if event["params"]["status"] == "completed":
             break
     assert event["params"]["taskId"] == task_id
-    assert event["params"]["result"]["content"][0]["text"] == "Computed late in 1.5s"
+    assert event["params"]["result"]["content"][0]["text"] == "Computed late in 2.5s"
     conn.close()
 
     # Without the extension: tasks are never created, a task-only tool is
