@@ -178,6 +178,15 @@ def raw_host(all_plugins, host_env):
 CONFORMANCE = ROOT / "dist" / "conformance"
 
 
+@pytest.fixture
+def conformance_folder(tmp_path):
+    """A plugin folder with the conformance fixture plugin alone."""
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    shutil.copy(CONFORMANCE / "conformance.wasm", folder / "conformance.wasm")
+    return folder
+
+
 class HttpHost(HostLog):
     """The host serving Streamable HTTP on a free loopback port."""
 

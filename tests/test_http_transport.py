@@ -81,14 +81,14 @@ def post(host, body, **headers) -> Reply:
     return request(host, "POST", body, dict(BASE_HEADERS, **headers))
 
 
-def open_session(host) -> str:
-    reply = post(host, INIT)
+def open_session(host, **headers) -> str:
+    reply = post(host, INIT, **headers)
     assert reply.status == 200, reply.raw
     session = reply.headers["mcp-session-id"]
     done = post(
         host,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        **{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"},
+        **{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25", **headers},
     )
     assert done.status == 202
     return session

@@ -14,17 +14,9 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import BINARY, CONFORMANCE, RawHost
+from conftest import BINARY, RawHost
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def fixtures(tmp_path):
-    folder = tmp_path / "plugins"
-    folder.mkdir()
-    shutil.copy(CONFORMANCE / "conformance.wasm", folder / "conformance.wasm")
-    return folder
 
 
 async def answer_elicitation(context, params):
@@ -47,11 +39,11 @@ def stdio(folder, env):
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 @pytest.mark.parametrize("transport", ["stdio", "http", "http --json-response"])
-async def test_python_client_answers_the_plugins_questions(fixtures, host_env, http_host_factory, transport, mode):
+async def test_python_client_answers_the_plugins_questions(conformance_folder, host_env, http_host_factory, transport, mode):
     if transport == "stdio":
-        server = stdio(fixtures, host_env)
+        server = stdio(conformance_folder, host_env)
     else:
-        server = http_host_factory(fixtures, args=transport.split()[1:]).url
+        server = http_host_factory(conformance_folder, args=transport.split()[1:]).url
     async with Client(server, mode=mode, read_timeout_seconds=120,
                       elicitation_callback=answer_elicitation, sampling_callback=answer_sampling) as c:
         elicited = await c.call_tool("test_elicitation", {"message": "Who are you?"})
@@ -63,14 +55,14 @@ async def test_python_client_answers_the_plugins_questions(fixtures, host_env, h
         assert sampled.content[0].text == "LLM response: hi there"
 
 
-async def test_a_declined_or_failed_answer_reaches_the_plugin(fixtures, host_env):
+async def test_a_declined_or_failed_answer_reaches_the_plugin(conformance_folder, host_env):
     async def decline(context, params):
         return types.ElicitResult(action="decline")
 
     async def fail(context, params):
         return types.ErrorData(code=-1, message="no model here")
 
-    async with Client(stdio(fixtures, host_env), mode="legacy", read_timeout_seconds=120,
+    async with Client(stdio(conformance_folder, host_env), mode="legacy", read_timeout_seconds=120,
                       elicitation_callback=decline, sampling_callback=fail) as c:
         declined = await c.call_tool("test_elicitation", {"message": "Who are you?"})
         assert declined.content[0].text == "User response: action=decline, content={}"
@@ -78,8 +70,8 @@ async def test_a_declined_or_failed_answer_reaches_the_plugin(fixtures, host_env
         assert failed.is_error and "no model here" in failed.content[0].text
 
 
-async def test_no_question_without_the_capability(fixtures, host_env):
-    async with Client(stdio(fixtures, host_env), mode="legacy", read_timeout_seconds=120) as c:
+async def test_no_question_without_the_capability(conformance_folder, host_env):
+    async with Client(stdio(conformance_folder, host_env), mode="legacy", read_timeout_seconds=120) as c:
         result = await c.call_tool("test_sampling", {"prompt": "Say hi"})
         assert result.is_error
         assert "did not declare the sampling capability" in result.content[0].text
@@ -103,8 +95,8 @@ def next_request(host, method):
         host.pending.append(message)
 
 
-def test_an_unanswered_question_times_out_and_is_withdrawn(fixtures, host_env, cache_dir, tmp_path):
-    host = raw_host(fixtures, host_env, f'[server]\ncache_dir = "{cache_dir}"\ninput_timeout_ms = 300\n', tmp_path)
+def test_an_unanswered_question_times_out_and_is_withdrawn(conformance_folder, host_env, cache_dir, tmp_path):
+    host = raw_host(conformance_folder, host_env, f'[server]\ncache_dir = "{cache_dir}"\ninput_timeout_ms = 300\n', tmp_path)
     try:
         host.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
                    "params": {"name": "test_sampling", "arguments": {"prompt": "Say hi"}}})
@@ -121,8 +113,8 @@ def test_an_unanswered_question_times_out_and_is_withdrawn(fixtures, host_env, c
         host.close()
 
 
-def test_cancelling_the_call_withdraws_its_question(fixtures, host_env, cache_dir, tmp_path):
-    host = raw_host(fixtures, host_env, f'[server]\ncache_dir = "{cache_dir}"\n', tmp_path)
+def test_cancelling_the_call_withdraws_its_question(conformance_folder, host_env, cache_dir, tmp_path):
+    host = raw_host(conformance_folder, host_env, f'[server]\ncache_dir = "{cache_dir}"\n', tmp_path)
     try:
         host.send({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
                    "params": {"name": "test_sampling", "arguments": {"prompt": "Say hi"}}})
@@ -139,9 +131,9 @@ def test_cancelling_the_call_withdraws_its_question(fixtures, host_env, cache_di
         host.close()
 
 
-def test_the_deadline_pauses_while_the_client_answers(fixtures, host_env, cache_dir, tmp_path):
+def test_the_deadline_pauses_while_the_client_answers(conformance_folder, host_env, cache_dir, tmp_path):
     config = f'[server]\ncache_dir = "{cache_dir}"\n[limits]\ncall_timeout_ms = 300\n'
-    host = raw_host(fixtures, host_env, config, tmp_path)
+    host = raw_host(conformance_folder, host_env, config, tmp_path)
     try:
         host.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                    "params": {"name": "test_sampling", "arguments": {"prompt": "Say hi"}}})
@@ -155,11 +147,11 @@ def test_the_deadline_pauses_while_the_client_answers(fixtures, host_env, cache_
         host.close()
 
 
-def test_typescript_sdk_answers_the_plugins_questions(fixtures, host_env, http_host_factory):
-    host = http_host_factory(fixtures)
+def test_typescript_sdk_answers_the_plugins_questions(conformance_folder, host_env, http_host_factory):
+    host = http_host_factory(conformance_folder)
     node = shutil.which("node", path=host_env.get("PATH"))
     assert node, "node is not on PATH (scripts/test installs it)"
-    env = dict(host_env, WASM_MCP_BINARY=str(BINARY), WASM_MCP_PLUGINS=str(fixtures), WASM_MCP_URL=host.url)
+    env = dict(host_env, WASM_MCP_BINARY=str(BINARY), WASM_MCP_PLUGINS=str(conformance_folder), WASM_MCP_URL=host.url)
     run = subprocess.run(
         [node, "--test", "--test-reporter=spec", "round_trips.test.mjs"],
         cwd=Path(__file__).resolve().parent / "ts", env=env, capture_output=True, text=True, timeout=600,
@@ -168,7 +160,7 @@ def test_typescript_sdk_answers_the_plugins_questions(fixtures, host_env, http_h
     assert "fail 0" in run.stdout, run.stdout[-2000:]
 
 
-async def test_stateless_questions_take_rounds_and_resume_the_same_call(fixtures, host_env, http_host_factory):
+async def test_stateless_questions_take_rounds_and_resume_the_same_call(conformance_folder, host_env, http_host_factory):
     """Two questions asked one after the other: two input-required rounds,
     one call (the plugin keeps its state between them)."""
     asked = []
@@ -180,7 +172,7 @@ async def test_stateless_questions_take_rounds_and_resume_the_same_call(fixtures
         field = next(iter(params.requested_schema["properties"]))
         return types.ElicitResult(action="accept", content={field: values[field]})
 
-    host = http_host_factory(fixtures)
+    host = http_host_factory(conformance_folder)
     async with Client(host.url, mode="2026-07-28", read_timeout_seconds=120, elicitation_callback=answer) as c:
         result = await c.call_tool("test_input_required_result_multi_round", {})
         assert result.content[0].text == "Ada likes green"
@@ -203,11 +195,11 @@ def modern_call(host, id_, params):
     return reply
 
 
-def test_parked_calls_expire_and_their_state_is_refused(fixtures, host_env, http_host_factory, cache_dir, tmp_path):
+def test_parked_calls_expire_and_their_state_is_refused(conformance_folder, host_env, http_host_factory, cache_dir, tmp_path):
     config = tmp_path / "short.toml"
     config.write_text(f'[server]\ncache_dir = "{cache_dir}"\ninput_timeout_ms = 1500\n')
     env = dict(host_env, WASM_MCP_CONFIG=str(config), RUST_LOG="info,wasm_mcp::server=debug")
-    host = http_host_factory(fixtures, env=env)
+    host = http_host_factory(conformance_folder, env=env)
     first = modern_call(host, 1, {"name": "test_input_required_result_elicitation", "arguments": {}})["result"]
     assert first["resultType"] == "input_required" and "user_name" in first["inputRequests"]
     state = first["requestState"]
@@ -252,14 +244,14 @@ async def test_a_python_plugin_asks_too(tmp_path, host_env, mode):
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_url_elicitation(fixtures, host_env, mode):
+async def test_url_elicitation(conformance_folder, host_env, mode):
     seen = []
 
     async def answer(context, params):
         seen.append((params.mode, params.url, params.elicitation_id))
         return types.ElicitResult(action="accept")
 
-    async with Client(stdio(fixtures, host_env), mode=mode, read_timeout_seconds=120,
+    async with Client(stdio(conformance_folder, host_env), mode=mode, read_timeout_seconds=120,
                       elicitation_callback=answer) as c:
         result = await c.call_tool("test_url_elicitation", {})
         assert result.content[0].text == "action=accept, content={}"

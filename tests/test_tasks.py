@@ -18,20 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BINARY, CONFORMANCE, HttpHost, RawHost, modern_meta
-from test_http_transport import BASE_HEADERS, INIT, post, read_events
+from conftest import BINARY, HttpHost, RawHost, modern_meta
+from test_http_transport import BASE_HEADERS, INIT, call, open_session, post, read_events
 
 TASKS_EXT = "io.modelcontextprotocol/tasks"
 RELATED = "io.modelcontextprotocol/related-task"
 TS = Path(__file__).resolve().parent / "ts"
-
-
-@pytest.fixture
-def conformance_folder(tmp_path):
-    folder = tmp_path / "plugins"
-    folder.mkdir()
-    shutil.copy(CONFORMANCE / "conformance.wasm", folder / "conformance.wasm")
-    return folder
 
 
 def config_env(host_env, cache_dir, tmp_path, extra: str = "") -> dict:
@@ -212,22 +204,9 @@ def test_cancelling_a_task_stops_its_plugin(conformance_folder, host_env, cache_
         host.close()
 
 
-def session_headers(session: str, **extra) -> dict:
-    return {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25", **extra}
-
-
-def open_session(host, **headers) -> str:
-    reply = post(host, INIT, **headers)
-    assert reply.status == 200, reply.raw
-    session = reply.headers["mcp-session-id"]
-    post(host, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **session_headers(session, **headers))
-    return session
-
-
 def rpc(host, session, method, params=None, id_=1, **headers) -> dict:
-    reply = post(host, {"jsonrpc": "2.0", "id": id_, "method": method, "params": params or {}},
-                 **session_headers(session, **headers))
-    messages = reply.json()
+    """The response to one request of a session (from JSON or SSE)."""
+    messages = call(host, session, id_, method, params, **headers).json()
     if isinstance(messages, list):
         return next(m for m in messages if m.get("id") == id_)
     return messages

@@ -3,20 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { transports } from "./transports.mjs";
 import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-
-const transports = {
-  stdio: () =>
-    new StdioClientTransport({
-      command: process.env.WASM_MCP_BINARY,
-      args: ["serve", "--plugins", process.env.WASM_MCP_PLUGINS],
-      env: process.env,
-      stderr: "ignore",
-    }),
-  http: () => new StreamableHTTPClientTransport(new URL(process.env.WASM_MCP_URL)),
-};
 
 for (const [name, transport] of Object.entries(transports)) {
   test(`answers elicitation and sampling over ${name}`, async () => {

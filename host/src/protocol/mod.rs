@@ -36,4 +36,16 @@ pub mod meta {
     pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
     /// The tasks extension of 2026-07-28 (`capabilities.extensions`).
     pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+    /// Marks a message's params (or a result) as belonging to task `id`:
+    /// `_meta["io.modelcontextprotocol/related-task"] = { taskId }`.
+    pub fn tag_related_task(value: &mut serde_json::Value, id: &str) {
+        let Some(obj) = value.as_object_mut() else {
+            return;
+        };
+        let meta = obj.entry("_meta").or_insert_with(|| serde_json::json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(RELATED_TASK.into(), serde_json::json!({ "taskId": id }));
+        }
+    }
 }

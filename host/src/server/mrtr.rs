@@ -215,14 +215,8 @@ impl Link {
 
     /// `params` with the related-task `_meta` of a task's call.
     pub fn tag(&self, mut params: Value) -> Value {
-        if let (Some(task), Some(obj)) = (&self.related_task, params.as_object_mut()) {
-            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert(
-                    crate::protocol::meta::RELATED_TASK.into(),
-                    json!({ "taskId": task }),
-                );
-            }
+        if let Some(task) = &self.related_task {
+            crate::protocol::meta::tag_related_task(&mut params, task);
         }
         params
     }

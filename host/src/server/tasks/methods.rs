@@ -75,10 +75,18 @@ fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
 /// knows of it).
 fn record(request: &Request<'_>) -> Result<super::Record, RpcError> {
     let id = task_id(request.params)?;
-    let tasks = &request.conn.server.tasks;
-    let record = tasks.get(id, request.conn.task_owner.as_deref())?;
-    tasks.known(id);
+    let record = lookup(request, id)?;
+    request.conn.server.tasks.known(id);
     Ok(record)
+}
+
+/// Task `id` as the requester may see it.
+fn lookup(request: &Request<'_>, id: &str) -> Result<super::Record, RpcError> {
+    request
+        .conn
+        .server
+        .tasks
+        .get(id, request.conn.task_owner.as_deref())
 }
 
 fn get(request: &Request<'_>, wire: Wire) -> Outcome {
@@ -102,16 +110,10 @@ async fn result(request: &Request<'_>) -> Outcome {
             _ = cancel.wait_for(|c| *c) => return Ok(None),
         }
     }
-    let record = record_again(request, &record.id)?;
-    let related = super::related_task(&record.id);
+    let record = lookup(request, &record.id)?;
     match (record.status, record.outcome) {
         (_, Some(Ok(mut result))) => {
-            if let Some(obj) = result.as_object_mut() {
-                let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-                if let (Some(meta), Some(related)) = (meta.as_object_mut(), related.as_object()) {
-                    meta.extend(related.clone());
-                }
-            }
+            meta::tag_related_task(&mut result, &record.id);
             Ok(Some(result))
         }
         (_, Some(Err(error))) => Err(RpcError::from_json(&error)),
@@ -124,14 +126,6 @@ async fn result(request: &Request<'_>) -> Outcome {
             record.id
         ))),
     }
-}
-
-fn record_again(request: &Request<'_>, id: &str) -> Result<super::Record, RpcError> {
-    request
-        .conn
-        .server
-        .tasks
-        .get(id, request.conn.task_owner.as_deref())
 }
 
 /// `tasks/list`: the session's (or principal's) tasks, oldest first.
@@ -187,10 +181,10 @@ fn cancel_v1(request: &Request<'_>) -> Outcome {
         return Err(terminal(record.status));
     }
     if !tasks.cancel(&record)? {
-        let now = record_again(request, &record.id)?;
+        let now = lookup(request, &record.id)?;
         return Err(terminal(now.status));
     }
-    let record = record_again(request, &record.id)?;
+    let record = lookup(request, &record.id)?;
     Ok(Some(Value::Object(tasks.render(&record, Wire::V1))))
 }
 

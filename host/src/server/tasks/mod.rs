@@ -17,7 +17,7 @@ pub use store::{Record, Status, Wire};
 use super::mrtr::{Execution, Link, Outcome as CallOutcome, Round};
 use super::{Outbox, ServerEvent};
 use crate::protocol::{random_id, RpcError};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -634,14 +634,10 @@ impl Live {
     }
 }
 
-/// `{ "taskId": … }` as related-task metadata.
-pub fn related_task(id: &str) -> Value {
-    json!({ crate::protocol::meta::RELATED_TASK: { "taskId": id } })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_tool_error_fails_only_a_2025_11_25_task() {
