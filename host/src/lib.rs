@@ -5,8 +5,10 @@
 //! `reload` sits beside `transport`: it feeds file changes to the server;
 //! `dev` builds plugins from source into a folder that `reload` watches.
 
+pub mod coalesce;
 pub mod config;
 pub mod dev;
+pub mod files;
 pub mod protocol;
 pub mod registry;
 pub mod reload;

@@ -130,6 +130,15 @@ fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("wasm-mcp"))
 }
 
+/// The host's state folder: `$XDG_STATE_HOME/wasm-mcp`, else
+/// `~/.local/state/wasm-mcp`.
+fn state_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state")))
+        .map(|base| base.join("wasm-mcp"))
+}
+
 /// Where tasks are kept: the config's `[tasks] store`, else the state
 /// folder; `None` keeps them in memory.
 fn task_options(config: &Config) -> TaskOptions {
@@ -137,12 +146,7 @@ fn task_options(config: &Config) -> TaskOptions {
     let store = match &section.store {
         Some(path) if path.as_os_str().is_empty() => None,
         Some(path) => Some(path.clone()),
-        None => std::env::var_os("XDG_STATE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state"))
-            })
-            .map(|base| base.join("wasm-mcp").join("tasks.db")),
+        None => state_dir().map(|dir| dir.join("tasks.db")),
     };
     let ms = std::time::Duration::from_millis;
     TaskOptions {
@@ -163,9 +167,39 @@ fn runtime_config(config: &Config) -> RuntimeConfig {
     };
     RuntimeConfig {
         cache_dir,
+        cache_key_file: state_dir().map(|dir| dir.join("cache.key")),
         max_memory_bytes: config.max_memory_bytes(),
         ..RuntimeConfig::default()
     }
+}
+
+/// Refuses to serve when a folder or file the host trusts (the plugins,
+/// the compile cache and its key, the task store) lies inside a root, or
+/// holds one: a plugin granted that root could change it.
+fn check_host_paths(config: &Config, plugins: &Path) -> Result<()> {
+    let runtime = runtime_config(config);
+    if let Some(cache) = &runtime.cache_dir {
+        let (cache, plugins) = (std::path::absolute(cache)?, std::path::absolute(plugins)?);
+        anyhow::ensure!(
+            !cache.starts_with(&plugins) && !plugins.starts_with(&cache),
+            "the compile cache {} and the plugin folder {} overlap; keep them apart",
+            cache.display(),
+            plugins.display()
+        );
+    }
+    let tasks = task_options(config);
+    let paths = [
+        ("the plugin folder", Some(plugins.to_owned())),
+        ("the compile cache", runtime.cache_dir),
+        ("the compile cache key", runtime.cache_key_file),
+        ("the task store", tasks.store),
+    ];
+    for (what, path) in paths {
+        if let Some(path) = path {
+            config.check_outside_roots(what, &path)?;
+        }
+    }
+    Ok(())
 }
 
 fn load_config(path: Option<&Path>) -> Result<Config> {
@@ -219,6 +253,7 @@ async fn dev(
 }
 
 async fn serve_folder(dir: PathBuf, config: Config, watch: bool, http: HttpArgs) -> Result<()> {
+    check_host_paths(&config, &dir)?;
     let runtime = Runtime::new(runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime, Policy::new(config.clone())));
     // Watch first, so a file written while the folder loads is not missed.
@@ -293,7 +328,7 @@ fn http_options(
                         JwtCheck::hs256(secret.as_bytes(), &jwt.issuer, &jwt.audience)
                     }
                     (None, Some(file)) => {
-                        let pem = std::fs::read(file)
+                        let pem = wasm_mcp::files::read_regular(file, 1 << 20)
                             .with_context(|| format!("reading {}", file.display()))?;
                         JwtCheck::public_key(&pem, &jwt.issuer, &jwt.audience)?
                     }
@@ -345,9 +380,12 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     let config = load_config(config_path.as_deref())?;
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: None,
+        cache_key_file: None,
         ..runtime_config(&config)
     })?;
-    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let limit = config.server.max_plugin_mb << 20;
+    let bytes = wasm_mcp::files::read_regular(&file, limit)
+        .with_context(|| format!("reading {}", file.display()))?;
     let description = describe(&runtime, &bytes)
         .with_context(|| format!("{} is not a loadable component", file.display()))?;
     println!("{}", file.display());
@@ -375,7 +413,7 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     for var in &manifest.env {
         println!("  env   {var}");
     }
-    let decision = registry.decide(&name, &file)?;
+    let decision = registry.decide(&name, &manifest);
     println!("granted:");
     for item in &decision.granted {
         println!("  {item}");

@@ -34,17 +34,23 @@ impl Manifest {
         wasm.with_extension("toml")
     }
 
-    /// Reads the manifest beside the component at `wasm`; none is an empty one.
+    /// Reads the manifest beside the component at `wasm`; none is an empty
+    /// one. It must be a regular file of at most
+    /// [`crate::files::MAX_MANIFEST_BYTES`]. Blocks: call it off the async
+    /// workers.
     pub fn beside(wasm: &Path) -> Result<Self> {
         let path = Self::path_for(wasm);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::files::read_regular_text(&path, crate::files::MAX_MANIFEST_BYTES) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest::default()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        toml::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{e}"))
-            .with_context(|| format!("invalid manifest {}", path.display()))
+        Self::parse(&text).with_context(|| format!("invalid manifest {}", path.display()))
+    }
+
+    /// Parses manifest text.
+    pub fn parse(text: &str) -> Result<Self> {
+        toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))
     }
 }
 

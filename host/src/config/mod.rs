@@ -12,11 +12,12 @@ pub use manifest::Manifest;
 pub use policy::{Decision, Policy};
 pub use tasks::TasksSection;
 
-use crate::runtime::{HostPattern, Limits};
+use crate::runtime::{DirHandle, HostPattern, Limits};
 use anyhow::{Context as _, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use toml::Spanned;
 
@@ -58,6 +59,8 @@ pub struct ServerSection {
     /// How long a plugin waits for the client to answer its question
     /// (elicitation, sampling, roots), in milliseconds.
     pub input_timeout_ms: u64,
+    /// The largest plugin component file read, in MiB.
+    pub max_plugin_mb: u64,
 }
 
 impl Default for ServerSection {
@@ -70,6 +73,7 @@ impl Default for ServerSection {
             list_ttl_ms: crate::server::DEFAULT_LIST_TTL_MS,
             watch: true,
             input_timeout_ms: crate::server::DEFAULT_INPUT_TIMEOUT.as_millis() as u64,
+            max_plugin_mb: 256,
         }
     }
 }
@@ -87,6 +91,19 @@ pub struct LimitsSection {
     pub max_result_mb: usize,
     /// Calls of one plugin that may run at once; more wait their turn.
     pub max_concurrent_calls: usize,
+    /// Items in one result (content blocks, resource contents, prompt
+    /// messages, completion values, entries of a list).
+    pub max_result_items: usize,
+    /// The largest single message a plugin sends the client (a log line, a
+    /// progress message, a resource URI, one set of questions), in KiB.
+    pub max_message_kb: usize,
+    /// Notifications (logs, progress, change notices, stdout/stderr lines)
+    /// one call may send per second; more are dropped and counted.
+    pub notifications_per_sec: u32,
+    /// Deadline of the `list-*` calls made when a plugin loads, in ms.
+    pub load_timeout_ms: u64,
+    /// OS threads a plugin's file operations may occupy at once.
+    pub max_blocking_threads: usize,
 }
 
 impl Default for LimitsSection {
@@ -98,6 +115,11 @@ impl Default for LimitsSection {
             call_timeout_ms: limits.call_timeout.as_millis() as u64,
             max_result_mb: limits.max_result_bytes >> 20,
             max_concurrent_calls: limits.max_concurrent_calls,
+            max_result_items: limits.max_result_items,
+            max_message_kb: limits.max_message_bytes >> 10,
+            notifications_per_sec: limits.notifications_per_sec,
+            load_timeout_ms: limits.load_timeout.as_millis() as u64,
+            max_blocking_threads: limits.max_blocking_threads,
         }
     }
 }
@@ -114,6 +136,16 @@ pub struct LimitsOverride {
     pub max_result_mb: Option<usize>,
     /// See [`LimitsSection::max_concurrent_calls`].
     pub max_concurrent_calls: Option<usize>,
+    /// See [`LimitsSection::max_result_items`].
+    pub max_result_items: Option<usize>,
+    /// See [`LimitsSection::max_message_kb`].
+    pub max_message_kb: Option<usize>,
+    /// See [`LimitsSection::notifications_per_sec`].
+    pub notifications_per_sec: Option<u32>,
+    /// See [`LimitsSection::load_timeout_ms`].
+    pub load_timeout_ms: Option<u64>,
+    /// See [`LimitsSection::max_blocking_threads`].
+    pub max_blocking_threads: Option<usize>,
 }
 
 impl LimitsSection {
@@ -126,6 +158,15 @@ impl LimitsSection {
             max_concurrent_calls: over
                 .max_concurrent_calls
                 .unwrap_or(self.max_concurrent_calls),
+            max_result_items: over.max_result_items.unwrap_or(self.max_result_items),
+            max_message_kb: over.max_message_kb.unwrap_or(self.max_message_kb),
+            notifications_per_sec: over
+                .notifications_per_sec
+                .unwrap_or(self.notifications_per_sec),
+            load_timeout_ms: over.load_timeout_ms.unwrap_or(self.load_timeout_ms),
+            max_blocking_threads: over
+                .max_blocking_threads
+                .unwrap_or(self.max_blocking_threads),
         }
     }
 
@@ -141,6 +182,11 @@ impl LimitsSection {
             call_timeout: self.call_timeout(),
             max_result_bytes: self.max_result_mb << 20,
             max_concurrent_calls: self.max_concurrent_calls,
+            max_result_items: self.max_result_items,
+            max_message_bytes: self.max_message_kb << 10,
+            notifications_per_sec: self.notifications_per_sec,
+            load_timeout: Duration::from_millis(self.load_timeout_ms),
+            max_blocking_threads: self.max_blocking_threads,
         }
     }
 }
@@ -175,6 +221,9 @@ pub struct RootSection {
     /// The most any plugin may do in it.
     #[serde(default)]
     pub mode: Mode,
+    /// The folder, opened when the config was read.
+    #[serde(skip)]
+    pub dir: Option<Arc<DirHandle>>,
 }
 
 /// `[plugins.<name>]`: what the operator allows one plugin. A plugin gets
@@ -195,7 +244,7 @@ pub struct PluginSection {
 impl Config {
     /// Reads and checks `path`. Errors name the file and the line.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::files::read_regular_text(path, crate::files::MAX_CONFIG_BYTES)
             .with_context(|| format!("reading config {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         Self::parse(&text, base).with_context(|| format!("invalid config {}", path.display()))
@@ -208,6 +257,10 @@ impl Config {
         anyhow::ensure!(
             config.server.page_size > 0,
             "server.page_size must be at least 1"
+        );
+        anyhow::ensure!(
+            config.server.max_plugin_mb > 0,
+            "server.max_plugin_mb must be at least 1"
         );
         check_limits("limits", &config.limits)?;
         for (name, root) in &mut config.roots {
@@ -226,7 +279,31 @@ impl Config {
                 at(span),
                 path.display()
             );
+            root.dir = Some(Arc::new(DirHandle::open(&path).with_context(|| {
+                format!(
+                    "{}: opening roots.{name}.path {}",
+                    at(span.clone()),
+                    path.display()
+                )
+            })?));
             *root.path.get_mut() = path;
+        }
+        let roots: Vec<(&String, &PathBuf)> = config
+            .roots
+            .iter()
+            .map(|(name, root)| (name, root.path.get_ref()))
+            .collect();
+        for (i, (a, a_path)) in roots.iter().enumerate() {
+            for (b, b_path) in &roots[i + 1..] {
+                anyhow::ensure!(
+                    !overlap(a_path, b_path),
+                    "roots.{a} ({}) and roots.{b} ({}) overlap: one is inside the other, \
+                     so a plugin granted one could change what the other shows; \
+                     give each root a folder of its own",
+                    a_path.display(),
+                    b_path.display()
+                );
+            }
         }
         for (plugin, section) in &config.plugins {
             for root in &section.roots {
@@ -295,6 +372,23 @@ impl Config {
         Ok(config)
     }
 
+    /// Refuses a folder of the host's own (`what`: the plugin folder, the
+    /// compile cache, ...) that lies inside a root or holds one: a plugin
+    /// granted that root could change what the host loads or trusts.
+    pub fn check_outside_roots(&self, what: &str, path: &Path) -> Result<()> {
+        let path = canonical_or_nearest(path);
+        for (name, root) in &self.roots {
+            anyhow::ensure!(
+                !overlap(&path, root.path.get_ref()),
+                "{what} {} overlaps roots.{name} ({}): a plugin granted that root could \
+                 change it; keep the host's own folders outside every root",
+                path.display(),
+                root.path.get_ref().display()
+            );
+        }
+        Ok(())
+    }
+
     /// The largest memory cap any plugin may get, in bytes.
     pub fn max_memory_bytes(&self) -> usize {
         self.plugins
@@ -307,12 +401,42 @@ impl Config {
     }
 }
 
+/// Whether one of two canonical paths is inside the other (or they are equal).
+fn overlap(a: &Path, b: &Path) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// `path` canonicalized, or for a path not made yet, its nearest existing
+/// ancestor canonicalized with the rest appended.
+fn canonical_or_nearest(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut missing = Vec::new();
+    let mut at = absolute.as_path();
+    loop {
+        if let Ok(found) = at.canonicalize() {
+            return missing.iter().rev().fold(found, |p, part| p.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_owned());
+                at = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
 fn check_limits(section: &str, limits: &LimitsSection) -> Result<()> {
     for (field, value) in [
         ("memory_mb", limits.memory_mb as u64),
         ("call_timeout_ms", limits.call_timeout_ms),
         ("max_result_mb", limits.max_result_mb as u64),
         ("max_concurrent_calls", limits.max_concurrent_calls as u64),
+        ("max_result_items", limits.max_result_items as u64),
+        ("max_message_kb", limits.max_message_kb as u64),
+        ("notifications_per_sec", limits.notifications_per_sec as u64),
+        ("load_timeout_ms", limits.load_timeout_ms),
+        ("max_blocking_threads", limits.max_blocking_threads as u64),
     ] {
         anyhow::ensure!(value > 0, "{section}.{field} must be at least 1");
     }

@@ -69,10 +69,16 @@ impl Policy {
                     root.mode
                 ));
             }
+            let Some(dir) = root.dir.clone() else {
+                d.denied
+                    .push(format!("root {name}: its folder was not opened"));
+                continue;
+            };
             d.granted
                 .push(format!("root {name} ({mode}) at {guest_path}"));
             d.grants.dirs.push(DirGrant {
                 host_path: root.path.get_ref().clone(),
+                dir,
                 guest_path,
                 writable: mode == Mode::ReadWrite,
             });
@@ -118,6 +124,11 @@ impl Policy {
     /// The largest memory cap any plugin may get, in bytes.
     pub fn max_memory_bytes(&self) -> usize {
         self.config.max_memory_bytes()
+    }
+
+    /// The largest plugin component file read, in bytes.
+    pub fn max_plugin_bytes(&self) -> u64 {
+        self.config.server.max_plugin_mb << 20
     }
 }
 

@@ -70,16 +70,35 @@ impl Registry {
     /// Loads one component file and asks for its lists.
     pub async fn load_file(&self, path: &Path) -> Result<PluginEntry> {
         let name = plugin_name(path)?;
-        let source = read_source(path).await?;
-        let decision = self.decide(&name, path)?;
+        let (source, manifest) = self
+            .read_plugin(path)
+            .await?
+            .with_context(|| format!("{} is gone", path.display()))?;
+        let decision = self.decide(&name, &manifest);
         self.load_source(&name, source, decision, path, false).await
     }
 
-    /// What the plugin of the component at `path` is granted, from its
-    /// manifest and the policy.
-    pub fn decide(&self, name: &str, path: &Path) -> Result<Decision> {
-        let manifest = Manifest::beside(path)?;
-        Ok(self.policy.decide(name, &manifest))
+    /// What plugin `name` is granted for what its manifest asks.
+    pub fn decide(&self, name: &str, manifest: &Manifest) -> Decision {
+        self.policy.decide(name, manifest)
+    }
+
+    /// Reads a component file and its manifest, checked (regular files,
+    /// size caps) and off the async workers; `None` when the component
+    /// file does not exist.
+    async fn read_plugin(&self, path: &Path) -> Result<Option<(ComponentSource, Manifest)>> {
+        let limit = self.policy.max_plugin_bytes();
+        let path = path.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let bytes = match crate::files::read_regular(&path, limit) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+            };
+            let manifest = Manifest::beside(&path)?;
+            Ok(Some((ComponentSource::new(bytes), manifest)))
+        })
+        .await?
     }
 
     async fn load_source(
@@ -118,7 +137,8 @@ impl Registry {
     /// Loads every `*.wasm` in `dir` (concurrently) and installs the merged
     /// catalogue. A file that fails to load is logged and skipped.
     pub async fn load_dir(self: &Arc<Self>, dir: &Path) -> Result<Change> {
-        let files = wasm_files(dir)?;
+        let folder = dir.to_owned();
+        let files = tokio::task::spawn_blocking(move || wasm_files(&folder)).await??;
         let mut tasks = tokio::task::JoinSet::new();
         for path in files {
             let this = self.clone();
@@ -149,20 +169,16 @@ impl Registry {
     pub async fn reload_file(self: &Arc<Self>, path: &Path) -> Result<Reload> {
         let name = plugin_name(path)?;
         let loaded = self.catalogue().plugin(&name).map(|e| e.plugin.clone());
-        let source = match tokio::fs::read(path).await {
-            Ok(bytes) => ComponentSource::new(bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(match self.remove(&name) {
-                    Some(change) => {
-                        tracing::info!(plugin = name, "plugin removed");
-                        Reload::Removed(change)
-                    }
-                    None => Reload::Unchanged,
-                });
-            }
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        let Some((source, manifest)) = self.read_plugin(path).await? else {
+            return Ok(match self.remove(&name) {
+                Some(change) => {
+                    tracing::info!(plugin = name, "plugin removed");
+                    Reload::Removed(change)
+                }
+                None => Reload::Unchanged,
+            });
         };
-        let decision = self.decide(&name, path)?;
+        let decision = self.decide(&name, &manifest);
         if loaded
             .as_ref()
             .is_some_and(|p| p.hash() == source.hash() && *p.grants() == decision.grants)
@@ -310,13 +326,6 @@ fn others(catalogue: &Catalogue, name: &str) -> Vec<PluginEntry> {
         .collect()
 }
 
-async fn read_source(path: &Path) -> Result<ComponentSource> {
-    let bytes = tokio::fs::read(path)
-        .await
-        .with_context(|| format!("reading {}", path.display()))?;
-    Ok(ComponentSource::new(bytes))
-}
-
 fn log_loaded(entry: &PluginEntry, path: &Path, what: &str) {
     let l = &entry.listing;
     tracing::info!(
@@ -326,12 +335,13 @@ fn log_loaded(entry: &PluginEntry, path: &Path, what: &str) {
     );
 }
 
-/// The `*.wasm` files directly in `dir`, sorted.
+/// The `*.wasm` entries directly in `dir` (folders aside), sorted. What
+/// is not a regular file is refused, with the reason, when it is loaded.
 pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading the plugin folder {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| is_plugin_file(p) && p.is_file())
+        .filter(|p| is_plugin_file(p) && !p.is_dir())
         .collect();
     files.sort();
     Ok(files)

@@ -9,6 +9,7 @@
 
 mod settle;
 
+use crate::coalesce::Coalescer;
 use crate::registry::{component_of, plugin_name};
 use crate::server::Server;
 use anyhow::{Context as _, Result};
@@ -47,10 +48,13 @@ impl FolderWatch {
     }
 
     /// Reloads plugins as their files change, for as long as the server
-    /// runs. Files are reloaded one at a time, in the order they settle.
+    /// runs. A file is reloaded once it settles; each file's reloads run
+    /// one at a time (a change meanwhile reloads it once more after), and
+    /// different files reload independently.
     pub async fn run(mut self, server: Arc<Server>) {
         tracing::info!(folder = %self.dir.display(), "watching for plugin changes");
         let mut settle = Settle::default();
+        let reloads = Arc::new(Coalescer::default());
         loop {
             let next_due = settle.next_due();
             let wake = async {
@@ -72,8 +76,15 @@ impl FolderWatch {
                     None => return,
                 },
                 _ = wake => {
+                    // Each file on its own: a slow or hung load delays only
+                    // its own file's next reload.
                     for path in settle.take_due(Instant::now()) {
-                        reload(&server, &path).await;
+                        let server = server.clone();
+                        let key = path.to_string_lossy().into_owned();
+                        reloads.request(&key, move || {
+                            let (server, path) = (server.clone(), path.clone());
+                            async move { reload(&server, &path).await }
+                        });
                     }
                 }
             }

@@ -1,11 +1,17 @@
 //! Precompiled components cached on disk, keyed by the component's content
 //! hash and the engine's compatibility hash, so a plugin compiles once per
-//! machine and later loads are a memory map.
+//! machine. Artifacts are native code: see [`ArtifactCache`] for why one
+//! is trusted.
 
+use crate::files;
 use anyhow::{Context as _, Result};
+use ring::hmac;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::component::Component;
 use wasmtime::Engine;
@@ -57,26 +63,58 @@ impl ComponentSource {
     }
 }
 
-/// A folder of precompiled components.
+/// A folder of precompiled components. Compiled code runs in the host, so
+/// an artifact is used only if it is this host's own: the folder is made
+/// 0700 and must belong to this user, each file must belong to this user
+/// and be writable by no one else, and each carries an HMAC-SHA256 (keyed
+/// by a secret kept outside the cache) over its name and contents, checked
+/// before the code is deserialized.
 pub struct ArtifactCache {
     dir: Option<PathBuf>,
     engine_key: String,
+    key: hmac::Key,
 }
 
+/// The largest artifact read back.
+const MAX_ARTIFACT_BYTES: u64 = 2 << 30;
+
 impl ArtifactCache {
-    /// A cache in `dir`; `None` disables caching.
-    pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
+    /// A cache in `dir` whose artifacts are signed with the key in
+    /// `key_file` (made on first use); `None` disables caching. A folder or
+    /// key that cannot be trusted disables the cache, with a warning.
+    pub fn new(engine: &Engine, dir: Option<PathBuf>, key_file: Option<&Path>) -> Self {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = format!("{:016x}", hasher.finish());
-        ArtifactCache { dir, engine_key }
+        let key = match key_file.map(load_or_make_key) {
+            Some(Ok(key)) => Some(key),
+            Some(Err(e)) => {
+                tracing::warn!("compile cache disabled: its key cannot be used: {e:#}");
+                None
+            }
+            None => None,
+        };
+        let dir = match (dir, &key) {
+            (Some(dir), Some(_)) => match private_dir(&dir) {
+                Ok(()) => Some(dir),
+                Err(e) => {
+                    tracing::warn!(folder = %dir.display(), "compile cache disabled: {e:#}");
+                    None
+                }
+            },
+            _ => None,
+        };
+        let key = key.unwrap_or_else(|| random_key().expect("the OS has randomness"));
+        ArtifactCache {
+            dir,
+            engine_key,
+            key,
+        }
     }
 
     /// Whether `source` is in the cache already.
     pub fn contains(&self, source: &ComponentSource) -> bool {
-        self.dir
-            .as_ref()
-            .is_some_and(|_| self.path_of(source).is_some_and(|p| p.exists()))
+        self.path_of(source).is_some_and(|p| p.exists())
     }
 
     fn path_of(&self, source: &ComponentSource) -> Option<PathBuf> {
@@ -84,22 +122,29 @@ impl ArtifactCache {
         Some(dir.join(format!("{}-{}.cwasm", source.hash, self.engine_key)))
     }
 
-    /// The compiled form of `source`: from the cache when present, otherwise
-    /// compiled now and stored. Runs the compiler, so call it off the request path.
+    /// The compiled form of `source`: from the cache when present and
+    /// genuine, otherwise compiled now and stored. Runs the compiler, so
+    /// call it off the request path.
     pub fn load(&self, engine: &Engine, source: &ComponentSource) -> Result<Component> {
         let bytes = &source.bytes;
         let Some(path) = self.path_of(source) else {
             return Ok(Component::new(engine, bytes)?);
         };
-        if path.exists() {
-            // SAFETY: the file was written by `Component::serialize` of an engine
-            // with the same compatibility hash (part of the file name), in a
-            // folder owned by this host.
-            match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(component) => return Ok(component),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), "ignoring unusable cache entry: {e:#}")
+        match self.read_genuine(&path) {
+            Ok(Some(artifact)) => {
+                // SAFETY: the bytes carry this host's HMAC over their name and
+                // contents, so `Component::serialize` of an engine with the
+                // same compatibility hash (part of the name) wrote them.
+                match unsafe { Component::deserialize(engine, &artifact) } {
+                    Ok(component) => return Ok(component),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), "ignoring unusable cache entry: {e:#}")
+                    }
                 }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "ignoring untrusted cache entry: {e:#}")
             }
         }
         let started = std::time::Instant::now();
@@ -116,16 +161,122 @@ impl ArtifactCache {
         Ok(component)
     }
 
-    fn store(&self, path: &std::path::Path, component: &Component) -> Result<()> {
+    /// The artifact at `path` without its tag, if present and genuine.
+    fn read_genuine(&self, path: &Path) -> Result<Option<Vec<u8>>> {
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let meta = file.metadata()?;
+        anyhow::ensure!(meta.is_file(), "{}", files::kind_of(&meta));
+        anyhow::ensure!(
+            files::owned_and_private(&meta),
+            "it belongs to another user or others may change it"
+        );
+        let mut bytes = files::read_capped(file, meta.len(), MAX_ARTIFACT_BYTES)?;
+        anyhow::ensure!(bytes.len() >= TAG_LEN, "too short to carry a tag");
+        let artifact = bytes.split_off(TAG_LEN);
+        hmac::verify(&self.key, &signed(path, &artifact), &bytes)
+            .map_err(|_| anyhow::anyhow!("its tag does not match: not written by this host"))?;
+        Ok(Some(artifact))
+    }
+
+    fn store(&self, path: &Path, component: &Component) -> Result<()> {
         let dir = path.parent().context("cache path has no folder")?;
-        std::fs::create_dir_all(dir)?;
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".{}-{seq}.tmp", std::process::id()));
-        std::fs::write(&tmp, component.serialize()?)?;
-        std::fs::rename(&tmp, path)?;
-        Ok(())
+        let artifact = component.serialize()?;
+        let tag = hmac::sign(&self.key, &signed(path, &artifact));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        let written = file
+            .write_all(tag.as_ref())
+            .and_then(|()| file.write_all(&artifact))
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        Ok(written?)
     }
+}
+
+const TAG_LEN: usize = 32;
+
+/// What an artifact's tag covers: its file name and its bytes.
+fn signed(path: &Path, artifact: &[u8]) -> Vec<u8> {
+    let name = path.file_name().map(|n| n.as_bytes()).unwrap_or_default();
+    let mut message = Vec::with_capacity(name.len() + 1 + artifact.len());
+    message.extend_from_slice(name);
+    message.push(0);
+    message.extend_from_slice(artifact);
+    message
+}
+
+/// Makes `dir` (0700) if needed; it must be a folder of this user that no
+/// one else may change (a folder of ours with a wider mode is narrowed).
+fn private_dir(dir: &Path) -> Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let meta = std::fs::metadata(dir)?;
+    anyhow::ensure!(meta.is_dir(), "{} is not a folder", dir.display());
+    anyhow::ensure!(
+        meta.uid() == files::effective_uid(),
+        "{} belongs to another user",
+        dir.display()
+    );
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// The cache key from `path`, made (32 random bytes, 0600) if absent.
+fn load_or_make_key(path: &Path) -> Result<hmac::Key> {
+    if let Some(parent) = path.parent() {
+        private_dir(parent)?;
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(mut file) => {
+            let mut secret = [0u8; TAG_LEN];
+            getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("{e}"))?;
+            file.write_all(&secret)?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+    }
+    let (file, meta) = files::open_regular(path, TAG_LEN as u64)
+        .with_context(|| format!("reading {}", path.display()))?;
+    anyhow::ensure!(
+        meta.uid() == files::effective_uid() && meta.mode() & 0o077 == 0,
+        "{} must belong to this user and be readable by no one else",
+        path.display()
+    );
+    let secret = files::read_capped(file, meta.len(), TAG_LEN as u64)?;
+    anyhow::ensure!(secret.len() == TAG_LEN, "{} is not a key", path.display());
+    Ok(hmac::Key::new(hmac::HMAC_SHA256, &secret))
+}
+
+fn random_key() -> Result<hmac::Key> {
+    let mut secret = [0u8; TAG_LEN];
+    getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(hmac::Key::new(hmac::HMAC_SHA256, &secret))
 }
 
 fn hex(bytes: &[u8]) -> String {

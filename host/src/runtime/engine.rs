@@ -23,6 +23,9 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 pub struct RuntimeConfig {
     /// Where precompiled components are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// The secret that signs cached artifacts (made on first use), kept
+    /// outside the cache folder.
+    pub cache_key_file: Option<PathBuf>,
     /// The most linear memory any instance may be granted, in bytes (the
     /// size of a pooled memory slot; each plugin's own cap is in its grants).
     pub max_memory_bytes: usize,
@@ -34,6 +37,7 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             cache_dir: None,
+            cache_key_file: None,
             max_memory_bytes: Limits::default().memory_bytes,
             max_instances: 1000,
         }
@@ -104,7 +108,11 @@ impl Runtime {
                 })?;
         }
 
-        let cache = ArtifactCache::new(&optimized.engine, config.cache_dir.clone());
+        let cache = ArtifactCache::new(
+            &optimized.engine,
+            config.cache_dir.clone(),
+            config.cache_key_file.as_deref(),
+        );
         Ok(Arc::new(Runtime {
             optimized,
             quick,
@@ -201,10 +209,7 @@ impl Tier {
             &mut linker,
             |s| s,
         )?;
-        bindings::wasm_mcp::plugin::host::add_to_linker::<_, HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
-        )?;
+        super::imports::add_to_linker(&mut linker)?;
         Ok(Tier { engine, linker })
     }
 }

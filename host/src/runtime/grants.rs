@@ -2,7 +2,9 @@
 //! outbound hosts, and per-call limits. Decided by the config (which this
 //! module knows nothing of) and enforced by the runtime on every call.
 
-use std::path::PathBuf;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Everything a plugin was granted. The default grants nothing and applies
@@ -20,20 +22,87 @@ pub struct Grants {
 }
 
 /// A host folder made visible to a plugin.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct DirGrant {
-    /// The folder on the host.
+    /// The folder on the host, as configured (canonical).
     pub host_path: PathBuf,
+    /// The folder itself, opened once: what every call sees, whatever
+    /// `host_path` names later.
+    pub dir: Arc<DirHandle>,
     /// Where the plugin sees it (`/<root name>`).
     pub guest_path: String,
     /// Whether the plugin may create, change, rename and delete in it.
     pub writable: bool,
 }
 
+impl PartialEq for DirGrant {
+    fn eq(&self, other: &Self) -> bool {
+        self.host_path == other.host_path
+            && self.guest_path == other.guest_path
+            && self.writable == other.writable
+    }
+}
+
+/// A directory opened once (`O_PATH`), so that later renames, symlinks or
+/// replacements of its path cannot change which directory it is.
+#[derive(Debug)]
+pub struct DirHandle {
+    file: std::fs::File,
+    path: PathBuf,
+    /// Device and inode, to tell this directory from whatever its path
+    /// names later.
+    id: (u64, u64),
+    /// Whether `/proc/self/fd/N` names this very directory (Linux).
+    by_fd: bool,
+}
+
+impl DirHandle {
+    /// Opens the directory at `path` (following symlinks in `path` itself).
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(path)?;
+        let meta = file.metadata()?;
+        let id = (meta.dev(), meta.ino());
+        let mut handle = DirHandle {
+            file,
+            path: path.to_owned(),
+            id,
+            by_fd: false,
+        };
+        handle.by_fd = std::fs::metadata(handle.fd_path())
+            .is_ok_and(|m| (m.dev(), m.ino()) == id && m.is_dir());
+        Ok(handle)
+    }
+
+    fn fd_path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd()))
+    }
+
+    /// A path that opens this very directory: its descriptor's `/proc`
+    /// link, or (without `/proc`) the configured path as long as it still
+    /// names the same directory.
+    pub fn open_path(&self) -> std::io::Result<PathBuf> {
+        if self.by_fd {
+            return Ok(self.fd_path());
+        }
+        let now = std::fs::metadata(&self.path)?;
+        if (now.dev(), now.ino()) != self.id {
+            return Err(std::io::Error::other(format!(
+                "{} is no longer the folder that was configured",
+                self.path.display()
+            )));
+        }
+        Ok(self.path.clone())
+    }
+}
+
 /// Per-call limits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
-    /// Linear memory per instance, in bytes.
+    /// Linear memories and tables of one instance, all together, in bytes.
     pub memory_bytes: usize,
     /// Wall-clock time per call.
     pub call_timeout: Duration,
@@ -42,6 +111,17 @@ pub struct Limits {
     /// Calls of this plugin that may run at once; more wait their turn,
     /// and a call's deadline starts when its turn comes.
     pub max_concurrent_calls: usize,
+    /// Items in one result (content blocks, list entries, ...).
+    pub max_result_items: usize,
+    /// The largest single message to the client (log line, progress
+    /// message, resource URI, set of questions), in bytes.
+    pub max_message_bytes: usize,
+    /// Notifications one call may send per second (also its burst).
+    pub notifications_per_sec: u32,
+    /// Deadline of the `list-*` calls made at load.
+    pub load_timeout: Duration,
+    /// OS threads the plugin's file operations may occupy at once.
+    pub max_blocking_threads: usize,
 }
 
 impl Default for Limits {
@@ -51,6 +131,11 @@ impl Default for Limits {
             call_timeout: Duration::from_secs(60),
             max_result_bytes: 16 << 20,
             max_concurrent_calls: 16,
+            max_result_items: 10_000,
+            max_message_bytes: 64 << 10,
+            notifications_per_sec: 100,
+            load_timeout: Duration::from_secs(5),
+            max_blocking_threads: 16,
         }
     }
 }

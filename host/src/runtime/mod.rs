@@ -5,20 +5,25 @@
 //! values and leaves their JSON shape to the server.
 
 pub mod bindings;
+mod blocking;
 mod cache;
 mod context;
 mod engine;
 mod grants;
+mod imports;
 mod inspect;
+mod lift;
+mod limiter;
 mod log_pipe;
 mod plugin;
+mod quota;
 mod state;
 mod wait_clock;
 
 pub use cache::ComponentSource;
 pub use context::{BoxFuture, CallContext, Quiet};
 pub use engine::{Runtime, RuntimeConfig};
-pub use grants::{DirGrant, Grants, HostPattern, Limits};
+pub use grants::{DirGrant, DirHandle, Grants, HostPattern, Limits};
 pub use inspect::{describe, ComponentDescription};
 pub use plugin::{CallError, Exports, Listing, LoadedPlugin};
 

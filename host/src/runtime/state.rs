@@ -5,12 +5,13 @@
 use super::bindings::wasm_mcp::plugin::{host, types};
 use super::context::CallContext;
 use super::grants::{DirGrant, Grants};
+use super::limiter::MemoryCap;
 use super::log_pipe::LogPipe;
+use super::quota::Quota;
 use super::wait_clock::WaitClock;
 use std::future::Future;
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
-use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{
     Error as HttpError, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks,
@@ -23,8 +24,15 @@ pub struct CallState {
     http: WasiHttpCtx,
     gate: HttpGate,
     table: ResourceTable,
-    pub(super) limits: StoreLimits,
-    context: Arc<dyn CallContext>,
+    /// Memories and tables, together.
+    pub(super) memory: MemoryCap,
+    pub(super) context: Arc<dyn CallContext>,
+    /// The plugin's name, for the log.
+    plugin: Arc<str>,
+    /// How many notifications the call may still send.
+    pub(super) quota: Arc<Quota>,
+    /// The largest message to the client, in bytes.
+    pub(super) max_message_bytes: usize,
     /// Time spent waiting for the client, which the deadline does not count.
     pub(super) wait_clock: Arc<WaitClock>,
     /// Questions asked one at a time so far (for their keys).
@@ -39,9 +47,11 @@ impl CallState {
         context: Arc<dyn CallContext>,
         grants: &Arc<Grants>,
     ) -> anyhow::Result<Self> {
+        let limits = &grants.limits;
+        let quota = Arc::new(Quota::new(limits.notifications_per_sec));
         let mut wasi = WasiCtxBuilder::new();
-        wasi.stdout(LogPipe::new(plugin.clone(), "stdout"))
-            .stderr(LogPipe::new(plugin.clone(), "stderr"))
+        wasi.stdout(LogPipe::new(plugin.clone(), "stdout", quota.clone()))
+            .stderr(LogPipe::new(plugin.clone(), "stderr", quota.clone()))
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
@@ -61,15 +71,13 @@ impl CallState {
             } else {
                 FsPerms::ReadOnly
             };
-            wasi.preopened_dir(&dir.host_path, &dir.guest_path, perms)
-                .map_err(|e| {
-                    anyhow::anyhow!("opening granted folder {}: {e}", dir.host_path.display())
-                })?;
+            let open = |e: std::io::Error| {
+                anyhow::anyhow!("opening granted folder {}: {e}", dir.host_path.display())
+            };
+            let path = dir.dir.open_path().map_err(open)?;
+            wasi.preopened_dir(&path, &dir.guest_path, perms)
+                .map_err(|e| open(std::io::Error::other(e.to_string())))?;
         }
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(grants.limits.memory_bytes)
-            .trap_on_grow_failure(true)
-            .build();
         Ok(CallState {
             wasi: wasi.build(),
             http: WasiHttpCtx::new(),
@@ -78,8 +86,11 @@ impl CallState {
                 grants: grants.clone(),
             },
             table: ResourceTable::new(),
-            limits,
+            memory: MemoryCap::new(limits.memory_bytes),
             context,
+            plugin: plugin.clone(),
+            quota,
+            max_message_bytes: limits.max_message_bytes,
             wait_clock: Arc::default(),
             asked: 0,
         })
@@ -111,6 +122,39 @@ struct HttpGate {
     grants: Arc<Grants>,
 }
 
+impl HttpGate {
+    /// Why `request` may not go out, if it may not: its host must be
+    /// granted, named once (no user info, a `Host` header only if it names
+    /// the same authority), and its target in origin form.
+    fn check<B>(&self, request: &http::Request<B>) -> Result<(), &'static str> {
+        let uri = request.uri();
+        let authority = uri.authority().ok_or("no host")?;
+        if authority.as_str().contains('@') {
+            return Err("user info in the authority");
+        }
+        let host = authority.host();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if !self.grants.hosts.iter().any(|p| p.matches(host)) {
+            return Err("host not granted");
+        }
+        if uri
+            .path_and_query()
+            .is_some_and(|p| !p.as_str().starts_with('/'))
+        {
+            return Err("the target is not a path");
+        }
+        for value in request.headers().get_all(http::header::HOST) {
+            if !value
+                .to_str()
+                .is_ok_and(|v| v.eq_ignore_ascii_case(authority.as_str()))
+            {
+                return Err("a Host header naming another host");
+            }
+        }
+        Ok(())
+    }
+}
+
 type SendFuture = Box<
     dyn Future<
             Output = Result<
@@ -130,15 +174,8 @@ impl WasiHttpHooks for HttpGate {
         options: Option<RequestOptions>,
         _: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> SendFuture {
-        let host = request.uri().host().unwrap_or_default();
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        if !self
-            .grants
-            .hosts
-            .iter()
-            .any(|pattern| pattern.matches(host))
-        {
-            tracing::warn!(plugin = %self.plugin, host, "outgoing HTTP request denied: host not granted");
+        if let Err(why) = self.check(&request) {
+            tracing::warn!(plugin = %self.plugin, uri = %request.uri(), "outgoing HTTP request denied: {why}");
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         tracing::debug!(plugin = %self.plugin, uri = %request.uri(), "outgoing HTTP request");
@@ -155,74 +192,24 @@ impl WasiHttpHooks for HttpGate {
 
 impl types::Host for CallState {}
 
-impl host::Host for CallState {
-    fn log(&mut self, level: types::LogLevel, message: String) -> wasmtime::Result<()> {
-        self.context.log(level, message);
-        Ok(())
-    }
-
-    fn progress(
+impl CallState {
+    /// Asks one question under a key of its own.
+    pub(super) async fn ask_one(
         &mut self,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    ) -> wasmtime::Result<()> {
-        self.context.progress(progress, total, message);
-        Ok(())
+        kind: &str,
+        question: host::Question,
+    ) -> Result<host::Answer, host::InputError> {
+        self.asked += 1;
+        let key = format!("{kind}-{}", self.asked);
+        self.ask(vec![(key, question)])
+            .await
+            .pop()
+            .expect("one answer per question")
     }
 
-    fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.context.is_cancelled())
-    }
-
-    fn continue_as_task(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.context.continue_as_task())
-    }
-
-    fn list_changed(&mut self, kind: host::ListKind) -> wasmtime::Result<()> {
-        self.context.list_changed(kind);
-        Ok(())
-    }
-
-    fn resource_updated(&mut self, uri: String) -> wasmtime::Result<()> {
-        self.context.resource_updated(uri);
-        Ok(())
-    }
-
-    async fn elicit(
-        &mut self,
-        request: host::ElicitationRequest,
-    ) -> Result<host::ElicitationResponse, host::InputError> {
-        match self
-            .ask_one("elicitation", host::Question::Elicit(request))
-            .await?
-        {
-            host::Answer::Elicit(answer) => Ok(answer),
-            _ => unreachable!("an elicitation is answered by an elicitation"),
-        }
-    }
-
-    async fn sample(
-        &mut self,
-        request: host::SamplingRequest,
-    ) -> Result<host::SamplingResponse, host::InputError> {
-        match self
-            .ask_one("sampling", host::Question::Sample(request))
-            .await?
-        {
-            host::Answer::Sample(answer) => Ok(answer),
-            _ => unreachable!("a sampling request is answered by a sampling result"),
-        }
-    }
-
-    async fn roots(&mut self) -> Result<Vec<host::Root>, host::InputError> {
-        match self.ask_one("roots", host::Question::Roots).await? {
-            host::Answer::Roots(roots) => Ok(roots),
-            _ => unreachable!("roots/list is answered by roots"),
-        }
-    }
-
-    async fn ask(
+    /// Asks the client questions, each under the plugin's key; the call's
+    /// deadline does not run while it waits.
+    pub(super) async fn ask(
         &mut self,
         questions: Vec<(String, host::Question)>,
     ) -> Vec<Result<host::Answer, host::InputError>> {
@@ -232,21 +219,15 @@ impl host::Host for CallState {
     }
 }
 
-impl CallState {
-    /// Asks one question under a key of its own.
-    async fn ask_one(
-        &mut self,
-        kind: &str,
-        question: host::Question,
-    ) -> Result<host::Answer, host::InputError> {
-        self.asked += 1;
-        let key = format!("{kind}-{}", self.asked);
-        let clock = self.wait_clock.clone();
-        let _waiting = clock.wait();
-        self.context
-            .ask(vec![(key, question)])
-            .await
-            .pop()
-            .expect("one answer per question")
+impl Drop for CallState {
+    fn drop(&mut self) {
+        let dropped = self.quota.dropped();
+        if dropped > 0 {
+            tracing::warn!(
+                plugin = %self.plugin,
+                dropped,
+                "the call's notifications over its limits were dropped"
+            );
+        }
     }
 }
