@@ -137,8 +137,15 @@ impl Catalogue {
                     );
                     continue;
                 }
+                let matcher = match UriTemplate::parse(&template.uri_template) {
+                    Ok(matcher) => matcher,
+                    Err(e) => {
+                        tracing::error!(plugin = plugin.name(), template = %template.uri_template, "resource template skipped: {e}");
+                        continue;
+                    }
+                };
                 cat.templates.push(TemplateEntry {
-                    matcher: UriTemplate::parse(&template.uri_template),
+                    matcher,
                     template: template.clone(),
                     plugin: plugin.clone(),
                 });
@@ -225,11 +232,22 @@ fn unique_name(
     Some(qualified)
 }
 
+/// The largest compiled form of one schema `pattern`.
+const MAX_PATTERN_BYTES: usize = 1 << 20;
+
 fn compile_schema(schema: &str) -> Result<(serde_json::Value, jsonschema::Validator), String> {
     let value: serde_json::Value = serde_json::from_str(schema).map_err(|e| e.to_string())?;
     if value.get("type").and_then(|t| t.as_str()) != Some("object") {
         return Err("an input schema must have \"type\": \"object\"".into());
     }
-    let validator = jsonschema::draft202012::new(&value).map_err(|e| e.to_string())?;
+    // `pattern`s run on the `regex` crate: linear in the input, so a
+    // plugin's schema cannot make validating a request take long.
+    let patterns = jsonschema::PatternOptions::regex()
+        .size_limit(MAX_PATTERN_BYTES)
+        .dfa_size_limit(MAX_PATTERN_BYTES);
+    let validator = jsonschema::draft202012::options()
+        .with_pattern_options(patterns)
+        .build(&value)
+        .map_err(|e| e.to_string())?;
     Ok((value, validator))
 }
