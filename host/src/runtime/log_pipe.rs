@@ -1,15 +1,23 @@
 //! A plugin's stdout and stderr: lines go to the host log, never to the
 //! host's own stdio (which may be the MCP transport).
+//!
+//! Writes are taken synchronously into one line buffer (no queue, so even
+//! a flood of empty writes costs nothing), a line is capped at
+//! [`MAX_LINE`] bytes, and lines count against the call's notification
+//! quota: beyond it they are dropped and counted.
 
-use std::io;
-use std::pin::Pin;
+use super::quota::Quota;
+use bytes::Bytes;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 /// The most bytes of one line kept; the rest of the line is dropped.
 const MAX_LINE: usize = 4096;
+
+/// The most bytes one write may carry.
+const WRITE_PERMIT: usize = 64 << 10;
 
 /// A line-buffered sink that logs each line with the plugin's name.
 #[derive(Clone)]
@@ -17,18 +25,23 @@ pub struct LogPipe {
     plugin: Arc<str>,
     stream: &'static str,
     line: Arc<Mutex<Vec<u8>>>,
+    quota: Arc<Quota>,
 }
 
 impl LogPipe {
-    pub fn new(plugin: Arc<str>, stream: &'static str) -> Self {
+    pub fn new(plugin: Arc<str>, stream: &'static str, quota: Arc<Quota>) -> Self {
         LogPipe {
             plugin,
             stream,
             line: Arc::default(),
+            quota,
         }
     }
 
     fn emit(&self, line: &[u8]) {
+        if !self.quota.take() {
+            return;
+        }
         let text = String::from_utf8_lossy(line);
         tracing::info!(plugin = %self.plugin, stream = self.stream, "{}", text.trim_end());
     }
@@ -59,20 +72,44 @@ impl Drop for LogPipe {
     }
 }
 
+#[async_trait::async_trait]
+impl Pollable for LogPipe {
+    async fn ready(&mut self) {}
+}
+
+impl OutputStream for LogPipe {
+    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
+        self.write_bytes(&bytes);
+        Ok(())
+    }
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(WRITE_PERMIT)
+    }
+}
+
 impl AsyncWrite for LogPipe {
     fn poll_write(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
         buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    ) -> std::task::Poll<std::io::Result<usize>> {
         self.write_bytes(buf);
-        Poll::Ready(Ok(buf.len()))
+        std::task::Poll::Ready(Ok(buf.len()))
     }
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
     }
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
     }
 }
 
@@ -84,6 +121,9 @@ impl IsTerminal for LogPipe {
 
 impl StdoutStream for LogPipe {
     fn async_stream(&self) -> Box<dyn AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
         Box::new(self.clone())
     }
 }

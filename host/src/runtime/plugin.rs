@@ -3,16 +3,21 @@
 
 use super::bindings::exports::wasm_mcp::plugin::{completions, prompts, resources, tools};
 use super::bindings::wasm_mcp::plugin::types;
+use super::blocking::BlockingPool;
 use super::context::{CallContext, Quiet};
 use super::engine::Tier;
 use super::grants::Grants;
+use super::lift::{self, BoundedList, Budget, Budgeted, IntoOwned, OverBudget};
 use super::state::CallState;
 use super::wait_clock::WaitClock;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use wasmtime::component::{Component, InstancePre};
+use wasmtime::component::{
+    Component, ComponentExportIndex, ComponentNamedList, ComponentType, Instance, InstancePre,
+    Lift, Lower,
+};
 use wasmtime::{Engine, Store};
 
 /// Which of the contract's interfaces a component exports.
@@ -47,19 +52,24 @@ pub enum CallError {
     /// The call could not be set up (a granted folder is missing, ...).
     #[error("the call could not be prepared: {0}")]
     Setup(String),
+    /// What the plugin handed the host was over its limits; nothing beyond
+    /// them was copied.
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 impl CallError {
     fn from_wasm(error: wasmtime::Error) -> Self {
+        if let Some(over) = error.chain().find_map(|e| e.downcast_ref::<OverBudget>()) {
+            return CallError::TooLarge(over.0.clone());
+        }
+        // A trap says what happened; any other error, its innermost cause
+        // (the outer ones are wasm backtraces).
         let detail = match error.downcast_ref::<wasmtime::Trap>() {
             Some(trap) => trap.to_string(),
-            None => format!("{error:#}")
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
+            None => error.root_cause().to_string(),
         };
-        CallError::Trap(detail)
+        CallError::Trap(detail.lines().next().unwrap_or_default().to_owned())
     }
 }
 
@@ -76,6 +86,42 @@ pub struct Listing {
     pub prompts: Vec<prompts::Prompt>,
 }
 
+/// Each interface's functions, when the component exports all of them.
+#[derive(Default)]
+struct ExportedFunctions {
+    tools: Option<(ComponentExportIndex, ComponentExportIndex)>,
+    resources: Option<(
+        ComponentExportIndex,
+        ComponentExportIndex,
+        ComponentExportIndex,
+    )>,
+    prompts: Option<(ComponentExportIndex, ComponentExportIndex)>,
+    completions: Option<ComponentExportIndex>,
+}
+
+impl ExportedFunctions {
+    fn find(component: &Component) -> Self {
+        let func = |interface: &str, name: &str| {
+            let interface =
+                component.get_export_index(None, format!("wasm-mcp:plugin/{interface}@0.1.0"))?;
+            component.get_export_index(Some(&interface), name)
+        };
+        ExportedFunctions {
+            tools: func("tools", "list-tools").zip(func("tools", "call-tool")),
+            resources: match (
+                func("resources", "list-resources"),
+                func("resources", "list-resource-templates"),
+                func("resources", "read-resource"),
+            ) {
+                (Some(a), Some(b), Some(c)) => Some((a, b, c)),
+                _ => None,
+            },
+            prompts: func("prompts", "list-prompts").zip(func("prompts", "get-prompt")),
+            completions: func("completions", "complete"),
+        }
+    }
+}
+
 /// A compiled, linked plugin, ready to instantiate once per call.
 pub struct LoadedPlugin {
     /// The engine that compiled it, which its stores belong to.
@@ -88,10 +134,9 @@ pub struct LoadedPlugin {
     /// One permit per call that may run at once.
     turns: Semaphore,
     pre: InstancePre<CallState>,
-    tools: Option<tools::GuestIndices>,
-    resources: Option<resources::GuestIndices>,
-    prompts: Option<prompts::GuestIndices>,
-    completions: Option<completions::GuestIndices>,
+    functions: ExportedFunctions,
+    /// Where its blocking OS work runs.
+    pool: BlockingPool,
 }
 
 impl LoadedPlugin {
@@ -106,15 +151,14 @@ impl LoadedPlugin {
         let pre = tier.linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!("the component needs something the host does not provide: {e:#}")
         })?;
-        let tools = tools::GuestIndices::new(&pre).ok();
-        let resources = resources::GuestIndices::new(&pre).ok();
-        let prompts = prompts::GuestIndices::new(&pre).ok();
-        let completions = completions::GuestIndices::new(&pre).ok();
-        if tools.is_none() && resources.is_none() && prompts.is_none() {
+        let functions = ExportedFunctions::find(&component);
+        if functions.tools.is_none() && functions.resources.is_none() && functions.prompts.is_none()
+        {
             anyhow::bail!(
                 "the component exports none of wasm-mcp:plugin/tools, resources or prompts @0.1.0"
             );
         }
+        let pool = BlockingPool::new(&name, grants.limits.max_blocking_threads)?;
         Ok(Arc::new(LoadedPlugin {
             engine: tier.engine.clone(),
             quick,
@@ -123,10 +167,8 @@ impl LoadedPlugin {
             turns: Semaphore::new(grants.limits.max_concurrent_calls.max(1)),
             grants: Arc::new(grants),
             pre,
-            tools,
-            resources,
-            prompts,
-            completions,
+            functions,
+            pool,
         }))
     }
 
@@ -152,11 +194,12 @@ impl LoadedPlugin {
 
     /// Which interfaces the component exports.
     pub fn exports(&self) -> Exports {
+        let f = &self.functions;
         Exports {
-            tools: self.tools.is_some(),
-            resources: self.resources.is_some(),
-            prompts: self.prompts.is_some(),
-            completions: self.completions.is_some(),
+            tools: f.tools.is_some(),
+            resources: f.resources.is_some(),
+            prompts: f.prompts.is_some(),
+            completions: f.completions.is_some(),
         }
     }
 
@@ -164,78 +207,104 @@ impl LoadedPlugin {
         let state = CallState::new(&self.name, context, &self.grants)
             .map_err(|e| CallError::Setup(format!("{e:#}")))?;
         let mut store = Store::new(&self.engine, state);
-        store.limiter(|s| &mut s.limits);
+        store.limiter(|s| &mut s.memory);
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
         Ok(store)
     }
 
-    /// Runs `call` under the deadline and the caller's cancellation. The
-    /// plugin yields at every epoch tick, so either one can stop it.
+    /// Runs `call` in a fresh instance, under `timeout` and the caller's
+    /// cancellation, with the plugin's own blocking threads, and with what
+    /// it hands the host lifted under its limits. The plugin yields at
+    /// every epoch tick, so the deadline and cancellation can stop it.
     /// Time spent waiting for the client's answers does not count.
-    async fn guarded<R>(
+    async fn run<R>(
         &self,
-        context: &Arc<dyn CallContext>,
-        clock: Arc<WaitClock>,
-        call: impl Future<Output = wasmtime::Result<R>>,
+        context: Arc<dyn CallContext>,
+        timeout: Duration,
+        call: impl AsyncFnOnce(&mut Store<CallState>, Instance) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        let timeout = self.grants.limits.call_timeout;
+        let mut store = self.store(context.clone())?;
+        let clock = store.data().wait_clock.clone();
         // Wait for a turn (the client may give up meanwhile); the deadline
         // starts when the call does.
         let _turn = tokio::select! {
             turn = self.turns.acquire() => turn.expect("the semaphore is never closed"),
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
-        let start = tokio::time::Instant::now();
-        tokio::pin!(call);
-        loop {
-            let (waiting, waited) = clock.waited();
-            let wake = if waiting {
-                tokio::time::Instant::now() + timeout
-            } else {
-                start + timeout + waited
-            };
-            tokio::select! {
-                result = &mut call => return result.map_err(CallError::from_wasm),
-                () = tokio::time::sleep_until(wake) => {
-                    let (waiting, waited) = clock.waited();
-                    if !waiting && start.elapsed() >= timeout + waited {
-                        return Err(CallError::Timeout(timeout));
-                    }
-                }
-                () = context.cancelled() => return Err(CallError::Cancelled),
-            }
-        }
+        let limits = &self.grants.limits;
+        let budget = Budget::new(limits.max_result_bytes, limits.max_result_items);
+        let call = Budgeted::new(
+            budget,
+            self.pool.run(async {
+                let instance = self.pre.instantiate_async(&mut store).await?;
+                call(&mut store, instance).await
+            }),
+        );
+        guarded(&*context, clock, timeout, call).await
     }
 
-    /// Asks every `list-*` export, in one instance.
+    /// Calls the exported function at `index` with `params`.
+    async fn call_export<P, R>(
+        store: &mut Store<CallState>,
+        instance: Instance,
+        index: &ComponentExportIndex,
+        params: P,
+    ) -> wasmtime::Result<R::Owned>
+    where
+        P: ComponentNamedList + Lower + Send + Sync,
+        R: ComponentType + Lift + IntoOwned + Send + Sync + 'static,
+    {
+        let func = instance.get_typed_func::<P, (R,)>(&mut *store, index)?;
+        let (value,) = func.call_async(&mut *store, params).await?;
+        Ok(value.into_owned())
+    }
+
+    /// Asks every `list-*` export, in one instance, under the load deadline.
     pub async fn list(&self) -> Result<Listing, CallError> {
         let context: Arc<dyn CallContext> = Arc::new(Quiet {
             plugin: self.name.to_string(),
         });
-        let mut store = self.store(context.clone())?;
-        self.guarded(&context, store.data().wait_clock.clone(), async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
-            let mut listing = Listing::default();
-            if let Some(idx) = &self.tools {
-                listing.tools = idx
-                    .load(&mut store, &instance)?
-                    .call_list_tools(&mut store)
+        let f = &self.functions;
+        self.run(
+            context,
+            self.grants.limits.load_timeout,
+            async |store, instance| {
+                let mut listing = Listing::default();
+                if let Some((list, _)) = &f.tools {
+                    listing.tools =
+                        Self::call_export::<(), BoundedList<lift::Tool>>(store, instance, list, ())
+                            .await?;
+                }
+                if let Some((resources, templates, _)) = &f.resources {
+                    listing.resources = Self::call_export::<(), BoundedList<lift::Resource>>(
+                        store,
+                        instance,
+                        resources,
+                        (),
+                    )
                     .await?;
-            }
-            if let Some(idx) = &self.resources {
-                let guest = idx.load(&mut store, &instance)?;
-                listing.resources = guest.call_list_resources(&mut store).await?;
-                listing.templates = guest.call_list_resource_templates(&mut store).await?;
-            }
-            if let Some(idx) = &self.prompts {
-                listing.prompts = idx
-                    .load(&mut store, &instance)?
-                    .call_list_prompts(&mut store)
+                    listing.templates =
+                        Self::call_export::<(), BoundedList<lift::ResourceTemplate>>(
+                            store,
+                            instance,
+                            templates,
+                            (),
+                        )
+                        .await?;
+                }
+                if let Some((list, _)) = &f.prompts {
+                    listing.prompts = Self::call_export::<(), BoundedList<lift::Prompt>>(
+                        store,
+                        instance,
+                        list,
+                        (),
+                    )
                     .await?;
-            }
-            Ok(listing)
-        })
+                }
+                Ok(listing)
+            },
+        )
         .await
     }
 
@@ -251,14 +320,20 @@ impl LoadedPlugin {
         name: &str,
         arguments: &str,
     ) -> Result<Result<tools::CallResult, types::Error>, CallError> {
-        let idx = self.tools.as_ref().ok_or(CallError::NotExported("tools"))?;
-        let (name, arguments) = (name.to_owned(), arguments.to_owned());
-        let mut store = self.store(context.clone())?;
-        self.guarded(&context, store.data().wait_clock.clone(), async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
-            idx.load(&mut store, &instance)?
-                .call_call_tool(&mut store, &name, &arguments)
-                .await
+        let (_, index) = self
+            .functions
+            .tools
+            .as_ref()
+            .ok_or(CallError::NotExported("tools"))?;
+        let timeout = self.grants.limits.call_timeout;
+        self.run(context, timeout, async |store, instance| {
+            Self::call_export::<_, Result<lift::CallResult, lift::Error>>(
+                store,
+                instance,
+                index,
+                (name, arguments),
+            )
+            .await
         })
         .await
     }
@@ -269,16 +344,20 @@ impl LoadedPlugin {
         context: Arc<dyn CallContext>,
         uri: &str,
     ) -> Result<Result<Vec<types::ResourceContents>, types::Error>, CallError> {
-        let idx = self
+        let (_, _, index) = self
+            .functions
             .resources
             .as_ref()
             .ok_or(CallError::NotExported("resources"))?;
-        let mut store = self.store(context.clone())?;
-        self.guarded(&context, store.data().wait_clock.clone(), async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
-            idx.load(&mut store, &instance)?
-                .call_read_resource(&mut store, uri)
-                .await
+        let timeout = self.grants.limits.call_timeout;
+        self.run(context, timeout, async |store, instance| {
+            Self::call_export::<_, Result<BoundedList<lift::ResourceContents>, lift::Error>>(
+                store,
+                instance,
+                index,
+                (uri,),
+            )
+            .await
         })
         .await
     }
@@ -290,16 +369,20 @@ impl LoadedPlugin {
         name: &str,
         arguments: &[(String, String)],
     ) -> Result<Result<prompts::PromptResult, types::Error>, CallError> {
-        let idx = self
+        let (_, index) = self
+            .functions
             .prompts
             .as_ref()
             .ok_or(CallError::NotExported("prompts"))?;
-        let mut store = self.store(context.clone())?;
-        self.guarded(&context, store.data().wait_clock.clone(), async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
-            idx.load(&mut store, &instance)?
-                .call_get_prompt(&mut store, name, arguments)
-                .await
+        let timeout = self.grants.limits.call_timeout;
+        self.run(context, timeout, async |store, instance| {
+            Self::call_export::<_, Result<lift::PromptResult, lift::Error>>(
+                store,
+                instance,
+                index,
+                (name, arguments),
+            )
+            .await
         })
         .await
     }
@@ -310,17 +393,51 @@ impl LoadedPlugin {
         context: Arc<dyn CallContext>,
         request: &completions::CompletionRequest,
     ) -> Result<Result<completions::Completion, types::Error>, CallError> {
-        let idx = self
+        let index = self
+            .functions
             .completions
             .as_ref()
             .ok_or(CallError::NotExported("completions"))?;
-        let mut store = self.store(context.clone())?;
-        self.guarded(&context, store.data().wait_clock.clone(), async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
-            idx.load(&mut store, &instance)?
-                .call_complete(&mut store, request)
-                .await
+        let timeout = self.grants.limits.call_timeout;
+        self.run(context, timeout, async |store, instance| {
+            Self::call_export::<_, Result<lift::Completion, lift::Error>>(
+                store,
+                instance,
+                index,
+                (request,),
+            )
+            .await
         })
         .await
+    }
+}
+
+/// Drives `call` until it ends, `timeout` passes (not counting time spent
+/// waiting for the client) or the caller cancels.
+async fn guarded<R>(
+    context: &dyn CallContext,
+    clock: Arc<WaitClock>,
+    timeout: Duration,
+    call: impl Future<Output = wasmtime::Result<R>>,
+) -> Result<R, CallError> {
+    let start = tokio::time::Instant::now();
+    tokio::pin!(call);
+    loop {
+        let (waiting, waited) = clock.waited();
+        let wake = if waiting {
+            tokio::time::Instant::now() + timeout
+        } else {
+            start + timeout + waited
+        };
+        tokio::select! {
+            result = &mut call => return result.map_err(CallError::from_wasm),
+            () = tokio::time::sleep_until(wake) => {
+                let (waiting, waited) = clock.waited();
+                if !waiting && start.elapsed() >= timeout + waited {
+                    return Err(CallError::Timeout(timeout));
+                }
+            }
+            () = context.cancelled() => return Err(CallError::Cancelled),
+        }
     }
 }
