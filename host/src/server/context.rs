@@ -5,13 +5,13 @@
 use super::convert::{log_level_name, severity};
 use super::input::{self, Wanted};
 use super::mrtr::{Link, Rounds};
-use super::{Asker, ServerEvent};
+use super::{Asker, Server, ServerEvent};
 use crate::runtime::host_types::{Answer, InputError, ListKind, Question};
 use crate::runtime::{types::LogLevel, BoxFuture, CallContext};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 /// How a call's questions reach the client.
 pub enum Questions {
@@ -47,8 +47,8 @@ pub struct RequestScope {
     pub progress_token: Option<Value>,
     /// Becomes `true` when the call is cancelled.
     pub cancelled: watch::Receiver<bool>,
-    /// Server-wide change events.
-    pub events: broadcast::Sender<ServerEvent>,
+    /// The server: where the plugin's change notices go.
+    pub server: Arc<Server>,
     /// The client's roots, when it declared them.
     pub client_roots: Option<Arc<Vec<PathBuf>>>,
     /// The capabilities the client declared.
@@ -143,15 +143,17 @@ impl CallContext for RequestScope {
         })
     }
 
-    fn list_changed(&self, kind: ListKind) {
-        let _ = self.events.send(ServerEvent::PluginListChanged {
-            plugin: self.plugin.clone(),
-            kind,
-        });
+    fn list_changed(&self, _: ListKind) {
+        self.server.relist(&self.plugin);
     }
 
     fn resource_updated(&self, uri: String) {
-        let _ = self.events.send(ServerEvent::ResourceUpdated(uri));
+        // A plugin speaks only for the resources it serves.
+        if self.server.serves(&self.plugin, &uri) {
+            self.server.publish(ServerEvent::ResourceUpdated(uri));
+        } else {
+            tracing::debug!(plugin = %self.plugin, %uri, "resources/updated for a URI the plugin does not serve: dropped");
+        }
     }
 
     fn continue_as_task(&self) -> bool {

@@ -285,7 +285,7 @@ fn scope(
         log_level,
         progress_token,
         cancelled,
-        events: conn.server.events.clone(),
+        server: conn.server.clone(),
         client_capabilities,
         missing_capability: Default::default(),
         questions,
@@ -949,7 +949,32 @@ async fn listen(request: &Request<'_>) -> Outcome {
                 return Ok(Some(json!({ "_meta": tag })));
             }
             Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!("subscription {id} missed {n} server events");
+                // What was missed is unknown: say that everything the
+                // listener follows may have changed.
+                tracing::warn!(
+                    "subscription {id} missed {n} server events; resending every change it follows"
+                );
+                let lists = [
+                    (tools, "notifications/tools/list_changed"),
+                    (prompts, "notifications/prompts/list_changed"),
+                    (resources, "notifications/resources/list_changed"),
+                ];
+                for (_, method) in lists.iter().filter(|(on, _)| *on) {
+                    out.notify(method, json!({ "_meta": tag }));
+                }
+                for uri in &uris {
+                    out.notify(
+                        "notifications/resources/updated",
+                        json!({ "uri": uri, "_meta": tag }),
+                    );
+                }
+                for task in &task_ids {
+                    if let Ok(record) = tasks.get(task, conn.task_owner.as_deref()) {
+                        let mut params = tasks.render(&record, Wire::V2);
+                        params.insert("_meta".into(), tag.clone());
+                        out.notify("notifications/tasks", Value::Object(params));
+                    }
+                }
                 continue;
             }
             Ok(_) => continue,
@@ -975,7 +1000,9 @@ pub(super) async fn forward_legacy_events(
         let event = match event {
             Ok(event) => event,
             Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!("a connection missed {n} server events");
+                let Some(conn) = conn.upgrade() else { return };
+                tracing::warn!("a connection missed {n} server events; resending every change");
+                resend_everything(&conn);
                 continue;
             }
             Err(broadcast::error::RecvError::Closed) => return,
@@ -1026,6 +1053,28 @@ pub(super) async fn forward_legacy_events(
     }
 }
 
+/// After missed events: every list may have changed, and every subscribed
+/// resource may read differently.
+fn resend_everything(conn: &Connection) {
+    let (ready, subscriptions) = {
+        let session = conn.session();
+        (
+            session.version.is_some(),
+            session.subscriptions.iter().cloned().collect::<Vec<_>>(),
+        )
+    };
+    if !ready {
+        return;
+    }
+    for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
+        conn.out.notify(list_changed_method(kind), json!({}));
+    }
+    for uri in subscriptions {
+        conn.out
+            .notify("notifications/resources/updated", json!({ "uri": uri }));
+    }
+}
+
 /// The notification that announces a change of `kind`.
 fn list_changed_method(kind: ListKind) -> &'static str {
     match kind {
@@ -1046,26 +1095,18 @@ fn served_by<'a>(catalogue: &Catalogue, plugin: &str, uris: &'a [String]) -> Vec
         .collect()
 }
 
-/// Re-asks a plugin for its lists when it says one changed, swaps the
-/// catalogue, and announces the lists that really changed.
-pub(super) async fn relist_on_plugin_change(server: Arc<Server>) {
-    let mut events = server.subscribe();
-    loop {
-        let plugin = match events.recv().await {
-            Ok(ServerEvent::PluginListChanged { plugin, .. }) => plugin,
-            Ok(ServerEvent::Shutdown) | Err(broadcast::error::RecvError::Closed) => return,
-            _ => continue,
-        };
-        let Some(entry) = server.registry.catalogue().plugin(&plugin).cloned() else {
-            continue;
-        };
-        match Registry::describe(entry.plugin).await {
-            Ok(fresh) => {
-                if let Some(change) = server.registry.relisted(fresh) {
-                    server.announce(&change);
-                }
+/// Re-asks a plugin for its lists, swaps the catalogue, and announces the
+/// lists that really changed.
+pub(super) async fn relist(server: &Server, plugin: &str) {
+    let Some(entry) = server.registry.catalogue().plugin(plugin).cloned() else {
+        return;
+    };
+    match Registry::describe(entry.plugin).await {
+        Ok(fresh) => {
+            if let Some(change) = server.registry.relisted(fresh) {
+                server.announce(&change);
             }
-            Err(e) => tracing::error!(plugin, "could not re-list the plugin: {e:#}"),
         }
+        Err(e) => tracing::error!(plugin, "could not re-list the plugin: {e:#}"),
     }
 }

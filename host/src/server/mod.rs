@@ -44,13 +44,6 @@ pub enum ServerEvent {
         /// What it says.
         message: String,
     },
-    /// A plugin said its list changed; the server re-asks it.
-    PluginListChanged {
-        /// The plugin.
-        plugin: String,
-        /// Which list.
-        kind: ListKind,
-    },
     /// The status of this task changed.
     TaskChanged(String),
     /// The server is shutting down.
@@ -106,24 +99,51 @@ pub struct Server {
     parking: Arc<mrtr::Parking>,
     /// Tasks, stored and running.
     tasks: Arc<tasks::Tasks>,
+    /// Re-listings of plugins that said a list changed: one at a time per
+    /// plugin, a burst coalesced.
+    relists: Arc<crate::coalesce::Coalescer>,
 }
 
 impl Server {
-    /// A server over `registry`. Starts the task that re-lists plugins
-    /// which report a changed list.
+    /// A server over `registry`.
     pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {
         let (events, _) = broadcast::channel(1024);
         let parking = mrtr::Parking::new(options.input_timeout);
         let tasks = tasks::Tasks::open(options.tasks.clone(), events.clone());
-        let server = Arc::new(Server {
+        Arc::new(Server {
             registry,
             options,
             events,
             parking,
             tasks,
+            relists: Arc::default(),
+        })
+    }
+
+    /// Re-asks plugin `plugin` for its lists (it said one changed), swaps
+    /// the catalogue and announces the lists that really changed. At most
+    /// one re-listing per plugin runs at a time; requests meanwhile make it
+    /// run once more.
+    pub fn relist(self: &Arc<Self>, plugin: &str) {
+        let server = Arc::downgrade(self);
+        let name = plugin.to_owned();
+        self.relists.request(plugin, move || {
+            let (server, plugin) = (server.clone(), name.clone());
+            async move {
+                if let Some(server) = server.upgrade() {
+                    handlers::relist(&server, &plugin).await;
+                }
+            }
         });
-        tokio::spawn(handlers::relist_on_plugin_change(server.clone()));
-        server
+    }
+
+    /// Whether plugin `plugin` serves the resource at `uri` (a listed
+    /// resource or one of its templates).
+    pub fn serves(&self, plugin: &str, uri: &str) -> bool {
+        self.registry
+            .catalogue()
+            .resource_owner(uri)
+            .is_some_and(|p| p.name() == plugin)
     }
 
     /// The registry.
