@@ -68,6 +68,16 @@ class HostLog:
         with self.log_changed:
             return "".join(self.log_lines)
 
+    def status(self, field: str) -> int:
+        """A number from /proc/PID/status (VmRSS in KiB, Threads, ...)."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+        raise AssertionError(f"no {field}")
+
+    def rss_kib(self) -> int:
+        return self.status("VmRSS")
+
     def wait_for_log(self, text: str, timeout: float = 120.0) -> str:
         """Waits until `text` appears on the host's stderr; returns the log."""
         with self.log_changed:
@@ -205,13 +215,6 @@ class HttpHost(HostLog):
         self.url = line
         #: host:port
         self.authority = line.split("/")[2]
-
-
-    def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS")
 
     def close(self) -> str:
         if self.proc.poll() is None:

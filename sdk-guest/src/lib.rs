@@ -54,8 +54,8 @@ pub use tool::{CallResult, IntoCallResult, Structured, TaskSupport, Tool};
 pub mod prelude {
     pub use crate::{
         assistant, audio, embedded, export_plugin, host, image, text, user, CallResult, Content,
-        Plugin,
-        PromptMessage, Resource, ResourceContents, Structured, TaskSupport, Template, Tool, UriVars,
+        Plugin, PromptMessage, Resource, ResourceContents, Structured, TaskSupport, Template, Tool,
+        UriVars,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};

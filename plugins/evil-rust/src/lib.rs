@@ -53,6 +53,23 @@ struct Size {
     megabytes: usize,
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct Count {
+    count: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Lines {
+    count: u64,
+    /// The size of each line.
+    kb: usize,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Uri {
+    uri: String,
+}
+
 type Outcome = Result<String, String>;
 
 fn fail(e: impl std::fmt::Display) -> String {
@@ -237,6 +254,76 @@ fn plugin() -> Plugin {
         .tool("huge", "Returns a result of the given size", |s: Size| {
             "x".repeat(s.megabytes << 20)
         })
+        .tool(
+            "many_items",
+            "Returns `count` empty text items",
+            |c: Count| -> Vec<Content> { (0..c.count).map(|_| text("")).collect() },
+        )
+        .tool(
+            "progress_flood",
+            "Reports progress `count` times",
+            |c: Count| {
+                for i in 0..c.count {
+                    host::progress(i as f64, None, Some(""));
+                }
+                "sent"
+            },
+        )
+        .tool("log_flood", "Logs `count` lines of `kb` KiB", |l: Lines| {
+            let line = "x".repeat(l.kb << 10);
+            for _ in 0..l.count {
+                host::info(&line);
+            }
+            "logged"
+        })
+        .tool(
+            "list_changed_flood",
+            "Says its tool list changed `count` times",
+            |c: Count| {
+                for _ in 0..c.count {
+                    host::list_changed(host::ListKind::Tools);
+                }
+                "sent"
+            },
+        )
+        .tool("touch", "Says the resource at `uri` changed", |u: Uri| {
+            host::resource_updated(&u.uri);
+            "touched"
+        })
+        .tool(
+            "empty_writes",
+            "Writes nothing to stdout `count` times, then one line",
+            |c: Count| {
+                let out = wasi::cli::stdout::get_stdout();
+                for _ in 0..c.count {
+                    let _ = out.write(&[]);
+                }
+                let _ = out.blocking_write_and_flush(b"after the empty writes\n");
+                "written"
+            },
+        )
+        .add_tool(
+            Tool::new("backtrack", |_: serde_json::Value| "validated")
+                .description("Takes strings that a backtracking regex engine chokes on")
+                .input_schema(serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        "items": {
+                            "type": "array",
+                            "items": { "type": "string", "pattern": "^(a+)+$" }
+                        }
+                    }
+                })),
+        )
+        .resource("evil://self", "self", "text/plain", |_| {
+            Ok::<_, String>("evil")
+        })
+        .template(
+            &format!("evil://bomb/{}", "{a}{b}".repeat(12)),
+            "bomb",
+            "text/plain",
+            |_, _| Ok::<_, String>("matched"),
+        )
 }
 
 export_plugin!(plugin);
