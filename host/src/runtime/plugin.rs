@@ -131,8 +131,9 @@ pub struct LoadedPlugin {
     name: Arc<str>,
     hash: String,
     grants: Arc<Grants>,
-    /// One permit per call that may run at once.
-    turns: Semaphore,
+    /// One permit per call that may run at once (a call waiting for the
+    /// client gives its permit back meanwhile).
+    turns: Arc<Semaphore>,
     pre: InstancePre<CallState>,
     functions: ExportedFunctions,
     /// Where its blocking OS work runs.
@@ -164,7 +165,7 @@ impl LoadedPlugin {
             quick,
             name,
             hash,
-            turns: Semaphore::new(grants.limits.max_concurrent_calls.max(1)),
+            turns: Arc::new(Semaphore::new(grants.limits.max_concurrent_calls.max(1))),
             grants: Arc::new(grants),
             pre,
             functions,
@@ -228,10 +229,11 @@ impl LoadedPlugin {
         let clock = store.data().wait_clock.clone();
         // Wait for a turn (the client may give up meanwhile); the deadline
         // starts when the call does.
-        let _turn = tokio::select! {
-            turn = self.turns.acquire() => turn.expect("the semaphore is never closed"),
+        let turn = tokio::select! {
+            turn = self.turns.clone().acquire_owned() => turn.expect("the semaphore is never closed"),
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
+        store.data_mut().turn.hold(self.turns.clone(), turn);
         let limits = &self.grants.limits;
         let budget = Budget::new(limits.max_result_bytes, limits.max_result_items);
         let call = Budgeted::new(

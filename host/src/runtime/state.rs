@@ -33,6 +33,9 @@ pub struct CallState {
     pub(super) quota: Arc<Quota>,
     /// The largest message to the client, in bytes.
     pub(super) max_message_bytes: usize,
+    /// The plugin's slot this call holds while it runs (not while it waits
+    /// for the client).
+    pub(super) turn: Turn,
     /// Time spent waiting for the client, which the deadline does not count.
     pub(super) wait_clock: Arc<WaitClock>,
     /// Questions asked one at a time so far (for their keys).
@@ -91,6 +94,7 @@ impl CallState {
             plugin: plugin.clone(),
             quota,
             max_message_bytes: limits.max_message_bytes,
+            turn: Turn::default(),
             wait_clock: Arc::default(),
             asked: 0,
         })
@@ -215,7 +219,42 @@ impl CallState {
     ) -> Vec<Result<host::Answer, host::InputError>> {
         let clock = self.wait_clock.clone();
         let _waiting = clock.wait();
-        self.context.ask(questions).await
+        // Waiting for the client costs the plugin no slot: give it back,
+        // and take one again (not counted against the deadline) to go on.
+        self.turn.release();
+        let answers = self.context.ask(questions).await;
+        self.turn.take_again().await;
+        answers
+    }
+}
+
+/// One of a plugin's slots for calls that run at once, held by a call.
+#[derive(Default)]
+pub(super) struct Turn {
+    slots: Option<Arc<tokio::sync::Semaphore>>,
+    held: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Turn {
+    /// Holds `permit`, a slot of `slots`.
+    pub(super) fn hold(
+        &mut self,
+        slots: Arc<tokio::sync::Semaphore>,
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) {
+        self.slots = Some(slots);
+        self.held = Some(permit);
+    }
+
+    fn release(&mut self) {
+        self.held = None;
+    }
+
+    async fn take_again(&mut self) {
+        if let (Some(slots), None) = (&self.slots, &self.held) {
+            let permit = slots.clone().acquire_owned().await;
+            self.held = Some(permit.expect("the semaphore is never closed"));
+        }
     }
 }
 
