@@ -320,8 +320,15 @@ struct Parked {
 pub struct Parking {
     key: ring::hmac::Key,
     parked: Mutex<HashMap<String, Parked>>,
+    /// Ids of states already used, with when they expire: a state resumes
+    /// its call once, never again.
+    spent: Mutex<HashMap<String, u64>>,
     ttl: Duration,
 }
+
+/// Used states remembered at most (beyond, the soonest to expire are
+/// forgotten first).
+const MAX_SPENT: usize = 16 * MAX_PARKED;
 
 fn invalid_state(why: &str) -> RpcError {
     RpcError::invalid_params(format!("Invalid params: invalid requestState ({why})"))
@@ -342,6 +349,7 @@ impl Parking {
         let parking = Arc::new(Parking {
             key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
             parked: Mutex::new(HashMap::new()),
+            spent: Mutex::new(HashMap::new()),
             ttl,
         });
         let weak = Arc::downgrade(&parking);
@@ -362,8 +370,14 @@ impl Parking {
         self.parked.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Drops parked calls whose time is up (aborting them).
+    /// Drops parked calls whose time is up (aborting them), and forgets
+    /// used states that expired.
     fn expire(&self) {
+        let unix = unix_now();
+        self.spent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, expires| *expires >= unix);
         let now = Instant::now();
         let expired: Vec<Parked> = {
             let mut table = self.table();
@@ -391,7 +405,7 @@ impl Parking {
 
     /// The parked call a state names, after checking its seal, expiry and
     /// binding.
-    fn unseal(&self, state: &str, binding: &Binding) -> Result<String, RpcError> {
+    fn unseal(&self, state: &str, binding: &Binding) -> Result<(String, u64), RpcError> {
         let (payload, tag) = state
             .split_once('.')
             .ok_or_else(|| invalid_state("malformed"))?;
@@ -407,7 +421,10 @@ impl Parking {
         else {
             return Err(invalid_state("malformed"));
         };
-        if expires.parse::<u64>().map_or(true, |e| e < unix_now()) {
+        let expires = expires
+            .parse::<u64>()
+            .map_err(|_| invalid_state("malformed"))?;
+        if expires < unix_now() {
             return Err(invalid_state("it expired"));
         }
         if bound != binding.0 {
@@ -415,7 +432,29 @@ impl Parking {
                 "it belongs to another request, parameters or principal",
             ));
         }
-        Ok(id.to_owned())
+        Ok((id.to_owned(), expires))
+    }
+
+    /// Records that the state of `id` was used; an error if it was before.
+    fn spend(&self, id: &str, expires: u64) -> Result<(), RpcError> {
+        let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
+        if spent.contains_key(id) {
+            return Err(invalid_state("it was used already"));
+        }
+        if spent.len() >= MAX_SPENT {
+            let unix = unix_now();
+            spent.retain(|_, e| *e >= unix);
+            if spent.len() >= MAX_SPENT {
+                let mut by_expiry: Vec<(u64, String)> =
+                    spent.iter().map(|(id, e)| (*e, id.clone())).collect();
+                by_expiry.sort();
+                for (_, id) in by_expiry.iter().take(MAX_SPENT / 2) {
+                    spent.remove(id);
+                }
+            }
+        }
+        spent.insert(id.to_owned(), expires);
+        Ok(())
     }
 
     /// The parked call `state` names, given the client's new answers;
@@ -427,7 +466,8 @@ impl Parking {
         binding: &Binding,
         responses: Map<String, Value>,
     ) -> Result<Option<Execution>, RpcError> {
-        let id = self.unseal(state, binding)?;
+        let (id, expires) = self.unseal(state, binding)?;
+        self.spend(&id, expires)?;
         let Some(mut parked) = self.table().remove(&id) else {
             return Ok(None);
         };
@@ -523,7 +563,7 @@ mod tests {
         let parking = Parking::new(Duration::from_secs(60));
         let binding = Binding::new(Some("ada"), "tools/call", "t", &json!({ "a": 1 }));
         let state = parking.seal("id1", &binding);
-        assert_eq!(parking.unseal(&state, &binding).unwrap(), "id1");
+        assert_eq!(parking.unseal(&state, &binding).unwrap().0, "id1");
         let mut tampered = state.clone();
         tampered.push('x');
         assert!(parking.unseal(&tampered, &binding).is_err());
@@ -536,5 +576,19 @@ mod tests {
         assert!(parking.unseal(&state, &changed).is_err());
         let stranger = Parking::new(Duration::from_secs(60));
         assert!(stranger.unseal(&state, &binding).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_state_is_used_once() {
+        let parking = Parking::new(Duration::from_secs(60));
+        let binding = Binding::new(None, "tools/call", "t", &json!({}));
+        let state = parking.seal("id1", &binding);
+        // The call is gone (never parked): it runs afresh, once.
+        assert!(parking
+            .resume(&state, &binding, Map::new())
+            .unwrap()
+            .is_none());
+        let again = parking.resume(&state, &binding, Map::new());
+        assert!(again.is_err_and(|e| e.message.contains("used already")));
     }
 }
