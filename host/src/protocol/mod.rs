@@ -18,6 +18,22 @@ pub fn random_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// How much of a client's input an error message quotes.
+pub const QUOTED_BYTES: usize = 200;
+
+/// At most `max` bytes of client input, for quoting it in an error: cut at
+/// a character boundary, with how much was left out.
+pub fn excerpt(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
 /// `_meta` keys of the 2026-07-28 revision.
 pub mod meta {
     /// The protocol version of a request.

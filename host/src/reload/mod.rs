@@ -96,7 +96,10 @@ impl FolderWatch {
 pub async fn reload(server: &Server, path: &Path) {
     let name = match plugin_name(path) {
         Ok(name) => name,
-        Err(e) => return server.log_error("wasm-mcp", format!("{e:#}")),
+        Err(e) => {
+            let summary = "a plugin file name was refused; see the server log".into();
+            return server.log_error("wasm-mcp", format!("{e:#}"), summary);
+        }
     };
     let had_it = server.registry().catalogue().plugin(&name).is_some();
     match server.registry().reload_file(path).await {
@@ -107,9 +110,15 @@ pub async fn reload(server: &Server, path: &Path) {
             } else {
                 "it is not served"
             };
+            // The outer errors name host paths: the log has them; clients
+            // get the innermost cause, which does not.
             server.log_error(
                 "wasm-mcp",
                 format!("plugin {name} not reloaded ({consequence}): {e:#}"),
+                format!(
+                    "plugin {name} not reloaded ({consequence}): {}",
+                    e.root_cause()
+                ),
             );
         }
     }

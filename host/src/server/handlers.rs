@@ -119,6 +119,18 @@ pub(super) async fn handle(request: Request<'_>, method: &str) -> Outcome {
             let uri = required_str(params, "uri")?;
             let mut session = conn.session();
             if method == "resources/subscribe" {
+                if uri.len() > MAX_SUBSCRIBED_URI {
+                    return Err(invalid(format!(
+                        "Invalid params: a subscribed URI may have at most {MAX_SUBSCRIBED_URI} bytes"
+                    )));
+                }
+                if session.subscriptions.len() >= MAX_SUBSCRIPTIONS
+                    && !session.subscriptions.contains(uri)
+                {
+                    return Err(invalid(format!(
+                        "a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources"
+                    )));
+                }
                 session.subscriptions.insert(uri.to_owned());
             } else {
                 session.subscriptions.remove(uri);
@@ -597,11 +609,12 @@ async fn call_tool(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     };
     let entry = catalogue
         .tool(name)
-        .ok_or_else(|| invalid(format!("Unknown tool: {name}")))?;
+        .ok_or_else(|| invalid(format!("Unknown tool: {}", clip(name))))?;
     let problems: Vec<Value> = entry
         .validator
         .iter_errors(&arguments)
-        .map(|e| json!({ "path": e.instance_path().to_string(), "message": e.to_string() }))
+        .take(MAX_REPORTED_PROBLEMS)
+        .map(|e| json!({ "path": clip(&e.instance_path().to_string()), "message": clip(&e.to_string()) }))
         .collect();
     if !problems.is_empty() {
         let summary: Vec<String> = problems
@@ -617,7 +630,8 @@ async fn call_tool(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
             })
             .collect();
         return Err(invalid(format!(
-            "Invalid arguments for tool {name}: {}",
+            "Invalid arguments for tool {}: {}",
+            clip(name),
             summary.join("; ")
         ))
         .with_data(json!({ "errors": problems })));
@@ -661,6 +675,20 @@ async fn call_tool(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     .await
 }
 
+/// Resources one session may subscribe to.
+const MAX_SUBSCRIPTIONS: usize = 1024;
+
+/// The longest URI a session may subscribe to.
+const MAX_SUBSCRIBED_URI: usize = 4096;
+
+/// Schema problems reported for one call, at most.
+const MAX_REPORTED_PROBLEMS: usize = 16;
+
+/// Client input as an error message may quote it: a short excerpt.
+fn clip(text: &str) -> String {
+    crate::protocol::excerpt(text, crate::protocol::QUOTED_BYTES)
+}
+
 /// -32021: the request needed a capability the client did not declare.
 fn missing_capability(capability: &str) -> RpcError {
     RpcError::new(
@@ -682,8 +710,11 @@ async fn read_resource(request: &Request<'_>, catalogue: &Catalogue) -> Outcome 
     let (params, era) = (request.params, request.era);
     let uri = required_str(params, "uri")?;
     let not_found = || {
-        RpcError::new(not_found_code(era), format!("Resource not found: {uri}"))
-            .with_data(json!({ "uri": uri }))
+        RpcError::new(
+            not_found_code(era),
+            format!("Resource not found: {}", clip(uri)),
+        )
+        .with_data(json!({ "uri": clip(uri) }))
     };
     let owner = catalogue.resource_owner(uri).ok_or_else(not_found)?;
     let plugin = owner.clone();
@@ -700,7 +731,7 @@ async fn read_resource(request: &Request<'_>, catalogue: &Catalogue) -> Outcome 
                 code,
                 format!("Resource not found: {target}"),
             )
-            .with_data(json!({ "uri": target }))),
+            .with_data(json!({ "uri": clip(&target) }))),
             Ok(Err(error)) => Err(plugin_error(error, code)),
             Err(error) => failed_request(&plugin, error),
         }
@@ -713,7 +744,7 @@ async fn get_prompt(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let name = required_str(params, "name")?;
     let entry = catalogue
         .prompt(name)
-        .ok_or_else(|| invalid(format!("Unknown prompt: {name}")))?;
+        .ok_or_else(|| invalid(format!("Unknown prompt: {}", clip(name))))?;
     let mut arguments = Vec::new();
     match params.get("arguments") {
         None | Some(Value::Null) => {}
@@ -792,7 +823,7 @@ async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
             let name = required_str(reference, "name")?;
             let entry = catalogue
                 .prompt(name)
-                .ok_or_else(|| invalid(format!("Unknown prompt: {name}")))?;
+                .ok_or_else(|| invalid(format!("Unknown prompt: {}", clip(name))))?;
             (
                 &entry.plugin,
                 completions::Reference::Prompt(entry.prompt.name.clone()),
@@ -802,7 +833,7 @@ async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
             let uri = required_str(reference, "uri")?;
             let entry = catalogue
                 .template(uri)
-                .ok_or_else(|| invalid(format!("Unknown resource template: {uri}")))?;
+                .ok_or_else(|| invalid(format!("Unknown resource template: {}", clip(uri))))?;
             (
                 &entry.plugin,
                 completions::Reference::ResourceTemplate(uri.to_owned()),
@@ -861,6 +892,11 @@ async fn listen(request: &Request<'_>) -> Outcome {
                 .collect()
         })
         .unwrap_or_default();
+    if uris.len() > MAX_SUBSCRIPTIONS || uris.iter().any(|u| u.len() > MAX_SUBSCRIBED_URI) {
+        return Err(invalid(format!(
+            "Invalid params: at most {MAX_SUBSCRIPTIONS} resourceSubscriptions of at most {MAX_SUBSCRIBED_URI} bytes each"
+        )));
+    }
     let mut honored = Map::new();
     for (key, on) in [
         ("toolsListChanged", tools),

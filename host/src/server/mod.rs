@@ -184,13 +184,14 @@ impl Server {
         }
     }
 
-    /// Logs an error server-side and to every session that set a log level.
-    pub fn log_error(&self, logger: &str, message: String) {
-        tracing::error!(logger, "{message}");
+    /// Logs an error server-side (`detail`, which may name host paths) and
+    /// tells every session that set a log level `summary` (which must not).
+    pub fn log_error(&self, logger: &str, detail: String, summary: String) {
+        tracing::error!(logger, "{detail}");
         self.publish(ServerEvent::Log {
             level: LogLevel::Error,
             logger: logger.to_owned(),
-            message,
+            message: summary,
         });
     }
 

@@ -44,6 +44,8 @@ impl JwtCheck {
         validation.set_issuer(&[issuer]);
         validation.set_audience(&[audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        // A token is good from its `nbf` on, not before.
+        validation.validate_nbf = true;
         JwtCheck { key, validation }
     }
 }
@@ -200,5 +202,14 @@ mod tests {
         assert!(auth
             .authenticate(&bearer(&sign("https://issuer", "https://elsewhere")))
             .is_err());
+        // Not valid before an hour from now: refused.
+        let early = encode(
+            &Header::default(),
+            &json!({ "iss": "https://issuer", "aud": "https://mcp", "sub": "ada",
+                     "exp": exp + 7200, "nbf": exp + 3000 }),
+            &EncodingKey::from_secret(b"key"),
+        )
+        .unwrap();
+        assert!(auth.authenticate(&bearer(&early)).is_err());
     }
 }

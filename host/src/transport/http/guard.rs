@@ -2,7 +2,8 @@
 //! request must name this server (a loopback name when it listens on
 //! loopback) or be explicitly allowed.
 
-use http::HeaderMap;
+use http::uri::Authority;
+use http::{HeaderMap, StatusCode};
 
 /// Which hosts and origins may reach the server.
 #[derive(Debug, Clone, Default)]
@@ -17,34 +18,58 @@ pub struct Guard {
 
 const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
 
-/// The host part of `host[:port]` (brackets kept for IPv6).
-fn host_name(authority: &str) -> String {
-    let authority = authority.trim().to_ascii_lowercase();
-    if authority.starts_with('[') {
-        return match authority.find(']') {
-            Some(end) => authority[..=end].to_owned(),
-            None => authority,
-        };
+/// The host part (lowercase, brackets kept for IPv6) of an authority
+/// `host[:port]`, parsed strictly: no user info, a port of digits that fits
+/// in 16 bits, nothing after it.
+fn host_name(authority: &str) -> Option<String> {
+    let parsed: Authority = authority.parse().ok()?;
+    if parsed.as_str() != authority || authority.contains('@') {
+        return None;
     }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host.to_owned(),
-        _ => authority,
+    let host = parsed.host();
+    // What follows the host must be nothing, or `:` and a 16-bit port.
+    let rest = authority.strip_prefix(host)?;
+    if !rest.is_empty() {
+        rest.strip_prefix(':')?.parse::<u16>().ok()?;
     }
+    Some(host.to_ascii_lowercase())
+}
+
+/// A refused request: its status and why.
+pub type Refusal = (StatusCode, String);
+
+/// At most this much of a header is quoted back.
+const QUOTED: usize = 64;
+
+fn quoted(value: &str) -> String {
+    format!("{:?}", crate::protocol::excerpt(value, QUOTED))
 }
 
 impl Guard {
-    /// Why the request may not proceed, if it may not.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), String> {
-        if let Some(host) = headers.get(http::header::HOST) {
-            let host = host.to_str().map_err(|_| "unreadable Host header")?;
-            if !self.host_allowed(&host_name(host)) {
-                return Err(format!("Host {host:?} is not allowed"));
-            }
+    /// Why the request may not proceed, if it may not: 400 without a
+    /// readable `Host`, 403 for a host or origin that is not allowed.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let bad = |why: String| (StatusCode::BAD_REQUEST, why);
+        let forbidden = |why: String| (StatusCode::FORBIDDEN, why);
+        let host = headers
+            .get(http::header::HOST)
+            .ok_or_else(|| bad("no Host header".into()))?
+            .to_str()
+            .map_err(|_| bad("unreadable Host header".into()))?;
+        let name =
+            host_name(host).ok_or_else(|| bad(format!("malformed Host {}", quoted(host))))?;
+        if !self.host_allowed(&name) {
+            return Err(forbidden(format!("Host {} is not allowed", quoted(host))));
         }
         if let Some(origin) = headers.get(http::header::ORIGIN) {
-            let origin = origin.to_str().map_err(|_| "unreadable Origin header")?;
+            let origin = origin
+                .to_str()
+                .map_err(|_| bad("unreadable Origin header".into()))?;
             if !self.origin_allowed(origin) {
-                return Err(format!("Origin {origin:?} is not allowed"));
+                return Err(forbidden(format!(
+                    "Origin {} is not allowed",
+                    quoted(origin)
+                )));
             }
         }
         Ok(())
@@ -77,7 +102,7 @@ impl Guard {
             return false;
         };
         matches!(scheme, "http" | "https")
-            && LOOPBACK_NAMES.contains(&host_name(authority).as_str())
+            && host_name(authority).is_some_and(|host| LOOPBACK_NAMES.contains(&host.as_str()))
     }
 }
 
@@ -113,6 +138,25 @@ mod tests {
         assert!(guard
             .check(&headers("localhost", Some("http://localhost:5173")))
             .is_ok());
+        for bad in [
+            "[::1]evil.com",
+            "[::1]@evil.com",
+            "user@localhost",
+            "localhost:99999",
+            "localhost:80/x",
+            "localhost:",
+            "",
+        ] {
+            let refused = guard
+                .check(&headers(bad, None))
+                .expect_err(&format!("{bad:?} refused"));
+            assert_eq!(refused.0, StatusCode::BAD_REQUEST, "{bad}");
+        }
+        assert!(guard
+            .check(&headers("localhost", Some("http://[::1]evil.com")))
+            .is_err());
+        let refused = guard.check(&HeaderMap::new()).unwrap_err();
+        assert_eq!(refused.0, StatusCode::BAD_REQUEST);
     }
 
     #[test]
