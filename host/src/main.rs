@@ -300,7 +300,9 @@ fn http_options(
     args: &HttpArgs,
     local: std::net::SocketAddr,
 ) -> Result<wasm_mcp::transport::http::HttpOptions> {
-    use wasm_mcp::transport::http::{Auth, Guard, HttpOptions, JwtCheck};
+    use wasm_mcp::transport::http::{
+        Auth, ConnectionLimits, Guard, HttpOptions, JwtCheck, SessionLimits,
+    };
     let section = &config.http;
     let lower = |list: &[String]| list.iter().map(|s| s.to_ascii_lowercase()).collect();
     let auth = match &section.auth {
@@ -341,6 +343,11 @@ fn http_options(
                 !tokens.is_empty() || jwt.is_some(),
                 "http.auth is set but names no token and no JWT check"
             );
+            anyhow::ensure!(
+                section.public_url.is_some() || !local.ip().is_unspecified(),
+                "http.public_url is needed with http.auth when listening on {local}: \
+                 the authorization metadata must name the URL clients use"
+            );
             let resource = section
                 .public_url
                 .clone()
@@ -361,6 +368,13 @@ fn http_options(
             ))
         }
     };
+    if auth.is_none() && !local.ip().is_loopback() {
+        tracing::warn!(
+            address = %local,
+            "serving HTTP beyond loopback without authentication: anyone who can reach \
+             this address can call every plugin (set [http.auth])"
+        );
+    }
     Ok(HttpOptions {
         path: section.path.clone(),
         json_response: section.json_response || args.json_response,
@@ -373,6 +387,16 @@ fn http_options(
         auth,
         max_body_bytes: section.max_body_mb << 20,
         session_idle: std::time::Duration::from_secs(section.session_idle_secs),
+        sessions: SessionLimits {
+            max_sessions: section.max_sessions,
+            max_per_principal: section.max_sessions_per_principal,
+        },
+        connections: ConnectionLimits {
+            max_connections: section.max_connections,
+            header_timeout: std::time::Duration::from_secs(section.header_timeout_secs),
+            body_timeout: std::time::Duration::from_secs(section.body_timeout_secs),
+            idle_timeout: std::time::Duration::from_secs(section.idle_timeout_secs),
+        },
     })
 }
 

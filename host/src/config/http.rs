@@ -27,6 +27,18 @@ pub struct HttpSection {
     /// The endpoint's public URL, for the auth metadata (default:
     /// `http://<listen><path>`).
     pub public_url: Option<String>,
+    /// Connections open at once; beyond, the longest-idle one is closed.
+    pub max_connections: usize,
+    /// Seconds a client may take to send a request's headers.
+    pub header_timeout_secs: u64,
+    /// Seconds a client may take to send a request's body.
+    pub body_timeout_secs: u64,
+    /// Seconds a connection may wait for its next request.
+    pub idle_timeout_secs: u64,
+    /// Sessions open at once; beyond, the longest-idle one is ended.
+    pub max_sessions: usize,
+    /// Sessions of one principal (all unauthenticated clients are one).
+    pub max_sessions_per_principal: usize,
     /// `[http.auth]`: bearer authentication; absent means none.
     pub auth: Option<AuthSection>,
 }
@@ -43,6 +55,12 @@ impl Default for HttpSection {
             max_body_mb: 4,
             session_idle_secs: 30 * 60,
             public_url: None,
+            max_connections: 512,
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            idle_timeout_secs: 60,
+            max_sessions: 10_000,
+            max_sessions_per_principal: 1_000,
             auth: None,
         }
     }

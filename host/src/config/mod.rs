@@ -343,10 +343,21 @@ impl Config {
             config.http.max_body_mb > 0,
             "http.max_body_mb must be at least 1"
         );
-        anyhow::ensure!(
-            config.http.session_idle_secs > 0,
-            "http.session_idle_secs must be at least 1"
-        );
+        let h = &config.http;
+        for (field, value) in [
+            ("session_idle_secs", h.session_idle_secs),
+            ("max_connections", h.max_connections as u64),
+            ("header_timeout_secs", h.header_timeout_secs),
+            ("body_timeout_secs", h.body_timeout_secs),
+            ("idle_timeout_secs", h.idle_timeout_secs),
+            ("max_sessions", h.max_sessions as u64),
+            (
+                "max_sessions_per_principal",
+                h.max_sessions_per_principal as u64,
+            ),
+        ] {
+            anyhow::ensure!(value > 0, "http.{field} must be at least 1");
+        }
         anyhow::ensure!(
             config.tasks.ttl_ms >= 1000 && config.tasks.max_ttl_ms >= config.tasks.ttl_ms,
             "tasks.ttl_ms must be at least 1000, and tasks.max_ttl_ms at least tasks.ttl_ms"

@@ -4,7 +4,7 @@
 
 use super::event_log::EventLog;
 use super::headers::{self, PROTOCOL_VERSION};
-use super::sessions::HttpSession;
+use super::sessions::{self, HttpSession};
 use super::App;
 use crate::protocol::{
     is_legacy, is_modern, meta, parse_message, ErrorCode, Incoming, RequestId, RpcError,
@@ -347,7 +347,16 @@ async fn stateful(
     };
     let opens = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
     let (session, new) = match session_id {
-        None if opens => (app.sessions.open(&app.server, principal), true),
+        None if opens => match app.sessions.open(&app.server, principal) {
+            Ok(session) => (session, true),
+            Err(sessions::Full) => {
+                return rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    RpcError::internal("too many sessions in progress; try again later"),
+                    &id,
+                )
+            }
+        },
         None => {
             return bad_request(
                 "Bad Request: the Mcp-Session-Id header is required (initialize first)",

@@ -10,10 +10,13 @@ mod event_log;
 mod guard;
 mod headers;
 mod legacy_sse;
+mod listener;
 mod sessions;
 
 pub use auth::{Auth, JwtCheck};
 pub use guard::Guard;
+pub use listener::ConnectionLimits;
+pub use sessions::SessionLimits;
 
 use crate::server::{Server, ServerEvent};
 use axum::extract::{DefaultBodyLimit, State};
@@ -44,6 +47,10 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Sessions idle this long are ended.
     pub session_idle: Duration,
+    /// Sessions open at once.
+    pub sessions: SessionLimits,
+    /// Connections open at once, and their deadlines.
+    pub connections: ConnectionLimits,
 }
 
 impl Default for HttpOptions {
@@ -59,6 +66,8 @@ impl Default for HttpOptions {
             auth: None,
             max_body_bytes: 4 << 20,
             session_idle: Duration::from_secs(30 * 60),
+            sessions: SessionLimits::default(),
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -77,13 +86,18 @@ impl App {
     /// Checks Host/Origin and the bearer token; the principal the request
     /// acts for (`None` without authentication), or the refusal to send.
     fn admit(&self, headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
-        if let Err(why) = self.guard.check(headers) {
+        if let Err((status, why)) = self.guard.check(headers) {
             tracing::warn!("refused a request: {why}");
+            let what = if status == StatusCode::FORBIDDEN {
+                "Forbidden"
+            } else {
+                "Bad request"
+            };
             return Err(Box::new(endpoint::rpc_error(
-                StatusCode::FORBIDDEN,
+                status,
                 crate::protocol::RpcError::new(
                     crate::protocol::ErrorCode::InvalidRequest,
-                    format!("Forbidden: {why}"),
+                    format!("{what}: {why}"),
                 ),
                 &serde_json::Value::Null,
             )));
@@ -104,8 +118,8 @@ impl App {
 
 /// The RFC 9728 protected-resource metadata.
 async fn resource_metadata(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if let Err(why) = app.guard.check(&headers) {
-        return (StatusCode::FORBIDDEN, why).into_response();
+    if let Err(refusal) = app.guard.check(&headers) {
+        return refusal.into_response();
     }
     match &app.auth {
         Some(auth) => Json(auth.metadata.clone()).into_response(),
@@ -115,7 +129,7 @@ async fn resource_metadata(State(app): State<Arc<App>>, headers: HeaderMap) -> R
 
 /// The router for `server`, and the state its handlers share.
 pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
-    let sessions = Arc::new(SessionTable::default());
+    let sessions = Arc::new(SessionTable::new(options.sessions.clone()));
     sessions.start_expiry(options.session_idle);
     let cors = cors_layer(&options.guard.allowed_origins);
     let app = Arc::new(App {
@@ -182,13 +196,11 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     options: HttpOptions,
 ) -> std::io::Result<()> {
+    let connections = options.connections.clone();
     let (router, _app) = router(server.clone(), options);
     // Open event streams never end by themselves, so shutdown does not
     // wait for them.
-    tokio::select! {
-        served = axum::serve(listener, router) => served?,
-        _ = shutdown_signal() => {}
-    }
+    listener::serve(listener, router, connections, shutdown_signal()).await;
     server.publish(ServerEvent::Shutdown);
     Ok(())
 }

@@ -102,10 +102,36 @@ pub enum Lookup {
     Unknown,
 }
 
-/// Every live session.
+/// How many sessions may be open.
+#[derive(Debug, Clone)]
+pub struct SessionLimits {
+    /// In total.
+    pub max_sessions: usize,
+    /// For one principal (all unauthenticated clients are one).
+    pub max_per_principal: usize,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            max_sessions: 10_000,
+            max_per_principal: 1_000,
+        }
+    }
+}
+
+/// No session could be opened: every open one (of the principal, or in
+/// all) has a request or stream in progress.
+#[derive(Debug)]
+pub struct Full;
+
+/// Every live session. At a cap, a new session takes the place of the
+/// longest-idle one that has nothing in progress (its client gets 404 on
+/// its next request and initializes again, as for an expired session).
 #[derive(Default)]
 pub struct SessionTable {
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    limits: SessionLimits,
 }
 
 impl SessionTable {
@@ -113,8 +139,52 @@ impl SessionTable {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Opens a session for `principal`.
-    pub fn open(&self, server: &Arc<Server>, principal: Option<String>) -> Arc<HttpSession> {
+    /// A table with these limits.
+    pub fn new(limits: SessionLimits) -> Self {
+        SessionTable {
+            sessions: Mutex::default(),
+            limits,
+        }
+    }
+
+    /// Makes room for one more session of `principal`: ends the
+    /// longest-idle session where a cap is reached.
+    fn make_room(&self, principal: &Option<String>) -> Result<(), Full> {
+        let mut evicted = Vec::new();
+        {
+            let mut map = self.map();
+            let longest_idle = |map: &HashMap<String, Arc<HttpSession>>, mine: bool| {
+                map.values()
+                    .filter(|s| !mine || &s.principal == principal)
+                    .filter_map(|s| Some((s.idle_for()?, s.id.clone())))
+                    .max()
+                    .map(|(_, id)| id)
+            };
+            let theirs = map.values().filter(|s| &s.principal == principal).count();
+            if theirs >= self.limits.max_per_principal {
+                let id = longest_idle(&map, true).ok_or(Full)?;
+                evicted.extend(map.remove(&id));
+            }
+            if map.len() >= self.limits.max_sessions {
+                let id = longest_idle(&map, false).ok_or(Full)?;
+                evicted.extend(map.remove(&id));
+            }
+        }
+        for session in &evicted {
+            tracing::info!("session ended to make room for a new one (at the session cap)");
+            end(session);
+        }
+        Ok(())
+    }
+
+    /// Opens a session for `principal`, ending the longest-idle session
+    /// where a cap is reached.
+    pub fn open(
+        &self,
+        server: &Arc<Server>,
+        principal: Option<String>,
+    ) -> Result<Arc<HttpSession>, Full> {
+        self.make_room(&principal)?;
         let (out, messages) = Outbox::new();
         let session = Arc::new(HttpSession {
             id: random_id(),
@@ -132,7 +202,7 @@ impl SessionTable {
             map.len()
         };
         tracing::debug!(open, "session opened");
-        session
+        Ok(session)
     }
 
     /// The session `id`, if it exists and belongs to `principal`.
