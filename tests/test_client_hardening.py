@@ -1,0 +1,264 @@
+"""A client can harm nothing but its own requests: the parts of the client
+hardening built so far (connections, sessions, subscriptions, the plugin
+slot while waiting for an answer, guard and auth edges). Time appears only
+as generous liveness bounds."""
+
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+from conftest import BINARY, PLUGINS, MODERN, RawHost, modern_meta
+from test_http_transport import jwt
+
+
+def post(host, body, headers=None, path="/mcp", timeout=10):
+    conn = http.client.HTTPConnection(host.authority, timeout=timeout)
+    base = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    conn.request("POST", path, body=json.dumps(body), headers=dict(base, **(headers or {})))
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, dict(response.getheaders()), data
+
+
+def discover(host):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": modern_meta()}}
+    return post(host, body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "server/discover"})
+
+
+def initialize(host):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    status, headers, _ = post(host, body)
+    assert status == 200, status
+    return {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+
+
+def session_ping(host, session):
+    body = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    return post(host, body, {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-06-18"})[0]
+
+
+def hello_folder(tmp_path):
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    shutil.copy(PLUGINS / "hello.wasm", folder / "hello.wasm")
+    return folder
+
+
+def config_env(host_env, tmp_path, cache_dir, text):
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n{text}')
+    return dict(host_env, WASM_MCP_CONFIG=str(config))
+
+
+def closed_by_server(s, timeout) -> bool:
+    """Whether the server closes `s` within `timeout` (whatever it sends first)."""
+    s.settimeout(timeout)
+    try:
+        while s.recv(4096):
+            pass
+        return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+    finally:
+        s.close()
+
+
+def open_fds(host) -> int:
+    return len(os.listdir(f"/proc/{host.proc.pid}/fd"))
+
+
+def test_slow_and_idle_connections_never_lock_out_a_well_behaved_client(tmp_path, cache_dir, host_env, http_host_factory):
+    env = config_env(host_env, tmp_path, cache_dir,
+                     "[http]\nmax_connections = 64\nheader_timeout_secs = 2\nidle_timeout_secs = 3\n")
+    host = http_host_factory(hello_folder(tmp_path), env=env)
+    assert discover(host)[0] == 200
+    baseline = host.rss_kib()
+    slow = []
+    for i in range(400):
+        s = socket.create_connection(("127.0.0.1", int(host.authority.split(":")[1])), timeout=10)
+        if i % 2:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")  # half-sent headers
+        slow.append(s)
+    # A well-behaved client is served all along.
+    for _ in range(20):
+        started = time.monotonic()
+        assert discover(host)[0] == 200
+        assert time.monotonic() - started < 10
+    assert open_fds(host) < 64 + 40, open_fds(host)
+    # Every slow or idle connection is closed by the server soon.
+    deadline = time.monotonic() + 30
+    still_open = sum(not closed_by_server(s, max(0.1, deadline - time.monotonic())) for s in slow)
+    assert still_open == 0, f"{still_open} connections still open"
+    assert host.rss_kib() < baseline + 64 * 1024
+
+
+def test_a_slow_body_is_cut_off(tmp_path, cache_dir, host_env, http_host_factory):
+    env = config_env(host_env, tmp_path, cache_dir, "[http]\nbody_timeout_secs = 1\n")
+    host = http_host_factory(hello_folder(tmp_path), env=env)
+    s = socket.create_connection(("127.0.0.1", int(host.authority.split(":")[1])), timeout=20)
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              b"Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{")
+    answer = s.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 4"), answer[:100]
+    s.close()
+    assert discover(host)[0] == 200
+
+
+def test_sessions_are_capped_per_principal_evicting_the_longest_idle(tmp_path, cache_dir, host_env, http_host_factory):
+    env = config_env(host_env, tmp_path, cache_dir, "[http]\nmax_sessions_per_principal = 10\n")
+    host = http_host_factory(hello_folder(tmp_path), env=env)
+    busy = initialize(host)
+    # A session with its GET stream open has something in progress.
+    stream = http.client.HTTPConnection(host.authority, timeout=30)
+    stream.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": busy,
+                                           "MCP-Protocol-Version": "2025-06-18"})
+    assert stream.getresponse().status == 200
+    sessions = [initialize(host) for _ in range(50)]
+    assert session_ping(host, sessions[-1]) == 200
+    assert session_ping(host, sessions[0]) == 404
+    assert session_ping(host, busy) == 200
+    stream.close()
+
+
+def test_subscriptions_are_capped(tmp_path, cache_dir, host_env):
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    host = RawHost(folder, host_env)
+    try:
+        host.initialize()
+        for i in range(1024):
+            host.send({"jsonrpc": "2.0", "id": f"s{i}", "method": "resources/subscribe", "params": {"uri": f"x://{i}"}})
+        for i in range(1024):
+            assert "result" in host.response(f"s{i}")
+        over = host.request("resources/subscribe", {"uri": "x://one-more"})
+        assert over["error"]["code"] == -32602 and "at most 1024" in over["error"]["message"]
+        huge = host.request("resources/subscribe", {"uri": "x://" + "a" * 10_000})
+        assert huge["error"]["code"] == -32602
+        # An error quotes a client's input only in part.
+        unknown = host.request("tools/call", {"name": "n" * 100_000, "arguments": {}})
+        assert len(unknown["error"]["message"]) < 1000
+    finally:
+        host.close()
+
+
+def test_waiting_for_the_client_holds_no_plugin_slot(conformance_folder, cache_dir, host_env, tmp_path):
+    env = config_env(host_env, tmp_path, cache_dir, "[plugins.conformance.limits]\nmax_concurrent_calls = 1\n")
+    host = RawHost(conformance_folder, env)
+    try:
+        host.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                    "clientInfo": {"name": "raw", "version": "1"}})
+        host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        # Two calls that ask the user and are never answered ...
+        for id_ in (1, 2):
+            host.send({"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+                       "params": {"name": "test_elicitation", "arguments": {"message": "never answered"}}})
+        asked = 0
+        while asked < 2:
+            message = host.read(timeout=30)
+            if message.get("method") == "elicitation/create":
+                asked += 1
+            else:
+                host.pending.append(message)
+        # ... leave the plugin's only slot free for another call.
+        started = time.monotonic()
+        result = host.request("tools/call", {"name": "test_simple_text", "arguments": {}}, timeout=10)
+        assert not result["result"].get("isError"), result
+        assert time.monotonic() - started < 10
+    finally:
+        host.proc.kill()
+        host.proc.wait()
+
+
+def modern_call(host, id_, params):
+    params = dict(params, _meta=modern_meta(**{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}))
+    body = {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
+    _, _, data = post(host, body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call",
+                                   "Mcp-Name": params["name"]}, timeout=60)
+    return json.loads(data)
+
+
+def test_a_request_state_resumes_its_call_once(conformance_folder, http_host_factory):
+    host = http_host_factory(conformance_folder)
+    first = modern_call(host, 1, {"name": "test_input_required_result_elicitation", "arguments": {}})["result"]
+    state = first["requestState"]
+    answer = {"user_name": {"action": "accept", "content": {"name": "Bo"}}}
+    resumed = modern_call(host, 2, {"name": "test_input_required_result_elicitation", "arguments": {},
+                                    "inputResponses": answer, "requestState": state})
+    assert resumed["result"]["content"][0]["text"] == "Hello, Bo!"
+    replayed = modern_call(host, 3, {"name": "test_input_required_result_elicitation", "arguments": {},
+                                     "inputResponses": answer, "requestState": state})
+    assert replayed["error"]["code"] == -32602 and "used already" in replayed["error"]["message"]
+
+
+def test_guard_and_auth_edges(tmp_path, cache_dir, host_env, http_host_factory):
+    env = config_env(host_env, tmp_path, cache_dir,
+                     '[http.auth]\n[http.auth.jwt]\nissuer = "https://auth.example"\naudience = "aud"\n'
+                     'secret_env = "TEST_JWT_SECRET"\n')
+    env["TEST_JWT_SECRET"] = "s3cret"
+    host = http_host_factory(hello_folder(tmp_path), env=env)
+    port = int(host.authority.split(":")[1])
+
+    def raw(request: bytes) -> bytes:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(request)
+        answer = s.recv(4096)
+        s.close()
+        return answer
+
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    length = b"Content-Length: %d\r\n" % len(body)
+    common = b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" + length
+    assert raw(b"POST /mcp HTTP/1.1\r\n" + common + b"\r\n" + body).startswith(b"HTTP/1.1 400")
+    for bad_host in (b"[::1]evil.example", b"127.0.0.1@evil.example", b"localhost:99999"):
+        answer = raw(b"POST /mcp HTTP/1.1\r\nHost: " + bad_host + b"\r\n" + common + b"\r\n" + body)
+        assert answer.startswith(b"HTTP/1.1 400"), (bad_host, answer[:80])
+    now = int(time.time())
+    claims = {"iss": "https://auth.example", "aud": "aud", "sub": "ada", "exp": now + 7200}
+    ok = {"Authorization": "Bearer " + jwt(b"s3cret", claims)}
+    early = {"Authorization": "Bearer " + jwt(b"s3cret", dict(claims, nbf=now + 3600))}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": modern_meta()}}
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "server/discover"}
+    assert post(host, body, dict(headers, **ok))[0] == 200
+    assert post(host, body, dict(headers, **early))[0] == 401
+
+
+def test_unsafe_listening_is_warned_about_or_refused(tmp_path, cache_dir, host_env):
+    folder = hello_folder(tmp_path)
+    proc = subprocess.Popen([str(BINARY), "serve", "--plugins", str(folder), "--http", "0.0.0.0:0"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=host_env)
+    try:
+        assert proc.stdout.readline().startswith(b"http://")
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    assert b"without authentication" in err
+    env = config_env(host_env, tmp_path, cache_dir, '[http.auth]\ntokens = ["t"]\n')
+    run = subprocess.run([str(BINARY), "serve", "--plugins", str(folder), "--http", "0.0.0.0:0"],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode != 0 and "public_url" in run.stderr
+
+
+def test_reload_errors_reach_clients_without_host_paths(tmp_path, host_env):
+    folder = hello_folder(tmp_path)
+    host = RawHost(folder, host_env)
+    try:
+        host.initialize()
+        host.request("logging/setLevel", {"level": "error"})
+        (folder / "hello.wasm").write_bytes(b"garbage")
+        while True:
+            message = host.read(timeout=60)
+            if message.get("method") == "notifications/message":
+                break
+        data = message["params"]["data"]
+        assert "not reloaded" in data and str(tmp_path) not in data, data
+        assert str(tmp_path) in host.wait_for_log("not reloaded")
+    finally:
+        host.close()
