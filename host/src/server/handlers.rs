@@ -564,7 +564,7 @@ fn failed_request(plugin: &LoadedPlugin, error: CallError) -> Outcome {
 /// `result` if its JSON fits the plugin's result limit, else why not.
 fn within_result_limit(plugin: &LoadedPlugin, result: Value) -> Result<Value, String> {
     let limit = plugin.grants().limits.max_result_bytes;
-    let size = json_size(&result);
+    let size = super::outbox::json_size(&result);
     if size <= limit {
         return Ok(result);
     }
@@ -572,23 +572,6 @@ fn within_result_limit(plugin: &LoadedPlugin, result: Value) -> Result<Value, St
     Err(format!(
         "the result is {size} bytes of JSON, over this plugin's limit of {limit} bytes"
     ))
-}
-
-/// The length of `value` as JSON, without building the text.
-fn json_size(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 fn plugin_error(error: types::Error, not_found: ErrorCode) -> RpcError {

@@ -7,6 +7,7 @@ pub mod convert;
 mod handlers;
 mod input;
 mod mrtr;
+mod outbox;
 mod roots;
 mod session;
 pub mod tasks;
@@ -23,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{broadcast, oneshot, watch};
 
 /// Something that changed server-wide, fanned out to every connection.
 #[derive(Debug, Clone, PartialEq)]
@@ -203,28 +204,6 @@ impl Server {
     /// `serverInfo`.
     fn server_info(&self) -> Value {
         json!({ "name": self.options.name, "version": self.options.version })
-    }
-}
-
-/// Where a connection's outgoing messages go; the transport drains it.
-#[derive(Clone)]
-pub struct Outbox(mpsc::UnboundedSender<Value>);
-
-impl Outbox {
-    /// An outbox and the receiver the transport writes from.
-    pub fn new() -> (Self, mpsc::UnboundedReceiver<Value>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Outbox(tx), rx)
-    }
-
-    /// Queues a message; dropped silently when the transport is gone.
-    pub fn send(&self, message: Value) {
-        let _ = self.0.send(message);
-    }
-
-    /// Queues a notification.
-    pub fn notify(&self, method: &str, params: Value) {
-        self.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
     }
 }
 
@@ -622,6 +601,7 @@ fn shape_result(server: &Server, era: &Era, method: &str, mut result: Value) -> 
     result
 }
 
+pub use outbox::{Outbox, OutboxReceiver};
 pub use session::{all_versions, unsupported_version};
 
 /// Checks the `_meta` of a stateless request (its revision and the client's

@@ -31,9 +31,15 @@ where
     let mut line = Vec::new();
     loop {
         line.clear();
-        let read = AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await?;
+        let mut limited = AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1);
+        let read = tokio::select! {
+            read = limited.read_until(b'\n', &mut line) => read?,
+            () = out.closed() => {
+                // The client stopped reading: its answers cannot be delivered.
+                tracing::error!("the client does not read stdout; closing the connection");
+                break;
+            }
+        };
         if read == 0 {
             break;
         }

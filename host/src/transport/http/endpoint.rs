@@ -21,7 +21,6 @@ use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// The `Mcp-Session-Id` header.
 const SESSION_ID: &str = "mcp-session-id";
@@ -245,7 +244,7 @@ fn message_event(message: &Value) -> Result<Event, Infallible> {
     Ok(Event::default().data(message.to_string()))
 }
 
-fn receiver_stream(messages: mpsc::UnboundedReceiver<Value>) -> impl Stream<Item = Value> {
+fn receiver_stream(messages: crate::server::OutboxReceiver) -> impl Stream<Item = Value> {
     futures_util::stream::unfold(messages, |mut rx| async move {
         rx.recv().await.map(|m| (m, rx))
     })
@@ -255,7 +254,7 @@ fn receiver_stream(messages: mpsc::UnboundedReceiver<Value>) -> impl Stream<Item
 /// the server prefers JSON), otherwise as an SSE stream of the messages
 /// about it, ending with its response.
 async fn answer(
-    mut messages: mpsc::UnboundedReceiver<Value>,
+    mut messages: crate::server::OutboxReceiver,
     id: &RequestId,
     streaming: Streaming,
     json_only: bool,

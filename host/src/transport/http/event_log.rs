@@ -7,10 +7,13 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 /// Events kept per stream for resumption; older ones are dropped.
 pub const MAX_BUFFERED: usize = 1024;
+
+/// Bytes of events kept per stream.
+pub const MAX_BUFFERED_BYTES: usize = 32 << 20;
 
 /// A stream's events, numbered from 1, with at most one reader at a time.
 pub struct EventLog {
@@ -21,7 +24,12 @@ pub struct EventLog {
 }
 
 struct State {
-    events: VecDeque<(u64, Arc<str>)>,
+    /// Number, text, and whether it is a notification (which may be dropped).
+    events: VecDeque<(u64, Arc<str>, bool)>,
+    /// The bytes of `events`.
+    bytes: usize,
+    /// Notifications dropped before anyone read them.
+    dropped: u64,
     /// The number the next event gets.
     next: u64,
     /// The first event no reader has taken yet.
@@ -32,6 +40,43 @@ struct State {
     reader: u64,
 }
 
+impl State {
+    fn over(&self) -> bool {
+        self.events.len() > MAX_BUFFERED || self.bytes > MAX_BUFFERED_BYTES
+    }
+
+    fn remove(&mut self, index: usize) {
+        if let Some((_, text, _)) = self.events.remove(index) {
+            self.bytes -= text.len();
+        }
+    }
+
+    /// Brings the log within its bounds.
+    fn shrink(&mut self) {
+        while self.over() {
+            if self
+                .events
+                .front()
+                .is_some_and(|(seq, _, _)| *seq < self.undelivered)
+            {
+                self.remove(0);
+            } else if let Some(i) = self.events.iter().position(|(_, _, n)| *n) {
+                self.remove(i);
+                if self.dropped == 0 {
+                    tracing::warn!(
+                        "a client reads a stream slowly: notifications to it are dropped"
+                    );
+                }
+                self.dropped += 1;
+            } else {
+                tracing::warn!("a client does not read its responses: the stream is closed");
+                self.closed = true;
+                return;
+            }
+        }
+    }
+}
+
 impl EventLog {
     /// An empty, open log.
     pub fn new(id: u64) -> Arc<Self> {
@@ -39,6 +84,8 @@ impl EventLog {
             id,
             state: Mutex::new(State {
                 events: VecDeque::new(),
+                bytes: 0,
+                dropped: 0,
                 next: 1,
                 undelivered: 1,
                 closed: false,
@@ -52,7 +99,7 @@ impl EventLog {
     pub fn pumped(
         id: u64,
         first: Option<Value>,
-        mut messages: mpsc::UnboundedReceiver<Value>,
+        mut messages: crate::server::OutboxReceiver,
     ) -> Arc<Self> {
         let log = Self::new(id);
         if let Some(first) = first {
@@ -72,17 +119,28 @@ impl EventLog {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Appends a message.
+    /// Unread notifications dropped so far.
+    #[cfg(test)]
+    fn dropped(&self) -> u64 {
+        self.state().dropped
+    }
+
+    /// Appends a message. Over the log's bounds, events already read go
+    /// first, then unread notifications (counted); a stream that would
+    /// have to lose an unread response or request is closed instead.
     pub fn push(&self, message: &Value) {
         let text: Arc<str> = message.to_string().into();
+        let notification = message.get("method").is_some() && message.get("id").is_none();
         {
             let mut state = self.state();
+            if state.closed {
+                return;
+            }
             let seq = state.next;
             state.next += 1;
-            state.events.push_back((seq, text));
-            if state.events.len() > MAX_BUFFERED {
-                state.events.pop_front();
-            }
+            state.bytes += text.len();
+            state.events.push_back((seq, text, notification));
+            state.shrink();
         }
         self.wake.notify_waiters();
     }
@@ -135,8 +193,8 @@ impl EventLog {
                     if state.reader != me {
                         return None;
                     }
-                    let next = state.events.iter().find(|(seq, _)| *seq >= cursor);
-                    if let Some((seq, text)) = next {
+                    let next = state.events.iter().find(|(seq, _, _)| *seq >= cursor);
+                    if let Some((seq, text, _)) = next {
                         let event = Event::default().id(log.event_id(*seq)).data(&**text);
                         cursor = seq + 1;
                         state.undelivered = state.undelivered.max(cursor);
@@ -174,6 +232,28 @@ mod tests {
         assert!(log.finished());
         assert_eq!(EventLog::parse_event_id("3-2"), Some((3, 2)));
         assert_eq!(EventLog::parse_event_id("x"), None);
+    }
+
+    #[tokio::test]
+    async fn over_its_bounds_a_log_drops_read_events_then_notifications_then_closes() {
+        let log = EventLog::new(0);
+        log.push(&json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
+        let mut reader = Box::pin(log.read(None));
+        assert!(reader.next().await.is_some());
+        drop(reader);
+        for n in 0..MAX_BUFFERED {
+            log.push(&json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "n": n } }));
+        }
+        // The response already read made room first.
+        assert_eq!(log.dropped(), 0);
+        log.push(&json!({ "jsonrpc": "2.0", "id": 2, "result": {} }));
+        assert_eq!(log.dropped(), 1);
+        for id in 3..(MAX_BUFFERED as u64 + 10) {
+            log.push(&json!({ "jsonrpc": "2.0", "id": id, "result": {} }));
+        }
+        // Only unread responses left and still too many: closed, not lost silently.
+        assert!(log.state().closed);
+        assert!(log.state().events.len() <= MAX_BUFFERED + 1);
     }
 
     #[tokio::test]

@@ -45,7 +45,7 @@ pub(super) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
         Ok(p) => p,
         Err(refused) => return *refused,
     };
-    let (out, mut messages) = Outbox::new();
+    let (out, messages) = Outbox::new();
     let id = random_id();
     let conn = Connection::new(app.server.clone(), out, principal.clone());
     app.legacy_table()
@@ -54,7 +54,10 @@ pub(super) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
         .event("endpoint")
         .data(format!("{MESSAGES_PATH}?sessionId={id}"));
     let hangup = Hangup(app.clone(), id);
-    let rest = futures_util::stream::poll_fn(move |cx| messages.poll_recv(cx)).map(move |m| {
+    let messages = futures_util::stream::unfold(messages, |mut rx| async move {
+        rx.recv().await.map(|m| (m, rx))
+    });
+    let rest = messages.map(move |m| {
         let _ = &hangup;
         Ok::<_, std::convert::Infallible>(Event::default().event("message").data(m.to_string()))
     });

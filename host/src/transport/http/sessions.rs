@@ -43,7 +43,7 @@ impl HttpSession {
     pub fn open_stream(
         &self,
         first: serde_json::Value,
-        messages: tokio::sync::mpsc::UnboundedReceiver<serde_json::Value>,
+        messages: crate::server::OutboxReceiver,
     ) -> Arc<EventLog> {
         let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let log = EventLog::pumped(id, Some(first), messages);

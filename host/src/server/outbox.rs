@@ -1,0 +1,222 @@
+//! Where a connection's (or a stream's) outgoing messages wait for the
+//! transport to write them: bounded, so a client that reads slowly or not
+//! at all cannot grow the host.
+//!
+//! - Notifications beyond [`MAX_QUEUED_NOTIFICATIONS`] waiting are dropped
+//!   and counted; once the reader catches up it is told, once, with a
+//!   `notifications/message` (level warning), how many it missed.
+//! - Responses and requests are never dropped silently: when
+//!   [`MAX_QUEUED`] messages or [`MAX_QUEUED_BYTES`] are waiting, the
+//!   outbox is closed instead (the transport ends that stream or
+//!   connection) and nothing more is queued.
+
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Notifications waiting, at most; more are dropped.
+pub const MAX_QUEUED_NOTIFICATIONS: usize = 256;
+
+/// Messages of any kind waiting, at most; more close the outbox.
+pub const MAX_QUEUED: usize = 1024;
+
+/// Bytes of messages (as JSON) waiting, at most; more close the outbox.
+pub const MAX_QUEUED_BYTES: usize = 64 << 20;
+
+/// The sending side of an outbox.
+#[derive(Clone)]
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<(Value, usize)>,
+    queue: Arc<Queue>,
+}
+
+struct Queue {
+    waiting: AtomicUsize,
+    bytes: AtomicUsize,
+    dropped: AtomicU64,
+    /// Dropped since the reader was last told.
+    untold: AtomicU64,
+    closed: AtomicBool,
+    /// Woken when the outbox closes.
+    on_close: tokio::sync::Notify,
+}
+
+/// The transport's side of an outbox.
+pub struct OutboxReceiver {
+    rx: mpsc::UnboundedReceiver<(Value, usize)>,
+    queue: Arc<Queue>,
+}
+
+impl Outbox {
+    /// An outbox and the receiver the transport writes from.
+    pub fn new() -> (Self, OutboxReceiver) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queue = Arc::new(Queue {
+            waiting: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            dropped: AtomicU64::new(0),
+            untold: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            on_close: tokio::sync::Notify::new(),
+        });
+        (
+            Outbox {
+                tx,
+                queue: queue.clone(),
+            },
+            OutboxReceiver { rx, queue },
+        )
+    }
+
+    /// Queues a response or a request; when too many messages wait, closes
+    /// the outbox instead (the reader's stream ends).
+    pub fn send(&self, message: Value) {
+        if self.queue.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        let size = json_size(&message);
+        let full = self.queue.waiting.load(Ordering::Relaxed) >= MAX_QUEUED
+            || self.queue.bytes.load(Ordering::Relaxed) + size > MAX_QUEUED_BYTES;
+        if full {
+            if !self.queue.closed.swap(true, Ordering::Relaxed) {
+                tracing::warn!("a client does not read its messages: its stream is closed");
+                self.queue.on_close.notify_waiters();
+            }
+            return;
+        }
+        self.push(message, size);
+    }
+
+    /// Queues a notification; dropped (and counted) when the reader is
+    /// behind.
+    pub fn notify(&self, method: &str, params: Value) {
+        if self.queue.waiting.load(Ordering::Relaxed) >= MAX_QUEUED_NOTIFICATIONS {
+            self.queue.untold.fetch_add(1, Ordering::Relaxed);
+            if self.queue.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+                tracing::warn!("a client reads slowly: notifications to it are dropped");
+            }
+            return;
+        }
+        self.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+    }
+
+    fn push(&self, message: Value, size: usize) {
+        // Counted first, so the reader never takes more than was counted.
+        self.queue.waiting.fetch_add(1, Ordering::Relaxed);
+        self.queue.bytes.fetch_add(size, Ordering::Relaxed);
+        if self.tx.send((message, size)).is_err() {
+            self.queue.waiting.fetch_sub(1, Ordering::Relaxed);
+            self.queue.bytes.fetch_sub(size, Ordering::Relaxed);
+        }
+    }
+
+    /// Notifications dropped so far.
+    pub fn dropped(&self) -> u64 {
+        self.queue.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Whether the outbox was closed because its reader fell too far behind.
+    pub fn is_closed(&self) -> bool {
+        self.queue.closed.load(Ordering::Relaxed)
+    }
+
+    /// Resolves when the outbox is closed because its reader fell behind.
+    pub async fn closed(&self) {
+        loop {
+            let notified = self.queue.on_close.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_closed() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl OutboxReceiver {
+    /// The next message; `None` when every sender is gone or the outbox
+    /// was closed.
+    pub async fn recv(&mut self) -> Option<Value> {
+        if self.queue.closed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let untold = self.queue.untold.load(Ordering::Relaxed);
+        if untold > 0 && self.queue.waiting.load(Ordering::Relaxed) < MAX_QUEUED_NOTIFICATIONS / 2 {
+            self.queue.untold.fetch_sub(untold, Ordering::Relaxed);
+            return Some(json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {
+                    "level": "warning",
+                    "logger": "wasm-mcp",
+                    "data": format!("{untold} notifications were dropped: the client read too slowly"),
+                },
+            }));
+        }
+        let (message, size) = self.rx.recv().await?;
+        self.queue.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.queue.bytes.fetch_sub(size, Ordering::Relaxed);
+        if self.queue.closed.load(Ordering::Relaxed) {
+            return None;
+        }
+        Some(message)
+    }
+}
+
+/// The length of `value` as JSON, without building the text.
+pub fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn notifications_are_dropped_and_told_responses_close_the_outbox() {
+        let (out, mut rx) = Outbox::new();
+        for i in 0..MAX_QUEUED_NOTIFICATIONS + 10 {
+            out.notify("notifications/progress", json!({ "progress": i }));
+        }
+        assert_eq!(out.dropped(), 10);
+        for _ in 0..MAX_QUEUED_NOTIFICATIONS / 2 + 1 {
+            rx.recv().await.unwrap();
+        }
+        let told = rx.recv().await.unwrap();
+        assert_eq!(told["method"], "notifications/message");
+        assert!(told["params"]["data"].as_str().unwrap().starts_with("10 "));
+        while out.queue.waiting.load(Ordering::Relaxed) > 0 {
+            rx.recv().await.unwrap();
+        }
+        // Responses are queued past the notification bound ...
+        for i in 0..MAX_QUEUED {
+            out.send(json!({ "id": i }));
+        }
+        assert!(!out.is_closed());
+        // ... and one too many closes the outbox: its reader sees the end.
+        out.send(json!({ "id": "last" }));
+        assert!(out.is_closed());
+        assert!(rx.recv().await.is_none());
+        // Bytes count too: two large responses fill an outbox.
+        let (out, _rx) = Outbox::new();
+        let big = "x".repeat(MAX_QUEUED_BYTES / 2);
+        out.send(json!({ "id": 1, "result": big }));
+        assert!(!out.is_closed());
+        out.send(json!({ "id": 2, "result": big }));
+        assert!(out.is_closed());
+    }
+}
