@@ -104,7 +104,7 @@ fn main() -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
+    let result = runtime.block_on(async {
         match cli.command {
             Command::Serve {
                 plugins,
@@ -120,7 +120,11 @@ fn main() -> Result<()> {
             } => dev(sources, release, config, http).await,
             Command::Inspect { file, config } => inspect(file, config).await,
         }
-    })
+    });
+    // Blocking threads may be stuck in the OS (a write to a client that
+    // stopped reading, a plugin's file operation): do not wait for them.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    result
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
