@@ -262,3 +262,45 @@ def test_reload_errors_reach_clients_without_host_paths(tmp_path, host_env):
         assert str(tmp_path) in host.wait_for_log("not reloaded")
     finally:
         host.close()
+
+
+def evil_folder(tmp_path):
+    from conftest import FIXTURES
+
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "evil.wasm", folder / "evil.wasm")
+    shutil.copy(PLUGINS / "hello.wasm", folder / "hello.wasm")
+    return folder
+
+
+def test_a_stdio_client_that_never_reads_is_disconnected(tmp_path, host_env):
+    proc = subprocess.Popen([str(BINARY), "serve", "--plugins", str(evil_folder(tmp_path))],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=host_env)
+    try:
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        lines = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})]
+        lines += [json.dumps({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                              "params": {"name": "huge", "arguments": {"megabytes": 1}}}) for i in range(400)]
+        try:
+            proc.stdin.write(("\n".join(lines) + "\n").encode())
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        peak = 0
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                for line in open(f"/proc/{proc.pid}/status"):
+                    if line.startswith("VmRSS:"):
+                        peak = max(peak, int(line.split()[1]))
+            except OSError:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is not None, "the host kept a client that never reads"
+        assert peak < 400 * 1024, peak
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
