@@ -273,6 +273,11 @@ async fn serve_folder(dir: PathBuf, config: Config, watch: bool, http: HttpArgs)
         list_ttl_ms: config.server.list_ttl_ms,
         input_timeout: std::time::Duration::from_millis(config.server.input_timeout_ms),
         tasks: task_options(&config),
+        admission: wasm_mcp::server::AdmissionLimits {
+            per_connection: config.server.max_requests_per_connection,
+            per_principal: config.server.max_requests_per_principal,
+            total: config.server.max_requests,
+        },
         ..ServerOptions::default()
     };
     let server = Server::new(registry, options);

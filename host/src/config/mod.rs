@@ -61,6 +61,13 @@ pub struct ServerSection {
     pub input_timeout_ms: u64,
     /// The largest plugin component file read, in MiB.
     pub max_plugin_mb: u64,
+    /// Requests in progress on one connection (stdio, an HTTP session).
+    pub max_requests_per_connection: usize,
+    /// Requests in progress for one principal (all unauthenticated
+    /// clients are one).
+    pub max_requests_per_principal: usize,
+    /// Requests in progress in all.
+    pub max_requests: usize,
 }
 
 impl Default for ServerSection {
@@ -74,6 +81,9 @@ impl Default for ServerSection {
             watch: true,
             input_timeout_ms: crate::server::DEFAULT_INPUT_TIMEOUT.as_millis() as u64,
             max_plugin_mb: 256,
+            max_requests_per_connection: 1024,
+            max_requests_per_principal: 4096,
+            max_requests: 16384,
         }
     }
 }
@@ -258,10 +268,21 @@ impl Config {
             config.server.page_size > 0,
             "server.page_size must be at least 1"
         );
-        anyhow::ensure!(
-            config.server.max_plugin_mb > 0,
-            "server.max_plugin_mb must be at least 1"
-        );
+        let server = &config.server;
+        for (field, value) in [
+            ("max_plugin_mb", server.max_plugin_mb),
+            (
+                "max_requests_per_connection",
+                server.max_requests_per_connection as u64,
+            ),
+            (
+                "max_requests_per_principal",
+                server.max_requests_per_principal as u64,
+            ),
+            ("max_requests", server.max_requests as u64),
+        ] {
+            anyhow::ensure!(value > 0, "server.{field} must be at least 1");
+        }
         check_limits("limits", &config.limits)?;
         for (name, root) in &mut config.roots {
             anyhow::ensure!(

@@ -2,6 +2,7 @@
 //! [`Connection`] per client that dispatches its messages concurrently.
 //! Knows nothing of how bytes arrive.
 
+mod admission;
 mod context;
 pub mod convert;
 mod handlers;
@@ -74,6 +75,8 @@ pub struct ServerOptions {
     pub input_timeout: Duration,
     /// How tasks are kept and when calls become tasks.
     pub tasks: tasks::TaskOptions,
+    /// Requests in progress at once.
+    pub admission: AdmissionLimits,
 }
 
 impl Default for ServerOptions {
@@ -86,6 +89,7 @@ impl Default for ServerOptions {
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
             input_timeout: DEFAULT_INPUT_TIMEOUT,
             tasks: tasks::TaskOptions::default(),
+            admission: AdmissionLimits::default(),
         }
     }
 }
@@ -103,6 +107,8 @@ pub struct Server {
     /// Re-listings of plugins that said a list changed: one at a time per
     /// plugin, a burst coalesced.
     relists: Arc<crate::coalesce::Coalescer>,
+    /// Requests in progress, counted against their caps.
+    admission: Arc<admission::Admission>,
 }
 
 impl Server {
@@ -113,11 +119,12 @@ impl Server {
         let tasks = tasks::Tasks::open(options.tasks.clone(), events.clone());
         Arc::new(Server {
             registry,
-            options,
             events,
             parking,
             tasks,
             relists: Arc::default(),
+            admission: Arc::new(admission::Admission::new(options.admission.clone())),
+            options,
         })
     }
 
@@ -400,9 +407,22 @@ impl Connection {
                     }
                     return;
                 }
+                let on_connection = self.in_flight_count();
+                let admitted = match self
+                    .server
+                    .admission
+                    .admit(self.principal.as_deref(), on_connection)
+                {
+                    Ok(admitted) => admitted,
+                    Err(error) => {
+                        tracing::warn!(method, "request refused: {}", error.message);
+                        return reply.send(error.response(&id));
+                    }
+                };
                 let this = self.clone();
                 let cancel = self.track(&id);
                 tokio::spawn(async move {
+                    let _admitted = admitted;
                     let request = handlers::Request {
                         conn: &this,
                         id: &id,
@@ -457,6 +477,13 @@ impl Connection {
         {
             let _ = cancel.send(true);
         }
+    }
+
+    fn in_flight_count(&self) -> usize {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 
     fn track(&self, id: &RequestId) -> watch::Receiver<bool> {
@@ -601,6 +628,7 @@ fn shape_result(server: &Server, era: &Era, method: &str, mut result: Value) -> 
     result
 }
 
+pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
 pub use outbox::{Outbox, OutboxReceiver};
 pub use session::{all_versions, unsupported_version};
 

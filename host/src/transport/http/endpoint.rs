@@ -84,11 +84,39 @@ fn accepts(headers: &HeaderMap, media: &str) -> bool {
 /// The HTTP status of a stateless request's answer: errors about the
 /// request itself are client errors.
 fn status_of(message: &Value) -> StatusCode {
+    if retry_after(message).is_some() {
+        return StatusCode::TOO_MANY_REQUESTS;
+    }
     match message["error"]["code"].as_i64() {
         Some(-32601) => StatusCode::NOT_FOUND,
         Some(-32700 | -32600 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
+}
+
+/// When an error response says to retry, in whole seconds.
+fn retry_after(message: &Value) -> Option<u64> {
+    let ms = message["error"]["data"]["retryAfterMs"].as_u64()?;
+    Some(ms.div_ceil(1000).max(1))
+}
+
+/// A JSON answer; an error that says when to retry is a 429 with
+/// `Retry-After` on every revision.
+fn json_answer(message: Value, modern: bool) -> Response {
+    if let Some(seconds) = retry_after(&message) {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(http::header::RETRY_AFTER, seconds.to_string())],
+            Json(message),
+        )
+            .into_response();
+    }
+    let status = if modern {
+        status_of(&message)
+    } else {
+        StatusCode::OK
+    };
+    (status, Json(message)).into_response()
 }
 
 fn is_response_to(message: &Value, id: &RequestId) -> bool {
@@ -285,12 +313,7 @@ async fn answer(
                 None => return StatusCode::ACCEPTED.into_response(),
             }
         }
-        let status = if modern {
-            status_of(&message)
-        } else {
-            StatusCode::OK
-        };
-        return (status, Json(message)).into_response();
+        return json_answer(message, modern);
     }
     match streaming {
         Streaming::Stateless(_) => {
