@@ -134,10 +134,12 @@ def test_subscriptions_are_capped(tmp_path, cache_dir, host_env):
     host = RawHost(folder, host_env)
     try:
         host.initialize()
-        for i in range(1024):
-            host.send({"jsonrpc": "2.0", "id": f"s{i}", "method": "resources/subscribe", "params": {"uri": f"x://{i}"}})
-        for i in range(1024):
-            assert "result" in host.response(f"s{i}")
+        for start in range(0, 1024, 128):
+            for i in range(start, start + 128):
+                host.send({"jsonrpc": "2.0", "id": f"s{i}", "method": "resources/subscribe",
+                           "params": {"uri": f"x://{i}"}})
+            for i in range(start, start + 128):
+                assert "result" in host.response(f"s{i}")
         over = host.request("resources/subscribe", {"uri": "x://one-more"})
         assert over["error"]["code"] == -32602 and "at most 1024" in over["error"]["message"]
         huge = host.request("resources/subscribe", {"uri": "x://" + "a" * 10_000})
@@ -304,3 +306,58 @@ def test_a_stdio_client_that_never_reads_is_disconnected(tmp_path, host_env):
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+def test_requests_in_progress_are_capped_and_refused_at_once(tmp_path, cache_dir, host_env, http_host_factory):
+    from conftest import FIXTURES
+
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "crashy.wasm", folder / "crashy.wasm")
+    shutil.copy(PLUGINS / "hello.wasm", folder / "hello.wasm")
+    env = config_env(host_env, tmp_path, cache_dir,
+                     "max_requests_per_connection = 3\nmax_requests_per_principal = 5\n"
+                     "[plugins.crashy.limits]\ncall_timeout_ms = 5000\n")
+    # Over stdio: a connection's fourth spinning call is refused at once.
+    host = RawHost(folder, env)
+    try:
+        host.initialize()
+        for i in range(6):
+            host.send({"jsonrpc": "2.0", "id": f"spin{i}", "method": "tools/call",
+                       "params": {"name": "spin", "arguments": {}}})
+        refused = [host.response(f"spin{i}", timeout=10) for i in range(3, 6)]
+        for response in refused:
+            assert response["error"]["data"]["retryAfterMs"] > 0, response
+            assert "at most 3" in response["error"]["message"]
+        for i in range(3):
+            assert host.response(f"spin{i}", timeout=60)["result"]["isError"]
+        assert call_ok(host)
+    finally:
+        host.close()
+    # Over HTTP: one principal's sixth call in progress gets 429 and Retry-After.
+    http_host = http_host_factory(folder, env=env)
+    import threading
+
+    def spin():
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "spin", "arguments": {}, "_meta": modern_meta()}}
+        post(http_host, body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "spin"}, timeout=60)
+
+    spinners = [threading.Thread(target=spin) for _ in range(5)]
+    for t in spinners:
+        t.start()
+    time.sleep(1.5)
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "greet", "arguments": {"name": "x"}, "_meta": modern_meta()}}
+    status, headers, data = post(http_host, body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "greet"})
+    assert status == 429, (status, data)
+    assert int({k.lower(): v for k, v in headers.items()}["retry-after"]) >= 1
+    for t in spinners:
+        t.join(timeout=60)
+    status, _, data = post(http_host, body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "greet"})
+    assert status == 200 and b"Hello, x!" in data
+
+
+def call_ok(host) -> bool:
+    result = host.request("tools/call", {"name": "greet", "arguments": {"name": "y"}}, timeout=10)
+    return result["result"]["content"][0]["text"] == "Hello, y!"
