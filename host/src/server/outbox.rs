@@ -51,6 +51,9 @@ pub struct OutboxReceiver {
 impl Outbox {
     /// An outbox and the receiver the transport writes from.
     pub fn new() -> (Self, OutboxReceiver) {
+        // Unbounded as a channel only: every push is counted (messages and
+        // bytes) and refused past MAX_QUEUED_NOTIFICATIONS / MAX_QUEUED /
+        // MAX_QUEUED_BYTES before it is sent, so sending never blocks.
         let (tx, rx) = mpsc::unbounded_channel();
         let queue = Arc::new(Queue {
             waiting: AtomicUsize::new(0),
