@@ -152,7 +152,8 @@ def test_subscriptions_are_capped(tmp_path, cache_dir, host_env):
 
 
 def test_waiting_for_the_client_holds_no_plugin_slot(conformance_folder, cache_dir, host_env, tmp_path):
-    env = config_env(host_env, tmp_path, cache_dir, "[plugins.conformance.limits]\nmax_concurrent_calls = 1\n")
+    env = config_env(host_env, tmp_path, cache_dir,
+                     "max_waiting_per_principal = 2\n[plugins.conformance.limits]\nmax_concurrent_calls = 1\n")
     host = RawHost(conformance_folder, env)
     try:
         host.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
@@ -174,6 +175,10 @@ def test_waiting_for_the_client_holds_no_plugin_slot(conformance_folder, cache_d
         result = host.request("tools/call", {"name": "test_simple_text", "arguments": {}}, timeout=10)
         assert not result["result"].get("isError"), result
         assert time.monotonic() - started < 10
+        # Waiting calls are capped per principal: a third question fails at once.
+        third = host.request("tools/call", {"name": "test_elicitation", "arguments": {"message": "one too many"}},
+                             timeout=10)
+        assert "too many calls are waiting" in json.dumps(third), third
     finally:
         host.proc.kill()
         host.proc.wait()
@@ -361,3 +366,120 @@ def test_requests_in_progress_are_capped_and_refused_at_once(tmp_path, cache_dir
 def call_ok(host) -> bool:
     result = host.request("tools/call", {"name": "greet", "arguments": {"name": "y"}}, timeout=10)
     return result["result"]["content"][0]["text"] == "Hello, y!"
+
+
+
+def session_headers(session, version="2025-11-25"):
+    return {"Mcp-Session-Id": session, "MCP-Protocol-Version": version}
+
+
+def ping_until(host, session, wanted, within=20) -> int:
+    """Pings in the session until the answer's status is `wanted` (or time
+    is up); the last status."""
+    deadline = time.monotonic() + within
+    while True:
+        status = post(host, {"jsonrpc": "2.0", "id": "p", "method": "ping"}, session_headers(session))[0]
+        if status == wanted or time.monotonic() > deadline:
+            return status
+        time.sleep(0.2)
+
+
+def initialize_session(host, capabilities=None):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities or {},
+                       "clientInfo": {"name": "t", "version": "1"}}}
+    status, headers, _ = post(host, body)
+    assert status == 200, status
+    session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+    post(host, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session_headers(session))
+    return session
+
+
+def start_call(host, session, id_, name, arguments):
+    """POSTs a tools/call in the session without waiting for its answer."""
+    conn = http.client.HTTPConnection(host.authority, timeout=30)
+    body = {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    conn.request("POST", "/mcp", body=json.dumps(body),
+                 headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                          **session_headers(session)})
+    return conn
+
+
+def test_a_call_whose_client_went_away_is_cancelled(conformance_folder, tmp_path, cache_dir, host_env, http_host_factory):
+    from conftest import FIXTURES
+
+    # One request in progress per session: while a call lives, a ping in the
+    # same session is refused with 429; once it is cancelled, one is admitted.
+    shutil.copy(FIXTURES / "crashy.wasm", conformance_folder / "crashy.wasm")
+    env = config_env(host_env, tmp_path, cache_dir,
+                     "max_requests_per_connection = 1\n"
+                     "[http]\nresume_grace_secs = 1\n"
+                     "[plugins.crashy.limits]\ncall_timeout_ms = 600000\n")
+    host = http_host_factory(conformance_folder, env=env)
+
+    # A call that has sent nothing yet: its client hangs up.
+    session = initialize_session(host)
+    conn = start_call(host, session, 5, "spin", {})
+    assert ping_until(host, session, 429) == 429, "the spinning call is in progress"
+    conn.close()
+    assert ping_until(host, session, 200) == 200, "the call of a client that hung up is cancelled"
+
+    # A call whose stream is open (it asked the user), then lost and never
+    # resumed: cancelled after the grace.
+    session = initialize_session(host, capabilities={"elicitation": {}})
+    conn = start_call(host, session, 6, "test_elicitation", {"message": "?"})
+    response = conn.getresponse()
+    assert response.status == 200
+    seen = b""
+    while b"elicitation/create" not in seen:
+        line = response.fp.readline()
+        assert line, "the stream ended before the question"
+        seen += line
+    assert ping_until(host, session, 429) == 429
+    conn.sock.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    assert ping_until(host, session, 200) == 200, "an abandoned stream's call is cancelled"
+
+    # A session deleted while its call runs: the call ends without an answer.
+    session = initialize_session(host)
+    conn = start_call(host, session, 7, "spin", {})
+    assert ping_until(host, session, 429) == 429
+    delete = http.client.HTTPConnection(host.authority, timeout=10)
+    delete.request("DELETE", "/mcp", headers=session_headers(session))
+    assert delete.getresponse().status == 200
+    response = conn.getresponse()
+    assert response.status == 202, "a cancelled request gets no response"
+    conn.close()
+
+
+def test_bytes_of_requests_in_progress_are_capped(tmp_path, cache_dir, host_env):
+    from conftest import FIXTURES
+
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "crashy.wasm", folder / "crashy.wasm")
+    shutil.copy(PLUGINS / "hello.wasm", folder / "hello.wasm")
+    env = config_env(host_env, tmp_path, cache_dir,
+                     "max_requests_mb_per_principal = 8\n"
+                     "[plugins.crashy.limits]\ncall_timeout_ms = 5000\nmax_concurrent_calls = 1\n")
+    host = RawHost(folder, env)
+    try:
+        host.initialize()
+        padding = "x" * (3 << 20)
+        # Calls queued behind a spinning one keep their arguments: the third
+        # 3 MiB call is over the principal's 8 MiB and refused at once.
+        for i in range(3):
+            host.send({"jsonrpc": "2.0", "id": f"big{i}", "method": "tools/call",
+                       "params": {"name": "spin", "arguments": {"padding": padding}}})
+        refused = host.response("big2", timeout=10)
+        assert refused["error"]["data"]["retryAfterMs"] > 0, refused
+        assert "bytes" in refused["error"]["message"] and "8 MiB" in refused["error"]["message"]
+        # Small requests still fit, and everything is given back afterwards.
+        assert call_ok(host)
+        for i in range(2):
+            assert host.response(f"big{i}", timeout=60)["result"]["isError"]
+        host.send({"jsonrpc": "2.0", "id": "again", "method": "tools/call",
+                   "params": {"name": "spin", "arguments": {"padding": padding}}})
+        assert host.response("again", timeout=60)["result"]["isError"], "admitted again (it timed out)"
+    finally:
+        host.close()

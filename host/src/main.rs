@@ -277,7 +277,10 @@ async fn serve_folder(dir: PathBuf, config: Config, watch: bool, http: HttpArgs)
             per_connection: config.server.max_requests_per_connection,
             per_principal: config.server.max_requests_per_principal,
             total: config.server.max_requests,
+            bytes_per_principal: config.server.max_requests_mb_per_principal << 20,
+            bytes_total: config.server.max_requests_mb << 20,
         },
+        max_waiting_per_principal: config.server.max_waiting_per_principal,
         ..ServerOptions::default()
     };
     let server = Server::new(registry, options);
@@ -396,6 +399,7 @@ fn http_options(
         auth,
         max_body_bytes: section.max_body_mb << 20,
         session_idle: std::time::Duration::from_secs(section.session_idle_secs),
+        resume_grace: std::time::Duration::from_secs(section.resume_grace_secs),
         sessions: SessionLimits {
             max_sessions: section.max_sessions,
             max_per_principal: section.max_sessions_per_principal,

@@ -24,6 +24,9 @@ pub struct HttpSection {
     pub max_body_mb: usize,
     /// Sessions idle this many seconds are ended.
     pub session_idle_secs: u64,
+    /// Seconds a session's request goes on after its stream was lost (the
+    /// client may resume it meanwhile); then it is cancelled.
+    pub resume_grace_secs: u64,
     /// The endpoint's public URL, for the auth metadata (default:
     /// `http://<listen><path>`).
     pub public_url: Option<String>,
@@ -54,6 +57,7 @@ impl Default for HttpSection {
             allowed_origins: Vec::new(),
             max_body_mb: 4,
             session_idle_secs: 30 * 60,
+            resume_grace_secs: 30,
             public_url: None,
             max_connections: 512,
             header_timeout_secs: 10,

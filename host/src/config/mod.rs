@@ -68,6 +68,12 @@ pub struct ServerSection {
     pub max_requests_per_principal: usize,
     /// Requests in progress in all.
     pub max_requests: usize,
+    /// MiB of requests (as received) in progress for one principal.
+    pub max_requests_mb_per_principal: usize,
+    /// MiB of requests in progress in all.
+    pub max_requests_mb: usize,
+    /// Calls of one principal waiting for its answers at once.
+    pub max_waiting_per_principal: usize,
 }
 
 impl Default for ServerSection {
@@ -84,6 +90,9 @@ impl Default for ServerSection {
             max_requests_per_connection: 1024,
             max_requests_per_principal: 4096,
             max_requests: 16384,
+            max_requests_mb_per_principal: 64,
+            max_requests_mb: 256,
+            max_waiting_per_principal: crate::server::DEFAULT_MAX_WAITING_PER_PRINCIPAL,
         }
     }
 }
@@ -280,6 +289,15 @@ impl Config {
                 server.max_requests_per_principal as u64,
             ),
             ("max_requests", server.max_requests as u64),
+            (
+                "max_requests_mb_per_principal",
+                server.max_requests_mb_per_principal as u64,
+            ),
+            ("max_requests_mb", server.max_requests_mb as u64),
+            (
+                "max_waiting_per_principal",
+                server.max_waiting_per_principal as u64,
+            ),
         ] {
             anyhow::ensure!(value > 0, "server.{field} must be at least 1");
         }

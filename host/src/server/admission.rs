@@ -1,8 +1,10 @@
-//! How many requests may be in progress at once: per connection (a stdio
-//! client or an HTTP session), per principal (all unauthenticated clients
-//! are one), and in total. Beyond a cap a request is refused at once with
-//! an error that says when to retry (HTTP answers it with 429 and
-//! `Retry-After`); nothing is queued.
+//! How many requests may be in progress at once, and how many bytes of
+//! them: per connection (a stdio client or an HTTP session), per principal
+//! (all unauthenticated clients are one), and in total. A request holds its
+//! arguments until it ends (also while it waits for a plugin's turn), so
+//! counting bytes bounds what queued calls keep. Beyond a cap a request is
+//! refused at once with an error that says when to retry (HTTP answers it
+//! with 429 and `Retry-After`); nothing is queued.
 
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::json;
@@ -21,6 +23,10 @@ pub struct AdmissionLimits {
     pub per_principal: usize,
     /// Requests in progress in all.
     pub total: usize,
+    /// Bytes of requests (as received) in progress for one principal.
+    pub bytes_per_principal: usize,
+    /// Bytes of requests in progress in all.
+    pub bytes_total: usize,
 }
 
 impl Default for AdmissionLimits {
@@ -29,21 +35,31 @@ impl Default for AdmissionLimits {
             per_connection: 1024,
             per_principal: 4096,
             total: 16384,
+            bytes_per_principal: 64 << 20,
+            bytes_total: 256 << 20,
         }
     }
 }
 
-/// The requests in progress, by principal.
+/// Requests and their bytes.
+#[derive(Default, Clone, Copy)]
+struct Load {
+    requests: usize,
+    bytes: usize,
+}
+
+/// The requests in progress: in all, and by principal.
 #[derive(Default)]
 pub struct Admission {
     limits: AdmissionLimits,
-    counts: Mutex<(usize, HashMap<String, usize>)>,
+    counts: Mutex<(Load, HashMap<String, Load>)>,
 }
 
 /// A request admitted; counted until dropped.
 pub struct Admitted {
     admission: Arc<Admission>,
     principal: String,
+    bytes: usize,
 }
 
 impl Admission {
@@ -55,33 +71,44 @@ impl Admission {
         }
     }
 
-    /// Admits one more request of `principal` on a connection that has
-    /// `on_connection` in progress, or refuses it.
+    /// Admits one more request of `principal`, `bytes` long, on a
+    /// connection that has `on_connection` in progress, or refuses it.
     pub fn admit(
         self: &Arc<Self>,
         principal: Option<&str>,
         on_connection: usize,
+        bytes: usize,
     ) -> Result<Admitted, RpcError> {
         let principal = principal.unwrap_or_default().to_owned();
+        let limits = &self.limits;
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        let theirs = counts.1.get(&principal).copied().unwrap_or(0);
-        let over = if on_connection >= self.limits.per_connection {
-            Some(("this connection", self.limits.per_connection))
-        } else if theirs >= self.limits.per_principal {
-            Some(("this client", self.limits.per_principal))
-        } else if counts.0 >= self.limits.total {
-            Some(("the server", self.limits.total))
+        let theirs = counts.1.get(&principal).copied().unwrap_or_default();
+        let all = counts.0;
+        let over = if on_connection >= limits.per_connection {
+            Some(too_many("this connection", limits.per_connection))
+        } else if theirs.requests >= limits.per_principal {
+            Some(too_many("this client", limits.per_principal))
+        } else if all.requests >= limits.total {
+            Some(too_many("the server", limits.total))
+        } else if theirs.bytes + bytes > limits.bytes_per_principal {
+            Some(too_large("this client", limits.bytes_per_principal))
+        } else if all.bytes + bytes > limits.bytes_total {
+            Some(too_large("the server", limits.bytes_total))
         } else {
             None
         };
-        if let Some((whose, cap)) = over {
-            return Err(too_many(whose, cap));
+        if let Some(refused) = over {
+            return Err(refused);
         }
-        counts.0 += 1;
-        *counts.1.entry(principal.clone()).or_default() += 1;
+        let (all, by_principal) = &mut *counts;
+        for load in [all, by_principal.entry(principal.clone()).or_default()] {
+            load.requests += 1;
+            load.bytes += bytes;
+        }
         Ok(Admitted {
             admission: self.clone(),
             principal,
+            bytes,
         })
     }
 }
@@ -93,10 +120,12 @@ impl Drop for Admitted {
             .counts
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        counts.0 -= 1;
-        if let Some(n) = counts.1.get_mut(&self.principal) {
-            *n -= 1;
-            if *n == 0 {
+        counts.0.requests -= 1;
+        counts.0.bytes -= self.bytes;
+        if let Some(load) = counts.1.get_mut(&self.principal) {
+            load.requests -= 1;
+            load.bytes -= self.bytes;
+            if load.requests == 0 {
                 counts.1.remove(&self.principal);
             }
         }
@@ -104,12 +133,22 @@ impl Drop for Admitted {
 }
 
 /// The refusal: an internal error whose data says when to retry.
+fn refusal(message: String) -> RpcError {
+    RpcError::new(ErrorCode::InternalError, message)
+        .with_data(json!({ "retryAfterMs": RETRY_AFTER_MS }))
+}
+
 fn too_many(whose: &str, cap: usize) -> RpcError {
-    RpcError::new(
-        ErrorCode::InternalError,
-        format!("too many requests in progress for {whose} (at most {cap}); retry later"),
-    )
-    .with_data(json!({ "retryAfterMs": RETRY_AFTER_MS }))
+    refusal(format!(
+        "too many requests in progress for {whose} (at most {cap}); retry later"
+    ))
+}
+
+fn too_large(whose: &str, cap: usize) -> RpcError {
+    refusal(format!(
+        "too many bytes of requests in progress for {whose} (at most {} MiB); retry later",
+        cap >> 20
+    ))
 }
 
 #[cfg(test)]
@@ -122,20 +161,47 @@ mod tests {
             per_connection: 2,
             per_principal: 3,
             total: 4,
+            ..AdmissionLimits::default()
         }));
-        assert!(admission.admit(None, 2).is_err(), "over the connection cap");
+        assert!(
+            admission.admit(None, 2, 1).is_err(),
+            "over the connection cap"
+        );
         let a: Vec<_> = (0..3)
-            .map(|i| admission.admit(Some("a"), i % 2).unwrap())
+            .map(|i| admission.admit(Some("a"), i % 2, 1).unwrap())
             .collect();
-        assert!(admission.admit(Some("a"), 0).is_err());
-        let b = admission.admit(Some("b"), 0).unwrap();
-        let Err(refused) = admission.admit(Some("c"), 0) else {
+        assert!(admission.admit(Some("a"), 0, 1).is_err());
+        let b = admission.admit(Some("b"), 0, 1).unwrap();
+        let Err(refused) = admission.admit(Some("c"), 0, 1) else {
             panic!("over the total cap");
         };
         assert!(refused.message.contains("the server"));
         drop(b);
-        assert!(admission.admit(Some("c"), 0).is_ok());
+        assert!(admission.admit(Some("c"), 0, 1).is_ok());
         drop(a);
-        assert!(admission.admit(Some("a"), 0).is_ok());
+        assert!(admission.admit(Some("a"), 0, 1).is_ok());
+    }
+
+    #[test]
+    fn caps_bytes_per_principal_and_total() {
+        let admission = Arc::new(Admission::new(AdmissionLimits {
+            bytes_per_principal: 100,
+            bytes_total: 150,
+            ..AdmissionLimits::default()
+        }));
+        let a = admission.admit(Some("a"), 0, 60).unwrap();
+        let Err(refused) = admission.admit(Some("a"), 0, 41) else {
+            panic!("over the principal's bytes");
+        };
+        assert!(
+            refused.message.contains("this client"),
+            "{}",
+            refused.message
+        );
+        let a2 = admission.admit(Some("a"), 0, 40).unwrap();
+        assert!(admission.admit(Some("b"), 0, 51).is_err(), "over the total");
+        let b = admission.admit(Some("b"), 0, 50).unwrap();
+        drop((a, a2, b));
+        assert!(admission.admit(Some("b"), 0, 100).is_ok(), "all given back");
     }
 }

@@ -12,6 +12,7 @@ mod outbox;
 mod roots;
 mod session;
 pub mod tasks;
+mod waiting;
 
 use crate::protocol::{meta, parse_message, Incoming, RequestId, RpcError};
 use crate::registry::{Change, Registry, Reload};
@@ -77,6 +78,8 @@ pub struct ServerOptions {
     pub tasks: tasks::TaskOptions,
     /// Requests in progress at once.
     pub admission: AdmissionLimits,
+    /// Calls of one principal waiting for its answers at once.
+    pub max_waiting_per_principal: usize,
 }
 
 impl Default for ServerOptions {
@@ -90,6 +93,7 @@ impl Default for ServerOptions {
             input_timeout: DEFAULT_INPUT_TIMEOUT,
             tasks: tasks::TaskOptions::default(),
             admission: AdmissionLimits::default(),
+            max_waiting_per_principal: waiting::DEFAULT_MAX_WAITING_PER_PRINCIPAL,
         }
     }
 }
@@ -109,13 +113,16 @@ pub struct Server {
     relists: Arc<crate::coalesce::Coalescer>,
     /// Requests in progress, counted against their caps.
     admission: Arc<admission::Admission>,
+    /// Calls waiting for their client's answers, counted against a cap.
+    waiting: Arc<waiting::Waiting>,
 }
 
 impl Server {
     /// A server over `registry`.
     pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {
         let (events, _) = broadcast::channel(1024);
-        let parking = mrtr::Parking::new(options.input_timeout);
+        let waiting = waiting::Waiting::new(options.max_waiting_per_principal);
+        let parking = mrtr::Parking::new(options.input_timeout, waiting.clone());
         let tasks = tasks::Tasks::open(options.tasks.clone(), events.clone());
         Arc::new(Server {
             registry,
@@ -123,6 +130,7 @@ impl Server {
             parking,
             tasks,
             relists: Arc::default(),
+            waiting,
             admission: Arc::new(admission::Admission::new(options.admission.clone())),
             options,
         })
@@ -246,6 +254,15 @@ impl Asker {
         params: Value,
         mut cancelled: BoxFuture<()>,
     ) -> Result<Value, InputError> {
+        let _slot = {
+            let Some(conn) = self.conn.upgrade() else {
+                return Err(InputError::Cancelled);
+            };
+            conn.server
+                .waiting
+                .take(conn.principal.as_deref())
+                .map_err(InputError::Unsupported)?
+        };
         if let Some(on_wait) = &self.on_wait {
             on_wait(true);
         }
@@ -313,12 +330,22 @@ impl Drop for Withdraw<'_> {
     }
 }
 
+/// Cancels one request; a no-op once it ended.
+pub struct Canceller(Arc<watch::Sender<bool>>);
+
+impl Canceller {
+    /// Cancels the request: it stops, and gets no response.
+    pub fn cancel(&self) {
+        let _ = self.0.send(true);
+    }
+}
+
 /// One client connection: its session state and its requests in flight.
 pub struct Connection {
     server: Arc<Server>,
     out: Outbox,
     session: Mutex<Session>,
-    in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
+    in_flight: Mutex<HashMap<String, Arc<watch::Sender<bool>>>>,
     /// Requests this server sent the client, by id, awaiting an answer.
     asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
     next_ask: AtomicU64,
@@ -380,7 +407,7 @@ impl Connection {
     /// to the connection's own outbox.
     pub fn handle_text(self: &Arc<Self>, text: &str) {
         match parse_message(text) {
-            Ok(message) => self.handle(message, self.out.clone()),
+            Ok(message) => self.handle(message, text.len(), self.out.clone()),
             Err((id, error)) => {
                 tracing::warn!("bad message: {}", error.message);
                 self.out.send(error.response(&id));
@@ -388,10 +415,10 @@ impl Connection {
         }
     }
 
-    /// Handles one message. A request runs concurrently; its response and
-    /// the notifications about it go to `reply`, which is dropped when the
-    /// request is done.
-    pub fn handle(self: &Arc<Self>, message: Incoming, reply: Outbox) {
+    /// Handles one message, `size` bytes as received. A request runs
+    /// concurrently; its response and the notifications about it go to
+    /// `reply`, which is dropped when the request is done.
+    pub fn handle(self: &Arc<Self>, message: Incoming, size: usize, reply: Outbox) {
         match message {
             Incoming::Request { id, method, params } => {
                 // The era and the handshake are settled in arrival order;
@@ -408,11 +435,11 @@ impl Connection {
                     return;
                 }
                 let on_connection = self.in_flight_count();
-                let admitted = match self
-                    .server
-                    .admission
-                    .admit(self.principal.as_deref(), on_connection)
-                {
+                let admitted = match self.server.admission.admit(
+                    self.principal.as_deref(),
+                    on_connection,
+                    size,
+                ) {
                     Ok(admitted) => admitted,
                     Err(error) => {
                         tracing::warn!(method, "request refused: {}", error.message);
@@ -491,8 +518,18 @@ impl Connection {
         self.in_flight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id.to_string(), tx);
+            .insert(id.to_string(), Arc::new(tx));
         rx
+    }
+
+    /// What cancels the request `id` now in progress (and no later request
+    /// that reuses its id), if there is one.
+    pub fn canceller(&self, id: &RequestId) -> Option<Canceller> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id.to_string())
+            .map(|tx| Canceller(tx.clone()))
     }
 
     fn untrack(&self, id: &RequestId) {
@@ -631,6 +668,7 @@ fn shape_result(server: &Server, era: &Era, method: &str, mut result: Value) -> 
 pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
 pub use outbox::{Outbox, OutboxReceiver};
 pub use session::{all_versions, unsupported_version};
+pub use waiting::DEFAULT_MAX_WAITING_PER_PRINCIPAL;
 
 /// Checks the `_meta` of a stateless request (its revision and the client's
 /// capabilities) without serving it.

@@ -10,6 +10,7 @@
 //! which frees its instance.
 
 use super::input::Wanted;
+use super::waiting::{WaitSlot, Waiting};
 use super::Outbox;
 use crate::protocol::{random_id, RpcError};
 use crate::runtime::host_types::{Answer, InputError};
@@ -295,7 +296,10 @@ impl Drop for Execution {
 }
 
 /// What a sealed state is bound to: who asked, which method, with what.
-pub struct Binding(String);
+pub struct Binding {
+    hash: String,
+    principal: Option<String>,
+}
 
 impl Binding {
     /// The binding of `method` on `target` (tool or prompt name, resource
@@ -307,13 +311,18 @@ impl Binding {
             hash.update([0]);
         }
         hash.update(arguments.to_string().as_bytes());
-        Binding(B64.encode(hash.finalize()))
+        Binding {
+            hash: B64.encode(hash.finalize()),
+            principal: principal.map(str::to_owned),
+        }
     }
 }
 
 struct Parked {
     execution: Execution,
     expires: Instant,
+    /// Counts the call against its principal's waiting calls.
+    _slot: WaitSlot,
 }
 
 /// The parked calls, and the key that seals their states.
@@ -324,6 +333,7 @@ pub struct Parking {
     /// its call once, never again.
     spent: Mutex<HashMap<String, u64>>,
     ttl: Duration,
+    waiting: Arc<Waiting>,
 }
 
 /// Used states remembered at most (beyond, the soonest to expire are
@@ -342,8 +352,9 @@ fn unix_now() -> u64 {
 }
 
 impl Parking {
-    /// Parking for calls that wait at most `ttl` for their retry.
-    pub fn new(ttl: Duration) -> Arc<Self> {
+    /// Parking for calls that wait at most `ttl` for their retry, counted
+    /// against their principal's cap of `waiting` calls.
+    pub fn new(ttl: Duration, waiting: Arc<Waiting>) -> Arc<Self> {
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret).expect("the OS random source is available");
         let parking = Arc::new(Parking {
@@ -351,6 +362,7 @@ impl Parking {
             parked: Mutex::new(HashMap::new()),
             spent: Mutex::new(HashMap::new()),
             ttl,
+            waiting,
         });
         let weak = Arc::downgrade(&parking);
         let every = (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
@@ -398,7 +410,7 @@ impl Parking {
 
     fn seal(&self, id: &str, binding: &Binding) -> String {
         let expires = unix_now() + self.ttl.as_millis() as u64;
-        let payload = format!("{id}.{expires}.{}", binding.0);
+        let payload = format!("{id}.{expires}.{}", binding.hash);
         let tag = ring::hmac::sign(&self.key, payload.as_bytes());
         format!("{}.{}", B64.encode(payload), B64.encode(tag.as_ref()))
     }
@@ -427,7 +439,7 @@ impl Parking {
         if expires < unix_now() {
             return Err(invalid_state("it expired"));
         }
-        if bound != binding.0 {
+        if bound != binding.hash {
             return Err(invalid_state(
                 "it belongs to another request, parameters or principal",
             ));
@@ -533,6 +545,10 @@ impl Parking {
 
     fn park(&self, execution: Execution, binding: &Binding) -> Result<String, RpcError> {
         self.expire();
+        let slot = self
+            .waiting
+            .take(binding.principal.as_deref())
+            .map_err(RpcError::internal)?;
         let id = random_id();
         {
             let mut table = self.table();
@@ -546,6 +562,7 @@ impl Parking {
                 Parked {
                     execution,
                     expires: Instant::now() + self.ttl,
+                    _slot: slot,
                 },
             );
             tracing::debug!(parked = table.len(), "a call waits for the client's input");
@@ -560,7 +577,7 @@ mod tests {
 
     #[tokio::test]
     async fn states_are_sealed_bound_and_tamper_evident() {
-        let parking = Parking::new(Duration::from_secs(60));
+        let parking = Parking::new(Duration::from_secs(60), Waiting::new(8));
         let binding = Binding::new(Some("ada"), "tools/call", "t", &json!({ "a": 1 }));
         let state = parking.seal("id1", &binding);
         assert_eq!(parking.unseal(&state, &binding).unwrap().0, "id1");
@@ -574,13 +591,13 @@ mod tests {
         assert!(parking.unseal(&state, &other).is_err());
         let changed = Binding::new(Some("ada"), "tools/call", "t", &json!({ "a": 2 }));
         assert!(parking.unseal(&state, &changed).is_err());
-        let stranger = Parking::new(Duration::from_secs(60));
+        let stranger = Parking::new(Duration::from_secs(60), Waiting::new(8));
         assert!(stranger.unseal(&state, &binding).is_err());
     }
 
     #[tokio::test]
     async fn a_state_is_used_once() {
-        let parking = Parking::new(Duration::from_secs(60));
+        let parking = Parking::new(Duration::from_secs(60), Waiting::new(8));
         let binding = Binding::new(None, "tools/call", "t", &json!({}));
         let state = parking.seal("id1", &binding);
         // The call is gone (never parked): it runs afresh, once.

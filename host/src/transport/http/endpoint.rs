@@ -9,7 +9,7 @@ use super::App;
 use crate::protocol::{
     is_legacy, is_modern, meta, parse_message, ErrorCode, Incoming, RequestId, RpcError,
 };
-use crate::server::{check_stateless_meta, unsupported_version, Connection, Outbox};
+use crate::server::{check_stateless_meta, unsupported_version, Canceller, Connection, Outbox};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -165,6 +165,9 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         Ok(message) => message,
         Err((id, error)) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
     };
+    // The parsed message is what the request keeps; the bytes go now.
+    let size = body.len();
+    drop(body);
     let id = match &message {
         Incoming::Request { id, .. } => id.clone(),
         _ => Value::Null,
@@ -190,9 +193,9 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         _ => false,
     };
     if body_is_modern || header_version.is_some_and(is_modern) {
-        stateless(&app, &headers, principal, message).await
+        stateless(&app, &headers, principal, message, size).await
     } else {
-        stateful(&app, &headers, principal, message).await
+        stateful(&app, &headers, principal, message, size).await
     }
 }
 
@@ -203,6 +206,7 @@ async fn stateless(
     headers: &HeaderMap,
     principal: Option<String>,
     message: Incoming,
+    size: usize,
 ) -> Response {
     let (id, method, params) = match message {
         Incoming::Request { id, method, params } => (id, method, params),
@@ -235,6 +239,7 @@ async fn stateless(
             method,
             params,
         },
+        size,
         reply,
     );
     answer(
@@ -251,20 +256,43 @@ async fn stateless(
 enum Streaming {
     /// A stateless request: closing the stream cancels it.
     Stateless(Arc<Connection>),
-    /// A session's request: the stream can be resumed.
+    /// A session's request: the stream can be resumed; abandoned for
+    /// longer than `grace`, the request is cancelled.
     Session {
         session: Arc<HttpSession>,
         /// Whether to open with a priming event (2025-11-25 and later).
         priming: bool,
+        /// Cancels the request (`None` if it was refused or ended already).
+        cancel: Option<Arc<Canceller>>,
+        grace: Duration,
     },
 }
 
-/// Cancels a stateless request when its stream is dropped.
-struct CancelOnDrop(Arc<Connection>);
+/// Cancels a request when dropped (its client went away before its
+/// answer), unless disarmed.
+struct CancelOnDrop(Option<Cancel>);
+
+/// What a [`CancelOnDrop`] cancels.
+enum Cancel {
+    /// A stateless request's own connection.
+    Connection(Arc<Connection>),
+    /// A session's request.
+    Request(Arc<Canceller>),
+}
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        self.0.close();
+        match self.0.take() {
+            Some(Cancel::Connection(conn)) => conn.close(),
+            Some(Cancel::Request(request)) => request.cancel(),
+            None => {}
+        }
     }
 }
 
@@ -288,12 +316,13 @@ async fn answer(
     json_only: bool,
     modern: bool,
 ) -> Response {
-    // A stateless request is cancelled if its client goes away, whether
-    // while this waits for the first message or while its stream is read.
-    let mut cancel_on_drop = match &streaming {
-        Streaming::Stateless(conn) => Some(CancelOnDrop(conn.clone())),
-        Streaming::Session { .. } => None,
-    };
+    // A request is cancelled if its client goes away while this waits for
+    // its answer, or (stateless) while its stream is read. Once its answer
+    // is found the request has ended, and cancelling does nothing.
+    let cancel_on_drop = CancelOnDrop(match &streaming {
+        Streaming::Stateless(conn) => Some(Cancel::Connection(conn.clone())),
+        Streaming::Session { cancel, .. } => cancel.clone().map(Cancel::Request),
+    });
     let Some(first) = messages.recv().await else {
         // Cancelled before it answered: nothing more will come.
         return StatusCode::ACCEPTED.into_response();
@@ -317,7 +346,7 @@ async fn answer(
     }
     match streaming {
         Streaming::Stateless(_) => {
-            let guard = cancel_on_drop.take();
+            let guard = cancel_on_drop;
             let events = futures_util::stream::once(async move { first })
                 .chain(receiver_stream(messages))
                 .map(move |message| {
@@ -326,8 +355,19 @@ async fn answer(
                 });
             sse(events)
         }
-        Streaming::Session { session, priming } => {
+        Streaming::Session {
+            session,
+            priming,
+            cancel,
+            grace,
+        } => {
             let log = session.open_stream(first, messages);
+            // Disconnected, the client may resume the stream within the
+            // grace; after it, the request is cancelled.
+            if let Some(cancel) = cancel {
+                log.on_abandoned(grace, move || cancel.cancel());
+            }
+            cancel_on_drop.disarm();
             let busy = session.busy();
             let prime =
                 priming.then(|| Ok(Event::default().id(log.event_id(0)).retry(RETRY).data("")));
@@ -358,6 +398,7 @@ async fn stateful(
     headers: &HeaderMap,
     principal: Option<String>,
     message: Incoming,
+    size: usize,
 ) -> Response {
     let id = match &message {
         Incoming::Request { id, .. } => id.clone(),
@@ -392,7 +433,7 @@ async fn stateful(
     };
     let _busy = session.busy();
     let Incoming::Request { id, method, params } = message else {
-        session.conn.handle(message, Outbox::new().0);
+        session.conn.handle(message, size, Outbox::new().0);
         return StatusCode::ACCEPTED.into_response();
     };
     let (reply, messages) = Outbox::new();
@@ -402,6 +443,7 @@ async fn stateful(
             method,
             params,
         },
+        size,
         reply,
     );
     let priming = session
@@ -411,6 +453,8 @@ async fn stateful(
     let streaming = Streaming::Session {
         session: session.clone(),
         priming,
+        cancel: session.conn.canceller(&id).map(Arc::new),
+        grace: app.resume_grace,
     };
     let mut response = answer(messages, &id, streaming, app.json_response, false).await;
     if new {

@@ -7,6 +7,7 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::Notify;
 
 /// Events kept per stream for resumption; older ones are dropped.
@@ -21,6 +22,13 @@ pub struct EventLog {
     pub id: u64,
     state: Mutex<State>,
     wake: Notify,
+    abandon: Mutex<Option<Abandon>>,
+}
+
+/// What to do when a stream is abandoned before it finished.
+struct Abandon {
+    grace: Duration,
+    then: Box<dyn FnOnce() + Send>,
 }
 
 struct State {
@@ -38,6 +46,10 @@ struct State {
     closed: bool,
     /// Bumped by each new reader; an older reader stops.
     reader: u64,
+    /// Readers alive now.
+    readers: usize,
+    /// Closed because a reader fell too far behind.
+    overflowed: bool,
 }
 
 impl State {
@@ -71,6 +83,7 @@ impl State {
             } else {
                 tracing::warn!("a client does not read its responses: the stream is closed");
                 self.closed = true;
+                self.overflowed = true;
                 return;
             }
         }
@@ -90,9 +103,65 @@ impl EventLog {
                 undelivered: 1,
                 closed: false,
                 reader: 0,
+                readers: 0,
+                overflowed: false,
             }),
             wake: Notify::new(),
+            abandon: Mutex::new(None),
         })
+    }
+
+    /// Calls `then` once if the stream is abandoned before it finished: no
+    /// reader for `grace` (a client may resume meanwhile), or closed
+    /// because its reader fell too far behind.
+    pub fn on_abandoned(&self, grace: Duration, then: impl FnOnce() + Send + 'static) {
+        *self.abandon.lock().unwrap_or_else(|p| p.into_inner()) = Some(Abandon {
+            grace,
+            then: Box::new(then),
+        });
+    }
+
+    fn abandoned(&self) {
+        let abandon = self
+            .abandon
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(abandon) = abandon {
+            (abandon.then)();
+        }
+    }
+
+    /// A reader went away: if none is left and the stream has not
+    /// finished, it is abandoned unless one comes back within the grace.
+    fn reader_gone(self: &Arc<Self>) {
+        let idle = {
+            let mut state = self.state();
+            state.readers -= 1;
+            state.readers == 0 && !(state.closed && state.undelivered == state.next)
+        };
+        let grace = self
+            .abandon
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|a| a.grace);
+        let (true, Some(grace), Ok(runtime)) = (idle, grace, tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let log = Arc::downgrade(self);
+        runtime.spawn(async move {
+            tokio::time::sleep(grace).await;
+            let Some(log) = log.upgrade() else { return };
+            let still = {
+                let state = log.state();
+                state.readers == 0 && !(state.closed && state.undelivered == state.next)
+            };
+            if still {
+                log.abandoned();
+            }
+        });
     }
 
     /// The log of `first` and then `messages`, until their sender is dropped.
@@ -131,7 +200,7 @@ impl EventLog {
     pub fn push(&self, message: &Value) {
         let text: Arc<str> = message.to_string().into();
         let notification = message.get("method").is_some() && message.get("id").is_none();
-        {
+        let overflowed = {
             let mut state = self.state();
             if state.closed {
                 return;
@@ -141,6 +210,10 @@ impl EventLog {
             state.bytes += text.len();
             state.events.push_back((seq, text, notification));
             state.shrink();
+            state.overflowed
+        };
+        if overflowed {
+            self.abandoned();
         }
         self.wake.notify_waiters();
     }
@@ -178,12 +251,14 @@ impl EventLog {
         let (me, cursor) = {
             let mut state = self.state();
             state.reader += 1;
+            state.readers += 1;
             let cursor = after.map_or(state.undelivered, |n| n + 1);
             (state.reader, cursor)
         };
         self.wake.notify_waiters();
-        let log = self.clone();
-        futures_util::stream::unfold((log, cursor), move |(log, mut cursor)| async move {
+        let reading = Reading(self.clone());
+        futures_util::stream::unfold((reading, cursor), move |(reading, mut cursor)| async move {
+            let log = &reading.0;
             let event = loop {
                 let notified = log.wake.notified();
                 tokio::pin!(notified);
@@ -207,8 +282,17 @@ impl EventLog {
                 }
                 notified.await;
             };
-            Some((Ok(event), (log, cursor)))
+            Some((Ok(event), (reading, cursor)))
         })
+    }
+}
+
+/// One reader of a log, alive while its stream is.
+struct Reading(Arc<EventLog>);
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.0.reader_gone();
     }
 }
 

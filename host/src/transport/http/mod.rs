@@ -31,6 +31,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
+/// How long a lost stream may be resumed before its request is cancelled,
+/// by default.
+pub const DEFAULT_RESUME_GRACE: Duration = Duration::from_secs(30);
+
 /// How the HTTP endpoint behaves.
 pub struct HttpOptions {
     /// The MCP endpoint's path.
@@ -47,6 +51,9 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Sessions idle this long are ended.
     pub session_idle: Duration,
+    /// How long a session's request goes on after its stream was lost
+    /// before it is cancelled (the client may resume the stream meanwhile).
+    pub resume_grace: Duration,
     /// Sessions open at once.
     pub sessions: SessionLimits,
     /// Connections open at once, and their deadlines.
@@ -66,6 +73,7 @@ impl Default for HttpOptions {
             auth: None,
             max_body_bytes: 4 << 20,
             session_idle: Duration::from_secs(30 * 60),
+            resume_grace: DEFAULT_RESUME_GRACE,
             sessions: SessionLimits::default(),
             connections: ConnectionLimits::default(),
         }
@@ -78,6 +86,7 @@ pub struct App {
     sessions: Arc<SessionTable>,
     legacy: Mutex<HashMap<String, LegacyConnection>>,
     json_response: bool,
+    resume_grace: Duration,
     guard: Guard,
     auth: Option<Auth>,
 }
@@ -137,6 +146,7 @@ pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
         sessions,
         legacy: Mutex::new(HashMap::new()),
         json_response: options.json_response,
+        resume_grace: options.resume_grace,
         guard: options.guard,
         auth: options.auth,
     });
