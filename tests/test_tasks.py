@@ -369,3 +369,50 @@ def test_typescript_clients_run_tasks(http_host_factory, conformance_folder, hos
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     assert "fail 0" in run.stdout and "pass 2" in run.stdout, run.stdout[-2000:]
+
+
+def test_task_quotas_per_owner_and_result_size(conformance_folder, host_env, cache_dir, tmp_path):
+    store = tmp_path / "tasks.db"
+    env = config_env(host_env, cache_dir, tmp_path,
+                     f'[tasks]\nstore = "{store}"\nmax_running_per_owner = 1\n'
+                     "max_stored_per_owner = 3\nmax_result_mb = 1\n")
+    host = stdio_host(conformance_folder, env)
+
+    def start(arguments):
+        return host.request("tools/call", {"name": "slow_compute", "arguments": arguments,
+                                           "task": {"ttl": 60000}}, timeout=30)
+
+    try:
+        running = start({"seconds": 60})["result"]["task"]["taskId"]
+        # One running task per owner.
+        refused = start({"seconds": 1})
+        assert error_code(refused) == -32603
+        assert "already runs 1 tasks" in refused["error"]["message"], refused
+        host.request("tasks/cancel", {"taskId": running})
+
+        # A result over the size kept fails its task with the reason.
+        def started_big():
+            response = start({"seconds": 0, "label": "x" * (3 << 19)})
+            return response.get("result", {}).get("task", {}).get("taskId")
+
+        big = until(started_big, "room for a task once the running one was cancelled")
+
+        def over(task_id):
+            got = host.request("tasks/get", {"taskId": task_id})["result"]
+            return got if got["status"] not in ("working", "input_required") else None
+
+        failed = until(lambda: over(big), "the big task to end")
+        assert failed["status"] == "failed", failed
+        assert "too large to keep" in failed["statusMessage"], failed
+        result = host.request("tasks/result", {"taskId": big}, timeout=30)
+        assert "too large to keep" in result["error"]["message"], result
+
+        # Three tasks kept per owner (the cancelled, the failed, this one).
+        small = until(lambda: start({"seconds": 0}).get("result", {}).get("task", {}).get("taskId"),
+                      "room for a third task")
+        until(lambda: over(small), "the third task to end")
+        refused = start({"seconds": 0})
+        assert "already keeps 3 tasks" in refused["error"]["message"], refused
+        assert store.stat().st_size < 8 << 20, "the big result was not stored"
+    finally:
+        host.close()

@@ -160,6 +160,7 @@ fn task_options(config: &Config) -> TaskOptions {
         poll_interval: ms(section.poll_interval_ms),
         after: ms(section.after_ms),
         max_running: section.max_running,
+        quotas: section.quotas(),
     }
 }
 

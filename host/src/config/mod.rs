@@ -405,6 +405,17 @@ impl Config {
             config.tasks.poll_interval_ms > 0 && config.tasks.max_running > 0,
             "tasks.poll_interval_ms and tasks.max_running must be at least 1"
         );
+        let t = &config.tasks;
+        for (field, value) in [
+            ("max_running_per_owner", t.max_running_per_owner),
+            ("max_stored_per_owner", t.max_stored_per_owner),
+            ("max_stored_mb_per_owner", t.max_stored_mb_per_owner),
+            ("max_stored", t.max_stored),
+            ("max_stored_mb", t.max_stored_mb),
+            ("max_result_mb", t.max_result_mb),
+        ] {
+            anyhow::ensure!(value > 0, "tasks.{field} must be at least 1");
+        }
         if let Some(store) = &mut config.tasks.store {
             if !store.as_os_str().is_empty() {
                 *store = base.join(&*store);

@@ -350,7 +350,7 @@ fn task_mode(
     support: TaskSupport,
 ) -> Result<TaskMode, RpcError> {
     let tasks = &request.conn.server.tasks;
-    let full = || RpcError::internal("too many tasks are running; try again later");
+    let room = || tasks.room_for(request.conn.task_owner.as_deref());
     match request.era {
         Era::Legacy { version } if task_methods::legacy_tasks(*version) => {
             let asked = matches!(request.params.get("task"), Some(Value::Object(_)));
@@ -363,8 +363,7 @@ fn task_mode(
                     ErrorCode::MethodNotFound,
                     format!("Tool {tool} only runs as a task: call it with the \"task\" param"),
                 )),
-                (_, true) if !tasks.has_room() => Err(full()),
-                (_, true) => Ok(TaskMode::Requested),
+                (_, true) => room().map(|()| TaskMode::Requested),
                 _ => Ok(TaskMode::Never),
             }
         }
@@ -376,10 +375,14 @@ fn task_mode(
                     Err(task_methods::missing_extension(&format!("Tool {tool}")))
                 }
                 (_, false) => Ok(TaskMode::Never),
-                (TaskSupport::Required, true) if !tasks.has_room() => Err(full()),
-                (TaskSupport::Required, true) => Ok(TaskMode::Allowed { required: true }),
-                (TaskSupport::Optional, true) if !tasks.has_room() => Ok(TaskMode::Never),
-                (TaskSupport::Optional, true) => Ok(TaskMode::Allowed { required: false }),
+                (TaskSupport::Required, true) => {
+                    room().map(|()| TaskMode::Allowed { required: true })
+                }
+                // Without room for a task, an optional one runs as a call.
+                (TaskSupport::Optional, true) => Ok(match room() {
+                    Ok(()) => TaskMode::Allowed { required: false },
+                    Err(_) => TaskMode::Never,
+                }),
             }
         }
         Era::Legacy { .. } => Ok(TaskMode::Never),
@@ -484,7 +487,7 @@ where
         Driven::Done(outcome) => tasks.finished(new_task(), outcome)?,
         Driven::Detached(execution) => {
             execution.mark_task();
-            let live = tasks.prepare(Wire::V2, None);
+            let live = tasks.prepare(Wire::V2, None, conn.task_owner.clone());
             tasks.launch(live, new_task(), || execution)?
         }
     };
@@ -514,7 +517,7 @@ where
         .get("task")
         .and_then(|t| t.get("ttl"))
         .and_then(Value::as_u64);
-    let live = tasks.prepare(Wire::V1, Some(conn.out.clone()));
+    let live = tasks.prepare(Wire::V1, Some(conn.out.clone()), conn.task_owner.clone());
     let (link, cancelled) = Link::for_task(conn.out.clone(), live.id());
     live.set_link(link.clone());
     let questions = Questions::Requests(Asker {

@@ -9,9 +9,11 @@
 //! its instance).
 
 pub(in crate::server) mod methods;
+mod quota;
 mod store;
 mod wire;
 
+pub use quota::TaskQuotas;
 pub use store::{Record, Status, Wire};
 
 use super::mrtr::{Execution, Link, Outcome as CallOutcome, Round};
@@ -51,6 +53,8 @@ pub struct TaskOptions {
     /// Tasks that may run at once; beyond it, calls run without a task
     /// (2026-07-28) or are refused (2025-11-25).
     pub max_running: usize,
+    /// What one owner, and everyone, may keep and run.
+    pub quotas: TaskQuotas,
 }
 
 impl Default for TaskOptions {
@@ -62,6 +66,7 @@ impl Default for TaskOptions {
             poll_interval: Duration::from_millis(500),
             after: Duration::from_secs(1),
             max_running: 256,
+            quotas: TaskQuotas::default(),
         }
     }
 }
@@ -77,6 +82,8 @@ struct Update {
 pub struct Live {
     id: String,
     wire: Wire,
+    /// Who may see it.
+    owner: Option<String>,
     /// The questions the client has not answered yet (2026-07-28).
     requests: Mutex<Map<String, Value>>,
     updates: mpsc::UnboundedSender<Update>,
@@ -163,19 +170,41 @@ impl Tasks {
         &self.options
     }
 
-    /// Whether another task may start now.
-    pub fn has_room(&self) -> bool {
-        self.live.lock().unwrap_or_else(|p| p.into_inner()).len() < self.options.max_running
+    /// Whether `owner` may start another task now; the refusal says why not.
+    pub fn room_for(&self, owner: Option<&str>) -> Result<(), RpcError> {
+        let running = {
+            let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            if live.len() >= self.options.max_running {
+                return Err(RpcError::internal(
+                    "too many tasks are running; try again later",
+                ));
+            }
+            live.values()
+                .filter(|l| l.owner.as_deref() == owner)
+                .count()
+        };
+        let (theirs, all) = {
+            let store = self.store();
+            (
+                store.usage(owner).map_err(store_error)?,
+                store.usage_all().map_err(store_error)?,
+            )
+        };
+        match self.options.quotas.refuse_new(running, theirs, all) {
+            Some(why) => Err(RpcError::internal(format!("no task can start: {why}"))),
+            None => Ok(()),
+        }
     }
 
     /// A fresh task id and its live state, before its call starts (a
     /// 2025-11-25 call needs the id to tag its messages). `home` is where a
-    /// 2025-11-25 session hears of the task.
-    pub fn prepare(&self, wire: Wire, home: Option<Outbox>) -> Arc<Live> {
+    /// 2025-11-25 session hears of the task; `owner` who may see it.
+    pub fn prepare(&self, wire: Wire, home: Option<Outbox>, owner: Option<String>) -> Arc<Live> {
         let (updates, updates_rx) = mpsc::unbounded_channel();
         Arc::new(Live {
             id: random_id(),
             wire,
+            owner,
             requests: Mutex::new(Map::new()),
             updates,
             stop: watch::channel(false).0,
@@ -218,6 +247,7 @@ impl Tasks {
         new: NewTask,
         start: impl FnOnce() -> Execution,
     ) -> Result<Record, RpcError> {
+        self.room_for(new.owner.as_deref())?;
         let record = self.record(&live.id, &new, Status::Working);
         self.store().insert(&record).map_err(store_error)?;
         let execution = start();
@@ -233,12 +263,45 @@ impl Tasks {
     /// Stores a task whose call already finished with `outcome` (a tool that
     /// only runs as a task but finished at once).
     pub fn finished(&self, new: NewTask, outcome: CallOutcome) -> Result<Record, RpcError> {
+        self.room_for(new.owner.as_deref())?;
         let (status, message, outcome) = conclusion(new.wire, outcome);
+        let (status, message, outcome) =
+            self.keepable(new.owner.as_deref(), (status, message, outcome));
         let mut record = self.record(&random_id(), &new, status);
         record.status_message = message;
         record.outcome = outcome;
         self.store().insert(&record).map_err(store_error)?;
         Ok(record)
+    }
+
+    /// The conclusion of an owner's task as it may be kept: a result over
+    /// a quota fails the task with the reason instead.
+    fn keepable(&self, owner: Option<&str>, concluded: Conclusion) -> Conclusion {
+        let size = concluded
+            .2
+            .as_ref()
+            .map_or(0, |outcome| store::outcome_text(outcome).len());
+        let usage = {
+            let store = self.store();
+            store.usage(owner).and_then(|u| Ok((u, store.usage_all()?)))
+        };
+        let refusal = match usage {
+            Ok((theirs, all)) => self.options.quotas.refuse_result(size, theirs, all),
+            Err(error) => {
+                store_error(error);
+                None
+            }
+        };
+        let Some(why) = refusal else {
+            return concluded;
+        };
+        tracing::warn!(owner, size, "a task result was not kept: {why}");
+        let error = RpcError::internal(why);
+        (
+            Status::Failed,
+            Some(error.message.clone()),
+            Some(Err(error.to_json())),
+        )
     }
 
     /// The task `id` as `owner` may see it: -32602 when it does not exist,
@@ -418,10 +481,12 @@ impl Tasks {
 
     /// Stores how a task's call ended (unless the task is already over).
     fn conclude(&self, live: &Live, outcome: CallOutcome) {
-        let (status, message, outcome) = conclusion(live.wire, outcome);
+        let concluded = self.keepable(live.owner.as_deref(), conclusion(live.wire, outcome));
+        let (status, message, outcome) = concluded;
+        let text = outcome.as_ref().map(store::outcome_text);
         let finished = self
             .store()
-            .finish(&live.id, status, message.as_deref(), outcome.as_ref());
+            .finish(&live.id, status, message.as_deref(), text.as_deref());
         match finished {
             Ok(true) => {
                 tracing::debug!(task = %live.id, status = status.as_str(), "task over");
@@ -466,10 +531,10 @@ impl Tasks {
 /// The status, message and stored outcome of a finished call. A tool
 /// error fails a 2025-11-25 task (as that wire says) but completes a
 /// 2026-07-28 one (its `failed` is for JSON-RPC errors only).
-fn conclusion(
-    wire: Wire,
-    outcome: CallOutcome,
-) -> (Status, Option<String>, Option<store::Outcome>) {
+/// A finished call's status, message and stored outcome.
+type Conclusion = (Status, Option<String>, Option<store::Outcome>);
+
+fn conclusion(wire: Wire, outcome: CallOutcome) -> Conclusion {
     match outcome {
         Ok(Some(result)) => {
             let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);

@@ -4,6 +4,7 @@
 //! can tell tasks left running by a host that died (their lock is free) from
 //! tasks of a host still running.
 
+use super::quota::Usage;
 use anyhow::{Context as _, Result};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde_json::Value;
@@ -110,6 +111,13 @@ pub struct Record {
     pub outcome: Option<Outcome>,
 }
 
+fn usage(row: &Row<'_>) -> rusqlite::Result<Usage> {
+    Ok(Usage {
+        tasks: row.get::<_, i64>(0)? as usize,
+        bytes: row.get::<_, i64>(1)? as usize,
+    })
+}
+
 /// The database, and this host's claim on its own tasks.
 pub struct Store {
     db: Connection,
@@ -140,11 +148,15 @@ CREATE TABLE IF NOT EXISTS tasks (
     created_ms INTEGER NOT NULL,
     updated_ms INTEGER NOT NULL,
     ttl_ms INTEGER NOT NULL,
-    outcome TEXT
+    outcome TEXT,
+    size INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, created_ms, id);
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (created_ms);
 ";
+
+/// Counts tasks and their bytes per owner without reading the results.
+const USAGE_INDEX: &str = "CREATE INDEX IF NOT EXISTS tasks_usage ON tasks (owner, size);";
 
 const COLUMNS: &str =
     "id, owner, wire, method, target, status, status_message, created_ms, updated_ms, ttl_ms, outcome";
@@ -176,11 +188,32 @@ fn record(row: &Row<'_>) -> rusqlite::Result<Record> {
     })
 }
 
-fn outcome_text(outcome: &Outcome) -> String {
+/// An outcome as stored.
+pub fn outcome_text(outcome: &Outcome) -> String {
     match outcome {
         Ok(result) => serde_json::json!({ "result": result }).to_string(),
         Err(error) => serde_json::json!({ "error": error }).to_string(),
     }
+}
+
+/// Adds `size` to a table made before it existed (its old rows count 0).
+fn add_size_column(db: &Connection) -> Result<()> {
+    let has_size = |db: &Connection| -> Result<bool> {
+        let mut columns = db.prepare("SELECT name FROM pragma_table_info('tasks')")?;
+        let names: Vec<String> = columns
+            .query_map([], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(names.iter().any(|n| n == "size"))
+    };
+    if has_size(db)? {
+        return Ok(());
+    }
+    let added = db.execute_batch("ALTER TABLE tasks ADD COLUMN size INTEGER NOT NULL DEFAULT 0");
+    // Another host sharing the file may have added it meanwhile.
+    if added.is_err() && has_size(db)? {
+        return Ok(());
+    }
+    Ok(added?)
 }
 
 /// The folder of instance locks next to the database at `path`.
@@ -221,6 +254,9 @@ impl Store {
         db.pragma_update(None, "synchronous", "NORMAL")?;
         db.execute_batch(SCHEMA)
             .context("creating the tasks table")?;
+        add_size_column(&db).context("adding the size column to the tasks table")?;
+        db.execute_batch(USAGE_INDEX)
+            .context("creating the usage index")?;
         let store = Store {
             db,
             instance: instance.to_owned(),
@@ -280,8 +316,10 @@ impl Store {
 
     /// Stores a new task.
     pub fn insert(&self, task: &Record) -> Result<()> {
+        let outcome = task.outcome.as_ref().map(outcome_text);
+        let size = outcome.as_ref().map_or(0, String::len);
         self.db.prepare_cached(
-            &format!("INSERT INTO tasks ({COLUMNS}, instance) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"),
+            &format!("INSERT INTO tasks ({COLUMNS}, instance, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
         )?.execute(
             params![
                 task.id,
@@ -294,8 +332,9 @@ impl Store {
                 task.created_ms as i64,
                 task.updated_ms as i64,
                 task.ttl_ms as i64,
-                task.outcome.as_ref().map(outcome_text),
+                outcome,
                 self.instance,
+                size as i64,
             ],
         )?;
         Ok(())
@@ -329,29 +368,50 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// Ends an unfinished task; `false` if it was already over (a cancelled
-    /// task stays cancelled) or is gone.
+    /// Ends an unfinished task with its outcome as stored text
+    /// ([`outcome_text`]); `false` if it was already over (a cancelled task
+    /// stays cancelled) or is gone.
     pub fn finish(
         &self,
         id: &str,
         status: Status,
         message: Option<&str>,
-        outcome: Option<&Outcome>,
+        outcome: Option<&str>,
     ) -> Result<bool> {
         let changed = self
             .db
             .prepare_cached(
-                "UPDATE tasks SET status = ?1, status_message = ?2, outcome = ?3, updated_ms = ?4
-             WHERE id = ?5 AND status IN ('working', 'input_required')",
+                "UPDATE tasks SET status = ?1, status_message = ?2, outcome = ?3, updated_ms = ?4,
+                 size = ?5
+             WHERE id = ?6 AND status IN ('working', 'input_required')",
             )?
             .execute(params![
                 status.as_str(),
                 message,
-                outcome.map(outcome_text),
+                outcome,
                 super::now_ms() as i64,
+                outcome.map_or(0, str::len) as i64,
                 id
             ])?;
         Ok(changed == 1)
+    }
+
+    /// The tasks `owner` keeps and the bytes of their results.
+    pub fn usage(&self, owner: Option<&str>) -> Result<Usage> {
+        let usage = self
+            .db
+            .prepare_cached("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM tasks WHERE owner IS ?1")?
+            .query_row([owner], usage)?;
+        Ok(usage)
+    }
+
+    /// The tasks everyone keeps and the bytes of their results.
+    pub fn usage_all(&self) -> Result<Usage> {
+        let usage = self
+            .db
+            .prepare_cached("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM tasks")?
+            .query_row([], usage)?;
+        Ok(usage)
     }
 
     /// Up to `limit` tasks of `owner`, oldest first, after the task
@@ -416,7 +476,7 @@ mod tests {
             .unwrap());
         let late = Ok(json!({ "content": [] }));
         assert!(!store
-            .finish("a", Status::Completed, None, Some(&late))
+            .finish("a", Status::Completed, None, Some(&outcome_text(&late)))
             .unwrap());
         assert!(!store.set_status("a", Status::Working, None).unwrap());
         let stored = store.get("a").unwrap().unwrap();
@@ -462,8 +522,13 @@ mod tests {
             let dead = Store::open(Some(&path), "dead").unwrap();
             dead.insert(&task("running", None, 1)).unwrap();
             dead.insert(&task("finished", None, 1)).unwrap();
-            dead.finish("finished", Status::Completed, None, Some(&done))
-                .unwrap();
+            dead.finish(
+                "finished",
+                Status::Completed,
+                None,
+                Some(&outcome_text(&done)),
+            )
+            .unwrap();
         }
         let alive = Store::open(Some(&path), "alive").unwrap();
         alive.insert(&task("alive's", None, 1)).unwrap();
@@ -479,5 +544,38 @@ mod tests {
             Status::Working
         );
         drop(alive);
+    }
+
+    #[test]
+    fn usage_counts_tasks_and_result_bytes_per_owner() {
+        let store = Store::open(None, "me").unwrap();
+        store.insert(&task("a", Some("ada"), 1)).unwrap();
+        store.insert(&task("b", Some("ada"), 2)).unwrap();
+        store.insert(&task("c", None, 3)).unwrap();
+        let result = outcome_text(&Ok(json!({ "content": "x".repeat(100) })));
+        assert!(store
+            .finish("a", Status::Completed, None, Some(&result))
+            .unwrap());
+        let ada = store.usage(Some("ada")).unwrap();
+        assert_eq!(ada.tasks, 2);
+        assert_eq!(ada.bytes, result.len());
+        assert_eq!(store.usage(None).unwrap().tasks, 1);
+        assert_eq!(store.usage_all().unwrap().tasks, 3);
+        store.purge_expired(u64::MAX / 2).unwrap();
+        assert_eq!(store.usage_all().unwrap(), Usage::default());
+    }
+
+    #[test]
+    fn a_table_made_before_sizes_gains_the_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(&SCHEMA.replace(",\n    size INTEGER NOT NULL DEFAULT 0", ""))
+            .unwrap();
+        assert!(old.execute_batch("SELECT size FROM tasks").is_err());
+        drop(old);
+        let store = Store::open(Some(&path), "me").unwrap();
+        store.insert(&task("a", None, 1)).unwrap();
+        assert_eq!(store.usage(None).unwrap().tasks, 1);
     }
 }
