@@ -483,3 +483,27 @@ def test_bytes_of_requests_in_progress_are_capped(tmp_path, cache_dir, host_env)
         assert host.response("again", timeout=60)["result"]["isError"], "admitted again (it timed out)"
     finally:
         host.close()
+
+
+def test_a_legacy_sse_reader_that_never_reads_costs_a_bounded_amount(tmp_path, host_env, http_host_factory):
+    host = http_host_factory(evil_folder(tmp_path), args=["--legacy-sse"])
+    s = socket.create_connection(("127.0.0.1", int(host.authority.split(":")[1])), timeout=30)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+    opening = b""
+    while b"sessionId=" not in opening:
+        opening += s.recv(1024)
+    target = "/messages?sessionId=" + opening.split(b"sessionId=")[1].split(b"\n")[0].decode().strip()
+    baseline = host.rss_kib()
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    assert post(host, init, path=target)[0] == 202
+    # 300 MiB of answers to a reader that never reads: the host keeps a
+    # bounded part of them, then closes that stream.
+    for i in range(300):
+        body = {"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                "params": {"name": "huge", "arguments": {"megabytes": 1}}}
+        assert post(host, body, path=target)[0] in (202, 404)
+    host.wait_for_log("does not read its messages", timeout=60)
+    assert host.rss_kib() < baseline + 200 * 1024, (baseline, host.rss_kib())
+    s.close()

@@ -353,4 +353,43 @@ mod tests {
         log.close();
         assert!(second.next().await.is_none());
     }
+
+    #[tokio::test]
+    async fn a_stream_without_a_reader_past_its_grace_is_abandoned_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let log = EventLog::new(0);
+        let abandoned = Arc::new(AtomicUsize::new(0));
+        let count = abandoned.clone();
+        log.on_abandoned(Duration::from_millis(200), move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        log.push(&json!({ "jsonrpc": "2.0", "method": "notifications/progress" }));
+        let mut first = Box::pin(log.read(None));
+        assert!(first.next().await.is_some());
+        // Lost and resumed at once: not abandoned.
+        drop(first);
+        let resumed = Box::pin(log.read(Some(1)));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(abandoned.load(Ordering::SeqCst), 0);
+        // Lost for good: abandoned after the grace, once.
+        drop(resumed);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(abandoned.load(Ordering::SeqCst), 1);
+        drop(Box::pin(log.read(None)));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(abandoned.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_finished_stream_is_never_abandoned() {
+        let log = EventLog::new(0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        log.on_abandoned(Duration::from_millis(10), move || tx.send(()).unwrap());
+        log.push(&json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
+        log.close();
+        let read: Vec<_> = log.read(None).collect().await;
+        assert_eq!(read.len(), 1);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(rx.try_recv().is_err());
+    }
 }

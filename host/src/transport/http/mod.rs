@@ -8,7 +8,7 @@ mod auth;
 mod endpoint;
 mod event_log;
 mod guard;
-mod headers;
+pub mod headers;
 mod legacy_sse;
 mod listener;
 mod sessions;
