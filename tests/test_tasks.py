@@ -416,3 +416,20 @@ def test_task_quotas_per_owner_and_result_size(conformance_folder, host_env, cac
         assert store.stat().st_size < 8 << 20, "the big result was not stored"
     finally:
         host.close()
+
+
+def test_a_sessions_tasks_end_with_it(conformance_folder, host_env, cache_dir, tmp_path):
+    store = tmp_path / "tasks.db"
+    env = config_env(host_env, cache_dir, tmp_path, f'[tasks]\nstore = "{store}"\n')
+    host = stdio_host(conformance_folder, env)
+    try:
+        task = host.request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 600},
+                                           "task": {"ttl": 600000}})["result"]["task"]["taskId"]
+    finally:
+        host.close()
+    # Nobody else can see a session's task: it was cancelled at the
+    # client's EOF, not left running for its time to live.
+    import sqlite3
+
+    row = sqlite3.connect(store).execute("SELECT status FROM tasks WHERE id = ?", (task,)).fetchone()
+    assert row == ("cancelled",), row

@@ -340,6 +340,10 @@ impl Canceller {
     }
 }
 
+/// How the owner of a session's tasks is named (when no principal owns
+/// them): the prefix, then a random id.
+const SESSION_OWNER: &str = "session:";
+
 /// One client connection: its session state and its requests in flight.
 pub struct Connection {
     server: Arc<Server>,
@@ -365,7 +369,7 @@ impl Connection {
     pub fn new(server: Arc<Server>, out: Outbox, principal: Option<String>) -> Arc<Self> {
         let owner = match &principal {
             Some(p) => format!("principal:{p}"),
-            None => format!("session:{}", crate::protocol::random_id()),
+            None => format!("{SESSION_OWNER}{}", crate::protocol::random_id()),
         };
         let conn = Self::build(server, out, principal, Some(owner));
         tokio::spawn(handlers::forward_legacy_events(
@@ -493,9 +497,17 @@ impl Connection {
         self.session().version
     }
 
-    /// Ends every request and subscription of this connection.
+    /// Ends every request and subscription of this connection, and the
+    /// tasks only its session could see.
     pub fn close(&self) {
         let _ = self.closed.send(true);
+        if let Some(owner) = self
+            .task_owner
+            .as_deref()
+            .filter(|o| o.starts_with(SESSION_OWNER))
+        {
+            self.server.tasks.cancel_owned(owner);
+        }
         for (_, cancel) in self
             .in_flight
             .lock()

@@ -365,6 +365,38 @@ impl Tasks {
         })
     }
 
+    /// Cancels the running tasks of `owner` (a session that ended: nobody
+    /// else can see them).
+    pub fn cancel_owned(&self, owner: &str) {
+        let owned: Vec<Arc<Live>> = self
+            .live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|l| l.owner.as_deref() == Some(owner))
+            .cloned()
+            .collect();
+        for live in owned {
+            let cancelled = self.store().finish(
+                &live.id,
+                Status::Cancelled,
+                Some("The session that made the task ended."),
+                None,
+            );
+            match cancelled {
+                Ok(true) => {
+                    tracing::debug!(task = %live.id, "task cancelled: its session ended");
+                    live.stop.send_replace(true);
+                    self.announce(&live);
+                }
+                Ok(false) => {}
+                Err(error) => {
+                    store_error(error);
+                }
+            }
+        }
+    }
+
     /// Cancels task `id`: stored as cancelled, then its call is stopped.
     /// `Ok(false)` when it was already over.
     pub fn cancel(&self, record: &Record) -> Result<bool, RpcError> {
