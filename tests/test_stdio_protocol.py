@@ -61,6 +61,10 @@ def test_trapping_plugin_is_an_error_result_for_that_call_only(raw_host):
         result = raw_host.request("tools/call", {"name": tool, "arguments": {}})["result"]
         assert result["isError"] is True
         assert "failed" in result["content"][0]["text"]
+        if tool == "panic":
+            # The client sees why: the panic message the plugin wrote.
+            assert "the plugin panicked on purpose" in result["content"][0]["text"], result
+            assert "RUST_BACKTRACE" not in result["content"][0]["text"]
     ok = raw_host.request("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})["result"]
     assert ok["structuredContent"] == {"sum": 5}
 

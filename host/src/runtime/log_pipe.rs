@@ -4,11 +4,13 @@
 //! Writes are taken synchronously into one line buffer (no queue, so even
 //! a flood of empty writes costs nothing), a line is capped at
 //! [`MAX_LINE`] bytes, and lines count against the call's notification
-//! quota: beyond it they are dropped and counted.
+//! quota: beyond it they are dropped and counted. The last few lines are
+//! kept (see [`Tail`]) so that when the call fails, its error can say what
+//! the plugin wrote last: a panic message, an exception.
 
 use super::quota::Quota;
 use bytes::Bytes;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
@@ -19,12 +21,60 @@ const MAX_LINE: usize = 4096;
 /// The most bytes one write may carry.
 const WRITE_PERMIT: usize = 64 << 10;
 
+/// The most bytes of the last lines kept for an error message.
+pub const TAIL_BYTES: usize = 1024;
+
+/// The last lines written (at most [`TAIL_BYTES`] of them, the newest
+/// kept), and the line being written.
+#[derive(Default)]
+pub struct Tail {
+    lines: std::collections::VecDeque<String>,
+    bytes: usize,
+    line: Vec<u8>,
+}
+
+impl Tail {
+    fn push(&mut self, line: &[u8]) {
+        let text = String::from_utf8_lossy(line).trim_end().to_owned();
+        // Advice to set an environment variable the client cannot set.
+        if text.is_empty() || text.starts_with("note: run with `RUST_BACKTRACE=1`") {
+            return;
+        }
+        self.bytes += text.len();
+        self.lines.push_back(text);
+        while self.bytes > TAIL_BYTES && self.lines.len() > 1 {
+            let old = self.lines.pop_front().expect("more than one line");
+            self.bytes -= old.len();
+        }
+    }
+
+    /// What was written last, at most [`TAIL_BYTES`] (the newest kept);
+    /// empty if nothing.
+    pub fn text(&self) -> String {
+        let mut lines: Vec<&str> = self.lines.iter().map(String::as_str).collect();
+        let pending = String::from_utf8_lossy(&self.line);
+        if !pending.trim().is_empty() {
+            lines.push(pending.trim_end());
+        }
+        let text = lines.join("\n");
+        match text.len().checked_sub(TAIL_BYTES) {
+            Some(cut) if cut > 0 => {
+                let start = (cut..text.len())
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(text.len());
+                format!("…{}", &text[start..])
+            }
+            _ => text,
+        }
+    }
+}
+
 /// A line-buffered sink that logs each line with the plugin's name.
 #[derive(Clone)]
 pub struct LogPipe {
     plugin: Arc<str>,
     stream: &'static str,
-    line: Arc<Mutex<Vec<u8>>>,
+    tail: Arc<Mutex<Tail>>,
     quota: Arc<Quota>,
 }
 
@@ -33,9 +83,14 @@ impl LogPipe {
         LogPipe {
             plugin,
             stream,
-            line: Arc::default(),
+            tail: Arc::default(),
             quota,
         }
+    }
+
+    /// The last lines written, readable while the pipe lives.
+    pub fn tail(&self) -> Weak<Mutex<Tail>> {
+        Arc::downgrade(&self.tail)
     }
 
     fn emit(&self, line: &[u8]) {
@@ -47,26 +102,29 @@ impl LogPipe {
     }
 
     fn write_bytes(&self, mut buf: &[u8]) {
-        let mut line = self.line.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         while let Some(nl) = buf.iter().position(|&b| b == b'\n') {
-            let room = MAX_LINE.saturating_sub(line.len());
-            line.extend_from_slice(&buf[..nl.min(room)]);
+            let room = MAX_LINE.saturating_sub(tail.line.len());
+            tail.line.extend_from_slice(&buf[..nl.min(room)]);
+            let line = std::mem::take(&mut tail.line);
             self.emit(&line);
-            line.clear();
+            tail.push(&line);
             buf = &buf[nl + 1..];
         }
-        let room = MAX_LINE.saturating_sub(line.len());
-        line.extend_from_slice(&buf[..buf.len().min(room)]);
+        let room = MAX_LINE.saturating_sub(tail.line.len());
+        tail.line.extend_from_slice(&buf[..buf.len().min(room)]);
     }
 }
 
 impl Drop for LogPipe {
     fn drop(&mut self) {
         // The last clone flushes an unterminated line.
-        if Arc::strong_count(&self.line) == 1 {
-            let line = self.line.lock().unwrap_or_else(|p| p.into_inner());
+        if Arc::strong_count(&self.tail) == 1 {
+            let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+            let line = std::mem::take(&mut tail.line);
             if !line.is_empty() {
                 self.emit(&line);
+                tail.push(&line);
             }
         }
     }
@@ -125,5 +183,30 @@ impl StdoutStream for LogPipe {
     }
     fn p2_stream(&self) -> Box<dyn OutputStream> {
         Box::new(self.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_keeps_the_newest_lines_within_its_bound() {
+        let pipe = LogPipe::new("p".into(), "stderr", Arc::new(Quota::new(1)));
+        let tail = pipe.tail();
+        pipe.write_bytes(b"first\n");
+        for _ in 0..100 {
+            pipe.write_bytes(b"filler line of some length\n");
+        }
+        pipe.write_bytes(b"panicked at src/lib.rs:1:1:\nthe message");
+        let text = tail.upgrade().unwrap().lock().unwrap().text();
+        assert!(text.len() <= TAIL_BYTES + 4, "{}", text.len());
+        assert!(
+            text.ends_with("panicked at src/lib.rs:1:1:\nthe message"),
+            "{text}"
+        );
+        assert!(!text.contains("first"));
+        drop(pipe);
+        assert!(tail.upgrade().is_none());
     }
 }

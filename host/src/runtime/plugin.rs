@@ -8,6 +8,7 @@ use super::context::{CallContext, Quiet};
 use super::engine::Tier;
 use super::grants::Grants;
 use super::lift::{self, BoundedList, Budget, Budgeted, IntoOwned, OverBudget};
+use super::log_pipe::Tail;
 use super::state::CallState;
 use super::wait_clock::WaitClock;
 use std::future::Future;
@@ -70,6 +71,23 @@ impl CallError {
             None => error.root_cause().to_string(),
         };
         CallError::Trap(detail.lines().next().unwrap_or_default().to_owned())
+    }
+
+    /// A trap, with what the plugin wrote last on stderr (a panic message,
+    /// an exception), so the client sees why.
+    fn with_last_words(self, stderr: &std::sync::Weak<std::sync::Mutex<Tail>>) -> Self {
+        let CallError::Trap(detail) = self else {
+            return self;
+        };
+        let words = stderr
+            .upgrade()
+            .map(|tail| tail.lock().unwrap_or_else(|p| p.into_inner()).text())
+            .unwrap_or_default();
+        if words.is_empty() {
+            CallError::Trap(detail)
+        } else {
+            CallError::Trap(format!("{detail}; it wrote on stderr:\n{words}"))
+        }
     }
 }
 
@@ -234,6 +252,7 @@ impl LoadedPlugin {
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
         store.data_mut().turn.hold(self.turns.clone(), turn);
+        let stderr = store.data().stderr.clone();
         let limits = &self.grants.limits;
         let budget = Budget::new(limits.max_result_bytes, limits.max_result_items);
         let call = Budgeted::new(
@@ -243,7 +262,9 @@ impl LoadedPlugin {
                 call(&mut store, instance).await
             }),
         );
-        guarded(&*context, clock, timeout, call).await
+        guarded(&*context, clock, timeout, call)
+            .await
+            .map_err(|error| error.with_last_words(&stderr))
     }
 
     /// Calls the exported function at `index` with `params`.

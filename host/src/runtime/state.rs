@@ -40,6 +40,8 @@ pub struct CallState {
     pub(super) wait_clock: Arc<WaitClock>,
     /// Questions asked one at a time so far (for their keys).
     asked: u32,
+    /// What the plugin wrote last on stderr, for the error if it fails.
+    pub(super) stderr: std::sync::Weak<std::sync::Mutex<super::log_pipe::Tail>>,
 }
 
 impl CallState {
@@ -53,8 +55,10 @@ impl CallState {
         let limits = &grants.limits;
         let quota = Arc::new(Quota::new(limits.notifications_per_sec));
         let mut wasi = WasiCtxBuilder::new();
+        let stderr = LogPipe::new(plugin.clone(), "stderr", quota.clone());
+        let stderr_tail = stderr.tail();
         wasi.stdout(LogPipe::new(plugin.clone(), "stdout", quota.clone()))
-            .stderr(LogPipe::new(plugin.clone(), "stderr", quota.clone()))
+            .stderr(stderr)
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
@@ -97,6 +101,7 @@ impl CallState {
             turn: Turn::default(),
             wait_clock: Arc::default(),
             asked: 0,
+            stderr: stderr_tail,
         })
     }
 }
