@@ -26,10 +26,15 @@ def edit(path, old, new):
 
 def test_dev_rebuilds_and_reloads_a_rust_plugin_after_an_edit(tmp_path, host_env):
     source = rust_plugin_copy(tmp_path)
+    # Named as `serve` names the component Cargo builds (hello_rust.wasm),
+    # with the manifest beside it applied.
+    (source / "hello_rust.toml").write_text('[roots]\nnope = "read-only"\n')
     env = dict(host_env, CARGO_TARGET_DIR=str(DEV_TARGET))
     host = RawHost(None, env, ["dev", str(source)])
     try:
         host.initialize(timeout=900)
+        log = host.wait_for_log("root nope: no such root in the config")
+        assert 'plugin="hello_rust"' in log
         greet = host.request("tools/call", {"name": "greet", "arguments": {"name": "dev"}})
         assert greet["result"]["content"][0]["text"] == "Hello, dev!"
 

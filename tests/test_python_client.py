@@ -15,8 +15,8 @@ pytestmark = pytest.mark.anyio
 MODES = ["legacy", "2026-07-28"]
 
 
-def client(plugins, env, mode, **kwargs) -> Client:
-    params = StdioServerParameters(command=str(BINARY), args=["serve", "--plugins", str(plugins)], env=env)
+def client(plugins, env, mode, args=(), **kwargs) -> Client:
+    params = StdioServerParameters(command=str(BINARY), args=["serve", "--plugins", str(plugins), *args], env=env)
     return Client(params, mode=mode, read_timeout_seconds=120, **kwargs)
 
 
@@ -108,6 +108,8 @@ async def test_tool_errors_reach_the_client(all_plugins, host_env, mode):
     async with client(all_plugins, host_env, mode) as c:
         trapped = await c.call_tool("trap", {})
         assert trapped.is_error
+        panicked = await c.call_tool("panic", {})
+        assert panicked.is_error and "the plugin panicked on purpose" in panicked.content[0].text
         after = await c.call_tool("add", {"a": 1, "b": 1})
         assert after.structured_content == {"sum": 2}
 
@@ -162,3 +164,21 @@ async def test_stateless_client_listens_and_refetches_after_a_reload(tmp_path, h
             assert type(event).__name__ == "ToolsListChanged"
             # The client cached tools/list (ttlMs); the event made it refetch.
             assert [t.name for t in (await c.list_tools()).tools] == ["word_count", "reverse"]
+
+
+async def test_auto_mode_falls_back_to_the_handshake_and_hears_reloads_when_offered_only_that(tmp_path, host_env):
+    folder = _folder_with(tmp_path, "hello")
+    send, heard = anyio.create_memory_object_stream(100)
+
+    async def on_message(message):
+        method = getattr(message, "method", None)
+        if method and method.endswith("list_changed"):
+            await send.send(method)
+
+    async with client(folder, host_env, "auto", args=["--handshake-only"], message_handler=on_message) as c:
+        assert c.session.discover_result is None, "server/discover is refused: the client used initialize"
+        assert "greet" in [t.name for t in (await c.list_tools()).tools]
+        _replace(folder / "hello.wasm", PLUGINS / "wordcount.wasm")
+        with anyio.fail_after(120):
+            assert await heard.receive() == "notifications/tools/list_changed"
+        assert [t.name for t in (await c.list_tools()).tools] == ["word_count", "reverse"]

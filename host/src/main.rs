@@ -43,6 +43,8 @@ enum Command {
         #[arg(long)]
         no_watch: bool,
         #[command(flatten)]
+        protocol: ProtocolArgs,
+        #[command(flatten)]
         http: HttpArgs,
     },
     /// Build plugins from source, serve them over stdio, and rebuild and
@@ -63,6 +65,8 @@ enum Command {
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
         #[command(flatten)]
+        protocol: ProtocolArgs,
+        #[command(flatten)]
         http: HttpArgs,
     },
     /// Print what a component offers (tools, resources, prompts) and what it imports.
@@ -74,6 +78,21 @@ enum Command {
         config: Option<PathBuf>,
     },
 }
+
+/// Which protocol revisions to offer.
+#[derive(clap::Args, Clone, Default)]
+struct ProtocolArgs {
+    /// Offer only the handshake revisions (up to 2025-11-25): a client that
+    /// would pick the stateless one and never listen for changes falls back
+    /// to `initialize`, and hears `list_changed` (see [server] handshake_only).
+    #[arg(long)]
+    handshake_only: bool,
+}
+
+/// How long clients may cache list results under `dev` (2026-07-28
+/// `ttlMs`), so a reload is seen within about a second even by a client
+/// that never listens for changes.
+const DEV_LIST_TTL_MS: u64 = 1000;
 
 /// Serving over HTTP instead of stdio.
 #[derive(clap::Args, Clone, Default)]
@@ -110,14 +129,16 @@ fn main() -> Result<()> {
                 plugins,
                 config,
                 no_watch,
+                protocol,
                 http,
-            } => serve(plugins, config, no_watch, http).await,
+            } => serve(plugins, config, no_watch, protocol, http).await,
             Command::Dev {
                 sources,
                 release,
                 config,
+                protocol,
                 http,
-            } => dev(sources, release, config, http).await,
+            } => dev(sources, release, config, protocol, http).await,
             Command::Inspect { file, config } => inspect(file, config).await,
         }
     });
@@ -218,9 +239,11 @@ async fn serve(
     plugins: Option<PathBuf>,
     config_path: Option<PathBuf>,
     no_watch: bool,
+    protocol: ProtocolArgs,
     http: HttpArgs,
 ) -> Result<()> {
-    let config = load_config(config_path.as_deref())?;
+    let mut config = load_config(config_path.as_deref())?;
+    config.server.handshake_only |= protocol.handshake_only;
     let dir = plugins
         .or_else(|| config.server.plugins.clone())
         .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
@@ -232,9 +255,12 @@ async fn dev(
     sources: Vec<PathBuf>,
     release: bool,
     config_path: Option<PathBuf>,
+    protocol: ProtocolArgs,
     http: HttpArgs,
 ) -> Result<()> {
-    let config = load_config(config_path.as_deref())?;
+    let mut config = load_config(config_path.as_deref())?;
+    config.server.handshake_only |= protocol.handshake_only;
+    config.server.list_ttl_ms = config.server.list_ttl_ms.min(DEV_LIST_TTL_MS);
     let sources = dev::sources(&sources)?;
     let workspace = Arc::new(dev::Workspace::create(release)?);
     for source in &sources {
@@ -282,6 +308,7 @@ async fn serve_folder(dir: PathBuf, config: Config, watch: bool, http: HttpArgs)
             bytes_total: config.server.max_requests_mb << 20,
         },
         max_waiting_per_principal: config.server.max_waiting_per_principal,
+        handshake_only: config.server.handshake_only,
         ..ServerOptions::default()
     };
     let server = Server::new(registry, options);

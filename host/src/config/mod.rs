@@ -74,6 +74,8 @@ pub struct ServerSection {
     pub max_requests_mb: usize,
     /// Calls of one principal waiting for its answers at once.
     pub max_waiting_per_principal: usize,
+    /// Offer only the handshake revisions (up to 2025-11-25).
+    pub handshake_only: bool,
 }
 
 impl Default for ServerSection {
@@ -93,6 +95,7 @@ impl Default for ServerSection {
             max_requests_mb_per_principal: 64,
             max_requests_mb: 256,
             max_waiting_per_principal: crate::server::DEFAULT_MAX_WAITING_PER_PRINCIPAL,
+            handshake_only: false,
         }
     }
 }

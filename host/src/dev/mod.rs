@@ -26,7 +26,8 @@ const IGNORED: &[&str] = &["target", "node_modules", "__pycache__", "dist", "bui
 pub struct Source {
     /// The source folder.
     pub dir: PathBuf,
-    /// The plugin's name (the folder's name).
+    /// The plugin's name: what `serve` would call the component the
+    /// toolchain makes (a Cargo package's library name, else the folder's).
     pub name: String,
     /// How it is built.
     pub toolchain: Toolchain,
@@ -74,6 +75,7 @@ impl Workspace {
             .toolchain
             .build(&source.dir, &staging, &self.wit, self.release)
             .await?;
+        self.install_manifest(source).await?;
         let target = self.plugins.join(format!("{}.wasm", source.name));
         tokio::fs::rename(&staging, &target)
             .await
@@ -84,6 +86,43 @@ impl Workspace {
             started.elapsed().as_secs_f64()
         );
         Ok(())
+    }
+
+    /// Puts the source's manifest (`NAME.toml` in its folder) beside its
+    /// component, as `serve` reads it, or removes a stale one.
+    async fn install_manifest(&self, source: &Source) -> Result<()> {
+        let file = format!("{}.toml", source.name);
+        let target = self.plugins.join(&file);
+        let path = source.dir.join(&file);
+        let read = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || {
+                crate::files::read_regular_text(&path, crate::files::MAX_MANIFEST_BYTES)
+            })
+            .await?
+        };
+        let text = match read {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return match tokio::fs::remove_file(&target).await {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        Err(e).with_context(|| format!("removing {}", target.display()))
+                    }
+                    _ => Ok(()),
+                };
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        crate::config::Manifest::parse(&text)
+            .with_context(|| format!("invalid manifest {}", path.display()))?;
+        let staging = self.plugins.join(format!(".{file}.building"));
+        let installing = || format!("installing {}", target.display());
+        tokio::fs::write(&staging, text)
+            .await
+            .with_context(installing)?;
+        tokio::fs::rename(&staging, &target)
+            .await
+            .with_context(installing)
     }
 
     /// Rebuilds `source` whenever its files change, until the process ends.
@@ -130,11 +169,14 @@ pub fn sources(dirs: &[PathBuf]) -> Result<Vec<Source>> {
         let dir = dir
             .canonicalize()
             .with_context(|| format!("plugin source folder {}", dir.display()))?;
-        let name = plugin_name_for(&dir);
+        let toolchain = Toolchain::detect(&dir)?;
+        let name = match toolchain {
+            Toolchain::Cargo => cargo_library_name(&dir)?,
+            _ => plugin_name_for(&dir),
+        };
         if !names.insert(name.clone()) {
             bail!("two source folders are both named {name}; plugin names must differ");
         }
-        let toolchain = Toolchain::detect(&dir)?;
         sources.push(Source {
             dir,
             name,
@@ -142,6 +184,31 @@ pub fn sources(dirs: &[PathBuf]) -> Result<Vec<Source>> {
         });
     }
     Ok(sources)
+}
+
+/// The name of the component Cargo builds in `dir`: its `[lib] name`, else
+/// its package name with `-` as `_` (as in `target/wasm32-wasip2/*/NAME.wasm`).
+fn cargo_library_name(dir: &Path) -> Result<String> {
+    #[derive(serde::Deserialize)]
+    struct Manifest {
+        package: Option<Named>,
+        lib: Option<Named>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: Option<String>,
+    }
+    let path = dir.join("Cargo.toml");
+    let text = crate::files::read_regular_text(&path, crate::files::MAX_CONFIG_BYTES)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let manifest: Manifest =
+        toml::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+    let name = manifest
+        .lib
+        .and_then(|l| l.name)
+        .or_else(|| manifest.package.and_then(|p| p.name))
+        .with_context(|| format!("{} names no package", path.display()))?;
+    Ok(name.replace('-', "_"))
 }
 
 /// The plugin name for a source folder: its name, with anything but

@@ -35,18 +35,30 @@ impl Toolchain {
             return Ok(Toolchain::Cargo);
         }
         if let Some(text) = read(&dir.join("app.py"))? {
-            let has = |interface: &str| text.contains(&format!("class {interface}("));
+            let has = |interface: &str| {
+                text.contains(&format!("class {interface}("))
+                    || text.contains(&format!("class {interface}:"))
+            };
             return Ok(Toolchain::Python {
-                world: world(has("Tools"), has("Resources"), has("Prompts"))
-                    .context("app.py defines none of the classes Tools, Resources, Prompts")?,
+                world: world(
+                    has("Tools"),
+                    has("Resources"),
+                    has("Prompts"),
+                    has("Completions"),
+                )
+                .context("app.py defines none of the classes Tools, Resources, Prompts")?,
             });
         }
         if let Some(text) = read(&dir.join("app.js"))? {
             let has = |interface: &str| text.contains(&format!("export const {interface}"));
             return Ok(Toolchain::JavaScript {
-                world: world(has("tools"), has("resources"), has("prompts")).context(
-                    "app.js exports none of `export const tools`, `resources`, `prompts`",
-                )?,
+                world: world(
+                    has("tools"),
+                    has("resources"),
+                    has("prompts"),
+                    has("completions"),
+                )
+                .context("app.js exports none of `export const tools`, `resources`, `prompts`")?,
             });
         }
         bail!(
@@ -103,14 +115,21 @@ impl Toolchain {
     }
 }
 
-/// The smallest contract world with the exported interfaces.
-fn world(tools: bool, resources: bool, prompts: bool) -> Option<&'static str> {
+/// The smallest contract world with the exported interfaces (completions
+/// only come with the full world).
+fn world(tools: bool, resources: bool, prompts: bool, completions: bool) -> Option<&'static str> {
+    if completions {
+        return Some("plugin");
+    }
     match (tools, resources, prompts) {
         (false, false, false) => None,
         (true, false, false) => Some("tools-plugin"),
         (false, true, false) => Some("resources-plugin"),
         (false, false, true) => Some("prompts-plugin"),
-        _ => Some("plugin"),
+        (true, true, false) => Some("tools-resources-plugin"),
+        (true, false, true) => Some("tools-prompts-plugin"),
+        (false, true, true) => Some("resources-prompts-plugin"),
+        (true, true, true) => Some("tools-resources-prompts-plugin"),
     }
 }
 
@@ -206,6 +225,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_combination_has_a_world_of_the_contract() {
+        let wit = include_str!("../../../wit/plugin.wit");
+        for bits in 1..16u8 {
+            let [t, r, p, c] = [1, 2, 4, 8].map(|b| bits & b != 0);
+            let name = world(t, r, p, c).unwrap();
+            assert!(wit.contains(&format!("world {name} {{")), "{name}");
+        }
+        assert_eq!(world(false, false, false, false), None);
+    }
+
+    #[test]
     fn detects_each_toolchain_and_the_smallest_world() {
         let dir = tempfile::tempdir().unwrap();
         assert!(Toolchain::detect(dir.path()).is_err());
@@ -219,6 +249,17 @@ mod tests {
         std::fs::write(
             dir.path().join("app.py"),
             "class Resources(exports.Resources): ...\nclass Prompts(exports.Prompts): ...",
+        )
+        .unwrap();
+        assert_eq!(
+            Toolchain::detect(dir.path()).unwrap(),
+            Toolchain::Python {
+                world: "resources-prompts-plugin"
+            }
+        );
+        std::fs::write(
+            dir.path().join("app.py"),
+            "class Tools(exports.Tools): ...\nclass Prompts(exports.Prompts): ...\nclass Completions:\n",
         )
         .unwrap();
         assert_eq!(

@@ -80,6 +80,9 @@ pub struct ServerOptions {
     pub admission: AdmissionLimits,
     /// Calls of one principal waiting for its answers at once.
     pub max_waiting_per_principal: usize,
+    /// Offer only the handshake revisions (a client that would pick the
+    /// stateless one falls back to `initialize`, and hears `list_changed`).
+    pub handshake_only: bool,
 }
 
 impl Default for ServerOptions {
@@ -94,6 +97,7 @@ impl Default for ServerOptions {
             tasks: tasks::TaskOptions::default(),
             admission: AdmissionLimits::default(),
             max_waiting_per_principal: waiting::DEFAULT_MAX_WAITING_PER_PRINCIPAL,
+            handshake_only: false,
         }
     }
 }
@@ -427,7 +431,8 @@ impl Connection {
             Incoming::Request { id, method, params } => {
                 // The era and the handshake are settled in arrival order;
                 // everything else runs concurrently.
-                let era = match session::era_of(&params, &self.session()) {
+                let handshake_only = self.server.options.handshake_only;
+                let era = match session::era_of(&params, &self.session(), handshake_only) {
                     Ok(era) => era,
                     Err(error) => return reply.send(error.response(&id)),
                 };
@@ -679,13 +684,25 @@ fn shape_result(server: &Server, era: &Era, method: &str, mut result: Value) -> 
 
 pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
 pub use outbox::{Outbox, OutboxReceiver};
-pub use session::{all_versions, unsupported_version};
+pub use session::all_versions;
 pub use waiting::DEFAULT_MAX_WAITING_PER_PRINCIPAL;
 
-/// Checks the `_meta` of a stateless request (its revision and the client's
-/// capabilities) without serving it.
-pub fn check_stateless_meta(params: &Map<String, Value>) -> Result<(), RpcError> {
-    session::era_of(params, &Session::default()).map(|_| ())
+impl Server {
+    /// Checks the `_meta` of a stateless request (its revision and the
+    /// client's capabilities) without serving it.
+    pub fn check_stateless_meta(&self, params: &Map<String, Value>) -> Result<(), RpcError> {
+        session::era_of(params, &Session::default(), self.options.handshake_only).map(|_| ())
+    }
+
+    /// Whether the stateless revision is offered.
+    pub fn offers_stateless(&self) -> bool {
+        !self.options.handshake_only
+    }
+
+    /// -32022 for a request of `requested`, listing the revisions offered.
+    pub fn unsupported_version(&self, requested: &Value) -> RpcError {
+        session::unsupported_version(requested, self.options.handshake_only)
+    }
 }
 
 /// Shorthand for a `-32602` error.

@@ -60,17 +60,32 @@ pub fn all_versions() -> Vec<&'static str> {
         .collect()
 }
 
-/// -32022, listing the revisions this server speaks.
-pub fn unsupported_version(requested: &Value) -> RpcError {
+/// The revisions offered: all, or the handshake ones only.
+pub fn offered_versions(handshake_only: bool) -> Vec<&'static str> {
+    let mut versions = all_versions();
+    if handshake_only {
+        versions.retain(|v| LEGACY_VERSIONS.contains(v));
+    }
+    versions
+}
+
+/// -32022, listing the revisions offered (`handshake_only`: the handshake
+/// ones, so a client falls back to `initialize`).
+pub fn unsupported_version(requested: &Value, handshake_only: bool) -> RpcError {
     RpcError::new(
         ErrorCode::UnsupportedProtocolVersion,
         "Unsupported protocol version",
     )
-    .with_data(json!({ "supported": all_versions(), "requested": requested }))
+    .with_data(json!({ "supported": offered_versions(handshake_only), "requested": requested }))
 }
 
-/// Decides the era of a request from its `_meta`.
-pub fn era_of(params: &Map<String, Value>, session: &Session) -> Result<Era, RpcError> {
+/// Decides the era of a request from its `_meta`; with `handshake_only`,
+/// a stateless request is refused as an unsupported revision.
+pub fn era_of(
+    params: &Map<String, Value>,
+    session: &Session,
+    handshake_only: bool,
+) -> Result<Era, RpcError> {
     let request_meta = params.get("_meta").and_then(Value::as_object);
     let Some(requested) = request_meta.and_then(|m| m.get(meta::PROTOCOL_VERSION)) else {
         return Ok(Era::Legacy {
@@ -79,8 +94,8 @@ pub fn era_of(params: &Map<String, Value>, session: &Session) -> Result<Era, Rpc
     };
     let request_meta = request_meta.expect("checked above");
     let requested_text = requested.as_str().unwrap_or_default();
-    if !MODERN_VERSIONS.contains(&requested_text) {
-        return Err(unsupported_version(requested));
+    if handshake_only || !MODERN_VERSIONS.contains(&requested_text) {
+        return Err(unsupported_version(requested, handshake_only));
     }
     let Some(client_capabilities) = request_meta.get(meta::CLIENT_CAPABILITIES) else {
         return Err(RpcError::invalid_params(format!(

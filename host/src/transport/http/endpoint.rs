@@ -9,7 +9,7 @@ use super::App;
 use crate::protocol::{
     is_legacy, is_modern, meta, parse_message, ErrorCode, Incoming, RequestId, RpcError,
 };
-use crate::server::{check_stateless_meta, unsupported_version, Canceller, Connection, Outbox};
+use crate::server::{Canceller, Connection, Outbox};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -177,10 +177,10 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
     };
     if let Some(version) = header_version {
-        if !is_legacy(version) && !is_modern(version) {
+        if !is_legacy(version) && !(is_modern(version) && app.server.offers_stateless()) {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
-                unsupported_version(&json!(version)),
+                app.server.unsupported_version(&json!(version)),
                 &id,
             );
         }
@@ -227,7 +227,7 @@ async fn stateless(
         _ => None,
     };
     if let Err(error) = headers::validate(headers, &method, &params, schema.as_deref())
-        .and_then(|()| check_stateless_meta(&params))
+        .and_then(|()| app.server.check_stateless_meta(&params))
     {
         return rpc_error(StatusCode::BAD_REQUEST, error, &id);
     }
