@@ -177,7 +177,8 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
     };
     if let Some(version) = header_version {
-        if !is_legacy(version) && !(is_modern(version) && app.server.offers_stateless()) {
+        let offered = is_legacy(version) || (is_modern(version) && app.server.offers_stateless());
+        if !offered {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
                 app.server.unsupported_version(&json!(version)),
