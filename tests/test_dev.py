@@ -48,10 +48,16 @@ def test_dev_rebuilds_and_reloads_a_rust_plugin_after_an_edit(tmp_path, host_env
         salute = host.request("tools/call", {"name": "salute", "arguments": {"name": "dev"}})
         assert salute["result"]["content"][0]["text"] == "Salute, dev!"
 
-        # A build error is shown on stderr and the last good build keeps serving.
+        # A build error is shown on stderr and to the client (as a log
+        # message), and the last good build keeps serving.
+        assert host.request("logging/setLevel", {"level": "error"})["result"] == {}
         edit(lib, '"Salute, {}!"', '"Salute, {}!" this does not compile')
         log = host.wait_for_log("did not build", timeout=600)
         assert "error" in log and "src/lib.rs" in log
+        told = host.read(60)
+        assert told["method"] == "notifications/message", told
+        assert told["params"]["level"] == "error" and "hello_rust did not build" in told["params"]["data"]
+        assert "src/lib.rs" in told["params"]["data"], told
         salute = host.request("tools/call", {"name": "salute", "arguments": {"name": "again"}})
         assert salute["result"]["content"][0]["text"] == "Salute, again!"
     finally:

@@ -248,7 +248,7 @@ async fn serve(
         .or_else(|| config.server.plugins.clone())
         .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
     let watch = config.server.watch && !no_watch;
-    serve_folder(dir, config, watch, http).await
+    serve_folder(dir, config, watch, http, None).await
 }
 
 async fn dev(
@@ -271,19 +271,53 @@ async fn dev(
             );
         }
     }
+    // Failed rebuilds go to the clients too (the developer's own), once the
+    // server is up.
+    let served: Arc<std::sync::OnceLock<Arc<Server>>> = Arc::default();
     for source in sources {
         let workspace = workspace.clone();
+        let served = served.clone();
         tokio::spawn(async move {
             let name = source.name.clone();
-            if let Err(e) = workspace.rebuild_on_change(source).await {
+            let failed = move |plugin: &str, why: &str| {
+                if let Some(server) = served.get() {
+                    let message = format!(
+                        "{plugin} did not build; the last good build keeps serving: {}",
+                        excerpt(why, DEV_ERROR_BYTES)
+                    );
+                    server.log_error("dev", message.clone(), message);
+                }
+            };
+            if let Err(e) = workspace.rebuild_on_change(source, failed).await {
                 eprintln!("wasm-mcp dev: stopped watching {name}: {e:#}");
             }
         });
     }
-    serve_folder(workspace.plugins.clone(), config, true, http).await
+    serve_folder(workspace.plugins.clone(), config, true, http, Some(served)).await
 }
 
-async fn serve_folder(dir: PathBuf, config: Config, watch: bool, http: HttpArgs) -> Result<()> {
+/// The most of a build error sent to clients under `dev`.
+const DEV_ERROR_BYTES: usize = 8 << 10;
+
+/// The end of `text` (where a compiler puts its summary), at most `max` bytes.
+fn excerpt(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let start = (text.len() - max..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    format!("…{}", &text[start..])
+}
+
+/// Serves the plugins in `dir`; `served`, when given, is told the server.
+async fn serve_folder(
+    dir: PathBuf,
+    config: Config,
+    watch: bool,
+    http: HttpArgs,
+    served: Option<Arc<std::sync::OnceLock<Arc<Server>>>>,
+) -> Result<()> {
     check_host_paths(&config, &dir)?;
     let runtime = Runtime::new(runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime, Policy::new(config.clone())));
@@ -312,6 +346,9 @@ async fn serve_folder(dir: PathBuf, config: Config, watch: bool, http: HttpArgs)
         ..ServerOptions::default()
     };
     let server = Server::new(registry, options);
+    if let Some(served) = served {
+        let _ = served.set(server.clone());
+    }
     if let Some(watch) = watch {
         tokio::spawn(watch.run(server.clone()));
     }

@@ -125,8 +125,13 @@ impl Workspace {
             .with_context(installing)
     }
 
-    /// Rebuilds `source` whenever its files change, until the process ends.
-    pub async fn rebuild_on_change(&self, source: Source) -> Result<()> {
+    /// Rebuilds `source` whenever its files change, until the process ends;
+    /// a failed build is also given to `failed` (the plugin's name, why).
+    pub async fn rebuild_on_change(
+        &self,
+        source: Source,
+        failed: impl Fn(&str, &str) + Send,
+    ) -> Result<()> {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut watcher = notify::recommended_watcher(move |event| {
             let _ = tx.send(event);
@@ -149,6 +154,7 @@ impl Workspace {
                     "wasm-mcp dev: {} did not build; the last good build keeps serving: {e:#}",
                     source.name
                 );
+                failed(&source.name, &format!("{e:#}"));
             }
         }
     }

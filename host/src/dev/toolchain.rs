@@ -154,30 +154,65 @@ fn tool(name: &str, dir: &Path) -> PathBuf {
 /// Runs a build command in `dir`: its stdout and stderr go to stderr.
 async fn run(mut command: Command, dir: &Path, what: &str) -> Result<()> {
     let program = command.as_std().get_program().to_owned();
-    let status = command
+    let mut child = command
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(std::io::stderr())
-        .stderr(Stdio::inherit())
-        .status()
-        .await
+        .stderr(Stdio::piped())
+        .spawn()
         .with_context(|| format!("running {} (needs {what})", program.to_string_lossy()))?;
+    // Shown as it comes, and the end kept for the error.
+    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+    let mut said = Said::default();
+    while let Some(line) = lines.next_line().await? {
+        eprintln!("{line}");
+        said.push(&line);
+    }
+    let status = child.wait().await?;
     if !status.success() {
-        bail!("{} failed ({status})", program.to_string_lossy());
+        bail!(
+            "{} failed ({status}):\n{}",
+            program.to_string_lossy(),
+            said.text()
+        );
     }
     Ok(())
 }
 
+/// The last lines a build tool wrote, at most [`SAID_BYTES`] of them.
+#[derive(Default)]
+struct Said(std::collections::VecDeque<String>, usize);
+
+/// The most bytes of a build tool's output kept for its error.
+const SAID_BYTES: usize = 8 << 10;
+
+impl Said {
+    fn push(&mut self, line: &str) {
+        self.1 += line.len() + 1;
+        self.0.push_back(line.to_owned());
+        while self.1 > SAID_BYTES && self.0.len() > 1 {
+            let old = self.0.pop_front().expect("more than one line");
+            self.1 -= old.len() + 1;
+        }
+    }
+
+    fn text(&self) -> String {
+        let lines: Vec<&str> = self.0.iter().map(String::as_str).collect();
+        lines.join("\n")
+    }
+}
+
 /// `cargo build` for wasm32-wasip2; returns the `.wasm` it produced.
-/// Diagnostics go to stderr; the artifact's path comes from Cargo's JSON
-/// messages, so workspaces and custom target folders just work.
+/// Diagnostics go to stderr (and errors into the failure); the artifact's
+/// path comes from Cargo's JSON messages, so workspaces and custom target
+/// folders just work.
 async fn cargo_build(dir: &Path, release: bool) -> Result<PathBuf> {
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     command.args([
         "build",
         "--target",
         "wasm32-wasip2",
-        "--message-format=json-render-diagnostics",
+        "--message-format=json",
     ]);
     if release {
         command.arg("--release");
@@ -191,10 +226,20 @@ async fn cargo_build(dir: &Path, release: bool) -> Result<PathBuf> {
         .context("running cargo")?;
     let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
     let mut artifacts = Vec::new();
+    let mut errors = Said::default();
     while let Some(line) = lines.next_line().await? {
         let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
         };
+        if message["reason"] == "compiler-message" {
+            let rendered = message["message"]["rendered"].as_str().unwrap_or_default();
+            eprint!("{rendered}");
+            if message["message"]["level"] == "error" {
+                for line in rendered.lines() {
+                    errors.push(line);
+                }
+            }
+        }
         if message["reason"] == "compiler-artifact" {
             let wasm = message["filenames"]
                 .as_array()
@@ -208,7 +253,7 @@ async fn cargo_build(dir: &Path, release: bool) -> Result<PathBuf> {
     }
     let status = child.wait().await?;
     if !status.success() {
-        bail!("cargo build failed ({status})");
+        bail!("cargo build failed ({status}):\n{}", errors.text());
     }
     match artifacts.as_slice() {
         [one] => Ok(one.clone()),
