@@ -182,3 +182,17 @@ async def test_auto_mode_falls_back_to_the_handshake_and_hears_reloads_when_offe
         with anyio.fail_after(120):
             assert await heard.receive() == "notifications/tools/list_changed"
         assert [t.name for t in (await c.list_tools()).tools] == ["word_count", "reverse"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_rust_prompt_arguments_that_are_not_strings(tmp_path, host_env, mode):
+    from conftest import CONFORMANCE
+
+    shutil.copy(CONFORMANCE / "conformance.wasm", tmp_path / "conformance.wasm")
+    async with client(tmp_path, host_env, mode) as c:
+        typed = next(p for p in (await c.list_prompts()).prompts if p.name == "typed_prompt")
+        assert {a.name: a.required for a in typed.arguments} == {"times": False, "loud": True}
+        got = await c.get_prompt("typed_prompt", {"times": "3", "loud": "true"})
+        assert got.messages[0].content.text == "HEY HEY HEY"
+        got = await c.get_prompt("typed_prompt", {"loud": "false"})
+        assert got.messages[0].content.text == "hey"

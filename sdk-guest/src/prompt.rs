@@ -92,8 +92,10 @@ pub struct Prompt {
 
 impl Prompt {
     /// A prompt named `name`, rendered by `f`. Its arguments are the fields of
-    /// `A` (strings, or `Option<String>` for optional ones), documented by
-    /// their doc comments; use `()` for a prompt without arguments.
+    /// `A`, documented by their doc comments; use `()` for a prompt without
+    /// arguments. MCP sends prompt arguments as strings: a field of another
+    /// type (a number, a bool, `Option<u32>`, ...) is parsed from its string
+    /// as JSON, and an `Option` field may be left out.
     pub fn new<A, R, F>(name: impl Into<String>, f: F) -> Self
     where
         A: DeserializeOwned + JsonSchema,
@@ -101,6 +103,7 @@ impl Prompt {
         F: Fn(A) -> R + 'static,
     {
         let render: Render = Box::new(move |args| {
+            let args = typed_arguments(&schema_of::<A>(), args);
             f(crate::tool::arguments_as::<A>(Value::Object(args))?).into_messages()
         });
         Prompt {
@@ -135,6 +138,40 @@ impl Prompt {
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.meta.title = Some(title.into());
         self
+    }
+}
+
+/// The string arguments MCP sends, as the types the schema asks for: a
+/// string stays a string where a string is accepted, else it is read as
+/// JSON when it parses (`"3"` → `3`, `"true"` → `true`).
+fn typed_arguments(schema: &Value, args: Map<String, Value>) -> Map<String, Value> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    args.into_iter()
+        .map(|(name, value)| {
+            let takes_string = properties
+                .and_then(|p| p.get(&name))
+                .is_none_or(accepts_string);
+            let value = match value {
+                Value::String(text) if !takes_string => {
+                    serde_json::from_str(&text).unwrap_or(Value::String(text))
+                }
+                other => other,
+            };
+            (name, value)
+        })
+        .collect()
+}
+
+/// Whether a property's schema accepts a string (or says nothing of type).
+fn accepts_string(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "string"),
+        _ => ["anyOf", "oneOf"]
+            .iter()
+            .filter_map(|k| schema.get(k).and_then(Value::as_array))
+            .flatten()
+            .all(accepts_string),
     }
 }
 

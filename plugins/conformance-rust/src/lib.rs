@@ -526,6 +526,14 @@ fn resources(plugin: Plugin) -> Plugin {
         )
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct Typed {
+    /// How many times to say it.
+    times: Option<u32>,
+    /// Whether to shout.
+    loud: bool,
+}
+
 fn prompts(plugin: Plugin) -> Plugin {
     plugin
         .prompt(
@@ -555,6 +563,14 @@ fn prompts(plugin: Plugin) -> Plugin {
                     ))),
                     user("Please process the embedded resource above."),
                 ]
+            },
+        )
+        .prompt(
+            "typed_prompt",
+            "A prompt whose arguments are not all strings",
+            |a: Typed| {
+                let word = if a.loud { "HEY" } else { "hey" };
+                vec![word; a.times.unwrap_or(1) as usize].join(" ")
             },
         )
         .prompt(
