@@ -9,11 +9,15 @@ DEV_TARGET = ROOT / ".cache" / "dev-test-target"
 
 
 def rust_plugin_copy(tmp_path):
-    """The hello example as a standalone Cargo package outside the repository."""
+    """The hello example as a standalone Cargo package outside the
+    repository, against a copy of the SDK folder alone (it carries its WIT)."""
+    sdk = tmp_path / "sdk"
+    shutil.copytree(ROOT / "sdk-guest", sdk, ignore=shutil.ignore_patterns("target", "Cargo.lock"))
     source = tmp_path / "hello-dev"
     shutil.copytree(ROOT / "plugins" / "hello-rust" / "src", source / "src")
     manifest = (ROOT / "plugins" / "hello-rust" / "Cargo.toml").read_text()
-    manifest = manifest.replace('path = "../../sdk-guest"', f'path = "{ROOT / "sdk-guest"}"')
+    assert 'path = "../../sdk-guest"' in manifest
+    manifest = manifest.replace('path = "../../sdk-guest"', f'path = "{sdk}"')
     (source / "Cargo.toml").write_text(manifest + "\n[workspace]\n")
     return source
 
@@ -84,3 +88,13 @@ def test_dev_rebuilds_a_javascript_plugin_with_componentize_js(tmp_path, host_en
     finally:
         log = host.close()
     assert "built shout-dev" in log
+
+
+def test_wit_prints_the_contract_the_sdk_carries():
+    import subprocess
+
+    from conftest import BINARY
+
+    printed = subprocess.run([str(BINARY), "wit"], capture_output=True, check=True, timeout=30).stdout.decode()
+    assert printed == (ROOT / "sdk-guest" / "wit" / "plugin.wit").read_text()
+    assert "world tools-plugin" in printed

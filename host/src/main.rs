@@ -69,6 +69,8 @@ enum Command {
         #[command(flatten)]
         http: HttpArgs,
     },
+    /// Print the plugin contract (WIT), to generate bindings from.
+    Wit,
     /// Print what a component offers (tools, resources, prompts) and what it imports.
     Inspect {
         /// The component file.
@@ -140,6 +142,10 @@ fn main() -> Result<()> {
                 http,
             } => dev(sources, release, config, protocol, http).await,
             Command::Inspect { file, config } => inspect(file, config).await,
+            Command::Wit => {
+                print!("{}", wasm_mcp::dev::WIT);
+                Ok(())
+            }
         }
     });
     // Blocking threads may be stuck in the OS (a write to a client that

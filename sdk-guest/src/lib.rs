@@ -24,7 +24,7 @@
 pub mod bindings {
     //! The raw bindings of the `wasm-mcp:plugin@0.1.0` contract.
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "wasm-mcp:plugin/plugin@0.1.0",
         pub_export_macro: true,
         export_macro_name: "__export_plugin_world",

@@ -5,7 +5,7 @@
 
 mod toolchain;
 
-pub use toolchain::Toolchain;
+pub use toolchain::{Toolchain, WIT};
 
 use anyhow::{bail, Context as _, Result};
 use notify::event::{EventKind, ModifyKind};

@@ -8,7 +8,8 @@ use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-/// The contract, written where the Python and JavaScript generators read it.
+/// The plugin contract (`wasm-mcp wit` prints it; `dev` writes it where the
+/// Python and JavaScript generators read it).
 pub const WIT: &str = include_str!("../../../wit/plugin.wit");
 
 /// How a source folder is built.
