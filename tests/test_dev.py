@@ -98,3 +98,28 @@ def test_wit_prints_the_contract_the_sdk_carries():
     printed = subprocess.run([str(BINARY), "wit"], capture_output=True, check=True, timeout=30).stdout.decode()
     assert printed == (ROOT / "sdk-guest" / "wit" / "plugin.wit").read_text()
     assert "world tools-plugin" in printed
+
+
+def test_new_writes_a_plugin_that_builds_and_serves_in_each_language(tmp_path, host_env):
+    import subprocess
+
+    from conftest import BINARY
+
+    node_tools = ROOT / "plugins" / "shout-js" / "node_modules" / ".bin"
+    python_tools = ROOT / ".cache" / "venv" / "bin"
+    env = dict(host_env, CARGO_TARGET_DIR=str(DEV_TARGET), PATH=f"{node_tools}:{python_tools}:{host_env['PATH']}")
+    for language, name in [("rust", "new-rust"), ("python", "new_python"), ("js", "new-js")]:
+        subprocess.run([str(BINARY), "new", language, name, "--dir", str(tmp_path)], check=True, env=env, timeout=30)
+        host = RawHost(None, env, ["dev", str(tmp_path / name)])
+        try:
+            host.initialize(timeout=900)
+            greet = host.request("tools/call", {"name": "greet", "arguments": {"name": language}}, timeout=120)
+            assert greet["result"]["content"][0]["text"] == f"Hello, {language}!", (language, greet)
+            if language == "rust":
+                about = host.request("resources/read", {"uri": "new-rust://about"})["result"]
+                assert "wasm-mcp new" in about["contents"][0]["text"]
+                prompt = host.request("prompts/get", {"name": "introduce",
+                                                      "arguments": {"speaker": "Ada", "sentences": "3"}})
+                assert prompt["result"]["messages"][0]["content"]["text"] == "Introduce Ada in 3 sentences."
+        finally:
+            host.close()

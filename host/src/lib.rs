@@ -13,5 +13,6 @@ pub mod protocol;
 pub mod registry;
 pub mod reload;
 pub mod runtime;
+pub mod scaffold;
 pub mod server;
 pub mod transport;

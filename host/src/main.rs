@@ -71,6 +71,17 @@ enum Command {
     },
     /// Print the plugin contract (WIT), to generate bindings from.
     Wit,
+    /// Write a small working plugin (a tool; in Rust also a resource and a
+    /// prompt) with its build file into a new folder NAME.
+    New {
+        /// The plugin's language.
+        language: wasm_mcp::scaffold::Language,
+        /// The plugin's name (letters, digits, '-', '_'), also its folder's.
+        name: String,
+        /// Where to create the folder.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
     /// Print what a component offers (tools, resources, prompts) and what it imports.
     Inspect {
         /// The component file.
@@ -142,6 +153,17 @@ fn main() -> Result<()> {
                 http,
             } => dev(sources, release, config, protocol, http).await,
             Command::Inspect { file, config } => inspect(file, config).await,
+            Command::New {
+                language,
+                name,
+                dir,
+            } => wasm_mcp::scaffold::create(language, &name, &dir).map(|folder| {
+                eprintln!(
+                    "wrote {}; see its README.md, or run: wasm-mcp dev {}",
+                    folder.display(),
+                    folder.display()
+                );
+            }),
             Command::Wit => {
                 print!("{}", wasm_mcp::dev::WIT);
                 Ok(())

@@ -1,0 +1,155 @@
+//! `wasm-mcp new`: a small working plugin in a chosen language, with its
+//! build file, the contract, and a README that says how to build it. The
+//! Rust template carries a copy of the SDK, so it builds anywhere, offline.
+
+use anyhow::{bail, Context as _, Result};
+use std::path::{Path, PathBuf};
+
+/// The languages `new` writes plugins in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Language {
+    /// Rust, with the wasm-mcp SDK.
+    Rust,
+    /// Python, built with componentize-py.
+    Python,
+    /// JavaScript, built with componentize-js.
+    Js,
+}
+
+/// A file of a template: where it goes, and its text with `{{name}}` and
+/// `{{lib}}` to fill in.
+type File = (&'static str, &'static str);
+
+const RUST: &[File] = &[
+    ("Cargo.toml", include_str!("../templates/rust/Cargo.toml")),
+    ("src/lib.rs", include_str!("../templates/rust/src/lib.rs")),
+    ("README.md", include_str!("../templates/rust/README.md")),
+    (
+        "wasm-mcp-sdk/Cargo.toml",
+        include_str!("../../sdk-guest/Cargo.toml"),
+    ),
+    ("wasm-mcp-sdk/wit/plugin.wit", crate::dev::WIT),
+    (
+        "wasm-mcp-sdk/src/lib.rs",
+        include_str!("../../sdk-guest/src/lib.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/src/__private.rs",
+        include_str!("../../sdk-guest/src/__private.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/src/content.rs",
+        include_str!("../../sdk-guest/src/content.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/src/host.rs",
+        include_str!("../../sdk-guest/src/host.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/src/plugin.rs",
+        include_str!("../../sdk-guest/src/plugin.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/src/prompt.rs",
+        include_str!("../../sdk-guest/src/prompt.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/src/resource.rs",
+        include_str!("../../sdk-guest/src/resource.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/src/schema.rs",
+        include_str!("../../sdk-guest/src/schema.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/src/tool.rs",
+        include_str!("../../sdk-guest/src/tool.rs"),
+    ),
+];
+
+const PYTHON: &[File] = &[
+    ("app.py", include_str!("../templates/python/app.py")),
+    ("README.md", include_str!("../templates/python/README.md")),
+    ("wit/plugin.wit", crate::dev::WIT),
+];
+
+const JS: &[File] = &[
+    ("app.js", include_str!("../templates/js/app.js")),
+    ("package.json", include_str!("../templates/js/package.json")),
+    ("README.md", include_str!("../templates/js/README.md")),
+    ("wit/plugin.wit", crate::dev::WIT),
+];
+
+/// Writes plugin `name` in `language` into a new folder `parent/name`;
+/// the folder.
+pub fn create(language: Language, name: &str, parent: &Path) -> Result<PathBuf> {
+    if name.is_empty()
+        || !name.starts_with(|c: char| c.is_ascii_alphabetic())
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        bail!("a plugin name starts with a letter and has only letters, digits, '-' and '_': {name:?}");
+    }
+    let dir = parent.join(name);
+    // Never write into something that exists.
+    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let files = match language {
+        Language::Rust => RUST,
+        Language::Python => PYTHON,
+        Language::Js => JS,
+    };
+    let lib = name.replace('-', "_");
+    for (path, text) in files {
+        let target = dir.join(path);
+        if let Some(folder) = target.parent() {
+            std::fs::create_dir_all(folder)
+                .with_context(|| format!("creating {}", folder.display()))?;
+        }
+        let text = if path.starts_with("wasm-mcp-sdk/") {
+            (*text).to_owned()
+        } else {
+            text.replace("{{name}}", name).replace("{{lib}}", &lib)
+        };
+        std::fs::write(&target, text).with_context(|| format!("writing {}", target.display()))?;
+    }
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rust_template_carries_every_file_of_the_sdk() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk-guest/src");
+        for entry in std::fs::read_dir(src).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let path = format!("wasm-mcp-sdk/src/{name}");
+            assert!(RUST.iter().any(|(p, _)| *p == path), "{path} is missing");
+        }
+    }
+
+    #[test]
+    fn writes_each_template_once_and_refuses_bad_names() {
+        let parent = tempfile::tempdir().unwrap();
+        for (language, name) in [
+            (Language::Rust, "my-tool"),
+            (Language::Python, "py_tool"),
+            (Language::Js, "jsTool"),
+        ] {
+            let dir = create(language, name, parent.path()).unwrap();
+            let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+            assert!(readme.starts_with(&format!("# {name}")));
+            assert!(!readme.contains("{{"));
+            assert!(create(language, name, parent.path()).is_err(), "exists");
+        }
+        let sdk = parent.path().join("my-tool/wasm-mcp-sdk/src/lib.rs");
+        assert!(std::fs::read_to_string(sdk)
+            .unwrap()
+            .contains("path: \"wit\""));
+        for bad in ["", "1up", "a/b", "..", "a b"] {
+            assert!(create(Language::Rust, bad, parent.path()).is_err(), "{bad}");
+        }
+    }
+}
