@@ -69,6 +69,7 @@ const RUST: &[File] = &[
 
 const PYTHON: &[File] = &[
     ("app.py", include_str!("../templates/python/app.py")),
+    ("wasm_mcp.py", include_str!("../../sdk-python/wasm_mcp.py")),
     ("README.md", include_str!("../templates/python/README.md")),
     ("wit/plugin.wit", crate::dev::WIT),
 ];
@@ -106,7 +107,7 @@ pub fn create(language: Language, name: &str, parent: &Path) -> Result<PathBuf> 
             std::fs::create_dir_all(folder)
                 .with_context(|| format!("creating {}", folder.display()))?;
         }
-        let text = if path.starts_with("wasm-mcp-sdk/") {
+        let text = if path.starts_with("wasm-mcp-sdk/") || *path == "wasm_mcp.py" {
             (*text).to_owned()
         } else {
             text.replace("{{name}}", name).replace("{{lib}}", &lib)

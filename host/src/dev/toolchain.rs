@@ -36,9 +36,16 @@ impl Toolchain {
             return Ok(Toolchain::Cargo);
         }
         if let Some(text) = read(&dir.join("app.py"))? {
+            // A class of that name, or a name bound to one (`Tools = ...`).
             let has = |interface: &str| {
-                text.contains(&format!("class {interface}("))
-                    || text.contains(&format!("class {interface}:"))
+                text.lines().any(|line| {
+                    let line = line.trim_end();
+                    line.starts_with(&format!("class {interface}("))
+                        || line.starts_with(&format!("class {interface}:"))
+                        || line
+                            .strip_prefix(interface)
+                            .is_some_and(|rest| rest.trim_start().starts_with('='))
+                })
             };
             return Ok(Toolchain::Python {
                 world: world(
@@ -305,7 +312,7 @@ mod tests {
         );
         std::fs::write(
             dir.path().join("app.py"),
-            "class Tools(exports.Tools): ...\nclass Prompts(exports.Prompts): ...\nclass Completions:\n",
+            "class Tools(exports.Tools): ...\nPrompts = plugin.Prompts\nclass Completions:\n",
         )
         .unwrap();
         assert_eq!(

@@ -1,48 +1,41 @@
-"""{{name}}: a wasm-mcp plugin in Python with one tool.
+"""{{name}}: a wasm-mcp plugin in Python with a tool, a resource and a prompt.
 
-Built with componentize-py against the `tools-plugin` world of
-wit/plugin.wit (see README.md).
+Built with componentize-py (see README.md); wasm_mcp.py turns the functions
+below into the contract's records.
 """
 
-import json
+from wasm_mcp import Plugin
 
-from componentize_py_types import Err
-from wit_world import exports
-from wit_world.exports import tools
-from wit_world.imports import types
+plugin = Plugin()
 
 
-def text(value: str) -> types.Content:
-    return types.Content_Text(types.TextContent(text=value, annotations=None, meta=None))
+@plugin.tool
+def greet(name: str) -> str:
+    """Says hello to someone.
+
+    Args:
+        name: Who to greet.
+    """
+    return f"Hello, {name}!"
 
 
-GREET_SCHEMA = {
-    "type": "object",
-    "properties": {"name": {"type": "string", "description": "Who to greet."}},
-    "required": ["name"],
-}
+@plugin.resource("plugin://{{name}}/about")
+def about() -> str:
+    """What this plugin is."""
+    return "{{name}} was made with wasm-mcp new."
 
 
-class Tools(exports.Tools):
-    def list_tools(self) -> list[tools.Tool]:
-        return [
-            tools.Tool(
-                name="greet",
-                title=None,
-                description="Says hello to someone",
-                input_schema=json.dumps(GREET_SCHEMA),
-                output_schema=None,
-                annotations=None,
-                task_support=tools.TaskSupport.FORBIDDEN,
-                icons=[],
-                meta=None,
-            )
-        ]
+@plugin.prompt
+def introduce(speaker: str, sentences: str = "2") -> str:
+    """Asks for an introduction.
 
-    def call_tool(self, name: str, arguments: str) -> tools.CallResult:
-        if name != "greet":
-            raise Err(types.Error_NotFound(f"no tool named {name}"))
-        who = json.loads(arguments)["name"]
-        return tools.CallResult(
-            content=[text(f"Hello, {who}!")], structured_content=None, is_error=False, meta=None
-        )
+    Args:
+        speaker: Who is speaking.
+        sentences: How many sentences.
+    """
+    return f"Introduce {speaker} in {sentences} sentences."
+
+
+Tools = plugin.Tools
+Resources = plugin.Resources
+Prompts = plugin.Prompts

@@ -22,7 +22,7 @@ fn plugin() -> Plugin {
             format!("Hello, {}!", g.name)
         })
         .resource(
-            "{{name}}://about",
+            "plugin://{{name}}/about",
             "about",
             "text/plain",
             |_| Ok::<_, String>("{{name}} was made with wasm-mcp new.".to_owned()),
