@@ -115,16 +115,15 @@ def test_new_writes_a_plugin_that_builds_and_serves_in_each_language(tmp_path, h
             host.initialize(timeout=900)
             greet = host.request("tools/call", {"name": "greet", "arguments": {"name": language}}, timeout=120)
             assert greet["result"]["content"][0]["text"] == f"Hello, {language}!", (language, greet)
-            if language != "js":
-                about = host.request("resources/read", {"uri": f"plugin://{name}/about"})["result"]
-                assert "wasm-mcp new" in about["contents"][0]["text"]
-                prompt = host.request("prompts/get", {"name": "introduce",
-                                                      "arguments": {"speaker": "Ada", "sentences": "3"}})
-                assert prompt["result"]["messages"][0]["content"]["text"] == "Introduce Ada in 3 sentences."
-                tools = host.request("tools/list")["result"]["tools"]
-                schema = next(t for t in tools if t["name"] == "greet")["inputSchema"]
-                assert schema["required"] == ["name"]
-                assert schema["properties"]["name"]["type"] == "string"
-                assert schema["properties"]["name"]["description"] == "Who to greet."
+            about = host.request("resources/read", {"uri": f"plugin://{name}/about"})["result"]
+            assert "wasm-mcp new" in about["contents"][0]["text"]
+            prompt = host.request("prompts/get", {"name": "introduce",
+                                                  "arguments": {"speaker": "Ada", "sentences": "3"}})
+            assert prompt["result"]["messages"][0]["content"]["text"] == "Introduce Ada in 3 sentences."
+            tools = host.request("tools/list")["result"]["tools"]
+            schema = next(t for t in tools if t["name"] == "greet")["inputSchema"]
+            assert schema["required"] == ["name"]
+            assert schema["properties"]["name"]["type"] == "string"
+            assert schema["properties"]["name"]["description"] == "Who to greet."
         finally:
             host.close()

@@ -76,6 +76,7 @@ const PYTHON: &[File] = &[
 
 const JS: &[File] = &[
     ("app.js", include_str!("../templates/js/app.js")),
+    ("wasm-mcp.js", include_str!("../../sdk-js/wasm-mcp.js")),
     ("package.json", include_str!("../templates/js/package.json")),
     ("README.md", include_str!("../templates/js/README.md")),
     ("wit/plugin.wit", crate::dev::WIT),
@@ -107,7 +108,8 @@ pub fn create(language: Language, name: &str, parent: &Path) -> Result<PathBuf> 
             std::fs::create_dir_all(folder)
                 .with_context(|| format!("creating {}", folder.display()))?;
         }
-        let text = if path.starts_with("wasm-mcp-sdk/") || *path == "wasm_mcp.py" {
+        let verbatim = ["wasm_mcp.py", "wasm-mcp.js"];
+        let text = if path.starts_with("wasm-mcp-sdk/") || verbatim.contains(path) {
             (*text).to_owned()
         } else {
             text.replace("{{name}}", name).replace("{{lib}}", &lib)

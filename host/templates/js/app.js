@@ -1,33 +1,23 @@
-// {{name}}: a wasm-mcp plugin in JavaScript with one tool.
-//
-// Built with componentize-js against the `tools-plugin` world of
-// wit/plugin.wit (see README.md). Interfaces are exported as objects named
-// after them; a thrown value becomes the `error` of a result.
+// {{name}}: a wasm-mcp plugin in JavaScript with a tool, a resource and a
+// prompt. Built with componentize-js (see README.md); wasm-mcp.js turns the
+// functions below into the contract's records.
+import { Plugin } from "./wasm-mcp.js";
 
-const GREET_SCHEMA = {
-  type: "object",
-  properties: { name: { type: "string", description: "Who to greet." } },
-  required: ["name"],
-};
+const plugin = new Plugin()
+  .tool(
+    "greet",
+    "Says hello to someone",
+    { name: { type: "string", description: "Who to greet." } },
+    ({ name }) => `Hello, ${name}!`,
+  )
+  .resource("plugin://{{name}}/about", "about", "What this plugin is", () => "{{name}} was made with wasm-mcp new.")
+  .prompt(
+    "introduce",
+    "Asks for an introduction",
+    { speaker: "Who is speaking.", sentences: { description: "How many sentences.", optional: true } },
+    ({ speaker, sentences }) => `Introduce ${speaker} in ${sentences ?? 2} sentences.`,
+  );
 
-export const tools = {
-  listTools() {
-    return [
-      {
-        name: "greet",
-        description: "Says hello to someone",
-        inputSchema: JSON.stringify(GREET_SCHEMA),
-        taskSupport: "forbidden",
-        icons: [],
-      },
-    ];
-  },
-
-  callTool(name, args) {
-    if (name !== "greet") {
-      throw { tag: "not-found", val: `no tool named ${name}` };
-    }
-    const { name: who } = JSON.parse(args);
-    return { content: [{ tag: "text", val: { text: `Hello, ${who}!` } }], isError: false };
-  },
-};
+export const tools = plugin.tools;
+export const resources = plugin.resources;
+export const prompts = plugin.prompts;
