@@ -560,12 +560,12 @@ impl Tasks {
     }
 }
 
-/// The status, message and stored outcome of a finished call. A tool
-/// error fails a 2025-11-25 task (as that wire says) but completes a
-/// 2026-07-28 one (its `failed` is for JSON-RPC errors only).
 /// A finished call's status, message and stored outcome.
 type Conclusion = (Status, Option<String>, Option<store::Outcome>);
 
+/// The conclusion of a finished call. A tool error fails a 2025-11-25 task
+/// (as that wire says) but completes a 2026-07-28 one (its `failed` is for
+/// JSON-RPC errors only).
 fn conclusion(wire: Wire, outcome: CallOutcome) -> Conclusion {
     match outcome {
         Ok(Some(result)) => {
