@@ -126,14 +126,22 @@ def _replace(path, source):
     os.replace(tmp, path)
 
 
-async def test_legacy_client_hears_add_replace_and_remove(tmp_path, host_env):
-    folder = _folder_with(tmp_path, "hello")
+def _list_changes():
+    """A message handler that passes on `*list_changed` methods, and where
+    they arrive."""
     send, heard = anyio.create_memory_object_stream(100)
 
     async def on_message(message):
         method = getattr(message, "method", None)
         if method and method.endswith("list_changed"):
             await send.send(method)
+
+    return on_message, heard
+
+
+async def test_legacy_client_hears_add_replace_and_remove(tmp_path, host_env):
+    folder = _folder_with(tmp_path, "hello")
+    on_message, heard = _list_changes()
 
     async def next_changes(count):
         with anyio.fail_after(120):
@@ -168,12 +176,7 @@ async def test_stateless_client_listens_and_refetches_after_a_reload(tmp_path, h
 
 async def test_auto_mode_falls_back_to_the_handshake_and_hears_reloads_when_offered_only_that(tmp_path, host_env):
     folder = _folder_with(tmp_path, "hello")
-    send, heard = anyio.create_memory_object_stream(100)
-
-    async def on_message(message):
-        method = getattr(message, "method", None)
-        if method and method.endswith("list_changed"):
-            await send.send(method)
+    on_message, heard = _list_changes()
 
     async with client(folder, host_env, "auto", args=["--handshake-only"], message_handler=on_message) as c:
         assert c.session.discover_result is None, "server/discover is refused: the client used initialize"
