@@ -133,11 +133,32 @@ fn main() -> Result<()> {
         )
         .init();
     let cli = Cli::parse();
+    // The commands that only write files or print need no async runtime.
+    let command = match cli.command {
+        Command::New {
+            language,
+            name,
+            dir,
+        } => {
+            let folder = wasm_mcp::scaffold::create(language, &name, &dir)?;
+            eprintln!(
+                "wrote {}; see its README.md, or run: wasm-mcp dev {}",
+                folder.display(),
+                folder.display()
+            );
+            return Ok(());
+        }
+        Command::Wit => {
+            print!("{}", wasm_mcp::dev::WIT);
+            return Ok(());
+        }
+        command => command,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
-        match cli.command {
+        match command {
             Command::Serve {
                 plugins,
                 config,
@@ -153,21 +174,7 @@ fn main() -> Result<()> {
                 http,
             } => dev(sources, release, config, protocol, http).await,
             Command::Inspect { file, config } => inspect(file, config).await,
-            Command::New {
-                language,
-                name,
-                dir,
-            } => wasm_mcp::scaffold::create(language, &name, &dir).map(|folder| {
-                eprintln!(
-                    "wrote {}; see its README.md, or run: wasm-mcp dev {}",
-                    folder.display(),
-                    folder.display()
-                );
-            }),
-            Command::Wit => {
-                print!("{}", wasm_mcp::dev::WIT);
-                Ok(())
-            }
+            Command::New { .. } | Command::Wit => unreachable!("handled before the runtime"),
         }
     });
     // Blocking threads may be stuck in the OS (a write to a client that
@@ -289,7 +296,8 @@ async fn dev(
     let mut config = load_config(config_path.as_deref())?;
     config.server.handshake_only |= protocol.handshake_only;
     config.server.list_ttl_ms = config.server.list_ttl_ms.min(DEV_LIST_TTL_MS);
-    let sources = dev::sources(&sources)?;
+    // Reads each folder's build files: off the async workers.
+    let sources = tokio::task::spawn_blocking(move || dev::sources(&sources)).await??;
     let workspace = Arc::new(dev::Workspace::create(release)?);
     for source in &sources {
         if let Err(e) = workspace.build(source).await {
