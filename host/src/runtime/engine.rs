@@ -143,7 +143,8 @@ impl Runtime {
         tokio::task::spawn_blocking(move || {
             let tier = &this.optimized;
             let component = this.cache.load(&tier.engine, &source)?;
-            LoadedPlugin::link(tier, name, component, source.hash, grants, false)
+            let hash = source.hash.clone();
+            LoadedPlugin::link(tier, name, component, source.bytes(), hash, grants, false)
         })
         .await?
     }
@@ -172,7 +173,8 @@ impl Runtime {
                 compile_ms = started.elapsed().as_secs_f64() * 1e3,
                 "compiled a component with the baseline compiler"
             );
-            LoadedPlugin::link(tier, name, component, source.hash, grants, true)
+            let hash = source.hash.clone();
+            LoadedPlugin::link(tier, name, component, source.bytes(), hash, grants, true)
         })
         .await?
     }

@@ -15,6 +15,7 @@ mod inspect;
 mod lift;
 mod limiter;
 mod log_pipe;
+mod plain;
 mod plugin;
 mod quota;
 mod state;

@@ -9,6 +9,7 @@ use super::engine::Tier;
 use super::grants::Grants;
 use super::lift::{self, BoundedList, Budget, Budgeted, IntoOwned, OverBudget};
 use super::log_pipe::Tail;
+use super::plain::PlainTools;
 use super::state::CallState;
 use super::wait_clock::WaitClock;
 use std::future::Future;
@@ -115,6 +116,9 @@ struct ExportedFunctions {
     )>,
     prompts: Option<(ComponentExportIndex, ComponentExportIndex)>,
     completions: Option<ComponentExportIndex>,
+    /// A plain component's functions, served as tools, when it exports
+    /// none of the contract's interfaces.
+    plain: Option<PlainTools>,
 }
 
 impl ExportedFunctions {
@@ -136,7 +140,15 @@ impl ExportedFunctions {
             },
             prompts: func("prompts", "list-prompts").zip(func("prompts", "get-prompt")),
             completions: func("completions", "complete"),
+            plain: None,
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tools.is_none()
+            && self.resources.is_none()
+            && self.prompts.is_none()
+            && self.plain.is_none()
     }
 }
 
@@ -163,6 +175,7 @@ impl LoadedPlugin {
         tier: &Tier,
         name: Arc<str>,
         component: Component,
+        bytes: &[u8],
         hash: String,
         grants: Grants,
         quick: bool,
@@ -170,11 +183,16 @@ impl LoadedPlugin {
         let pre = tier.linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!("the component needs something the host does not provide: {e:#}")
         })?;
-        let functions = ExportedFunctions::find(&component);
-        if functions.tools.is_none() && functions.resources.is_none() && functions.prompts.is_none()
-        {
+        let mut functions = ExportedFunctions::find(&component);
+        if functions.is_empty() {
+            let max = grants.limits.max_result_items;
+            let plain = PlainTools::find(&component, &tier.engine, bytes, &name, max);
+            functions.plain = (!plain.is_empty()).then_some(plain);
+        }
+        if functions.is_empty() {
             anyhow::bail!(
-                "the component exports none of wasm-mcp:plugin/tools, resources or prompts @0.1.0"
+                "the component exports none of wasm-mcp:plugin/tools, resources or prompts @0.1.0, \
+                 and no function that can be served as a tool"
             );
         }
         let pool = BlockingPool::new(&name, grants.limits.max_blocking_threads)?;
@@ -215,7 +233,7 @@ impl LoadedPlugin {
     pub fn exports(&self) -> Exports {
         let f = &self.functions;
         Exports {
-            tools: f.tools.is_some(),
+            tools: f.tools.is_some() || f.plain.is_some(),
             resources: f.resources.is_some(),
             prompts: f.prompts.is_some(),
             completions: f.completions.is_some(),
@@ -294,6 +312,9 @@ impl LoadedPlugin {
             self.grants.limits.load_timeout,
             async |store, instance| {
                 let mut listing = Listing::default();
+                if let Some(plain) = &f.plain {
+                    listing.tools = plain.tools();
+                }
                 if let Some((list, _)) = &f.tools {
                     listing.tools =
                         Self::call_export::<(), BoundedList<lift::Tool>>(store, instance, list, ())
@@ -343,6 +364,9 @@ impl LoadedPlugin {
         name: &str,
         arguments: &str,
     ) -> Result<Result<tools::CallResult, types::Error>, CallError> {
+        if let Some(plain) = &self.functions.plain {
+            return self.call_plain(plain, context, name, arguments).await;
+        }
         let (_, index) = self
             .functions
             .tools
@@ -359,6 +383,35 @@ impl LoadedPlugin {
             .await
         })
         .await
+    }
+
+    /// Calls a plain component's function. What wasmtime copies out of the
+    /// instance for the result is capped at four times the result limit
+    /// (a lifted value takes more room than its JSON).
+    async fn call_plain(
+        &self,
+        plain: &PlainTools,
+        context: Arc<dyn CallContext>,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Result<tools::CallResult, types::Error>, CallError> {
+        let limits = &self.grants.limits;
+        let max_bytes = limits.max_result_bytes;
+        self.run(context, limits.call_timeout, async |store, instance| {
+            store.set_hostcall_fuel(max_bytes.saturating_mul(4));
+            plain
+                .call(store, instance, name, arguments, max_bytes)
+                .await
+        })
+        .await
+        .map_err(|error| match error {
+            CallError::Trap(detail) if detail.starts_with("too much data is being copied") => {
+                CallError::TooLarge(format!(
+                    "the result is over this plugin's limit of {max_bytes} bytes"
+                ))
+            }
+            other => other,
+        })
     }
 
     /// Reads the resource at `uri` in a fresh instance.
