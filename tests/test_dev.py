@@ -127,3 +127,32 @@ def test_new_writes_a_plugin_that_builds_and_serves_in_each_language(tmp_path, h
             assert schema["properties"]["name"]["description"] == "Who to greet."
         finally:
             host.close()
+
+
+def test_new_writes_a_c_and_a_go_plugin_that_build_and_serve(tmp_path, host_env):
+    import subprocess
+
+    from conftest import BINARY
+
+    tools = [BINARY.parent, ROOT / ".cache" / "venv" / "bin", ROOT / ".cache" / "cargo" / "bin"]
+    env = dict(host_env, GOTOOLCHAIN="local", GOPROXY="off",
+               PATH=":".join(str(t) for t in tools) + ":" + host_env["PATH"])
+    served = tmp_path / "served"
+    served.mkdir()
+    for language in ("c", "go"):
+        name = f"new-{language}"
+        subprocess.run([str(BINARY), "new", language, name, "--dir", str(tmp_path)], check=True, env=env, timeout=30)
+        subprocess.run([str(tmp_path / name / "build.sh")], check=True, env=env, timeout=600)
+        shutil.copy(tmp_path / name / f"{name}.wasm", served / f"{name}.wasm")
+    host = RawHost(served, env)
+    try:
+        host.initialize(timeout=120)
+        tools = {t["name"]: t for t in host.request("tools/list")["result"]["tools"]}
+        assert set(tools) == {"greet", "new-go.greet"}, tools
+        for tool in tools:
+            who = 'C "quoted" é 🌍' if tool == "greet" else "Go"
+            greet = host.request("tools/call", {"name": tool, "arguments": {"name": who}}, timeout=120)
+            assert greet["result"]["content"][0]["text"] == f"Hello, {who}!", greet
+        assert tools["new-go.greet"]["inputSchema"]["required"] == ["name"]
+    finally:
+        host.close()

@@ -7,6 +7,7 @@ import shutil
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from conftest import BINARY, PLUGINS
 
@@ -21,7 +22,7 @@ def client(plugins, env, mode, args=(), **kwargs) -> Client:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_tools_in_rust_and_python(all_plugins, host_env, mode):
+async def test_tools_in_rust_python_and_javascript(all_plugins, host_env, mode):
     async with client(all_plugins, host_env, mode) as c:
         names = [t.name for t in (await c.list_tools()).tools]
         for expected in ("greet", "add", "countdown", "word_count", "reverse", "shout", "char_count"):
@@ -40,6 +41,24 @@ async def test_tools_in_rust_and_python(all_plugins, host_env, mode):
         assert shout.content[0].text == "WASM!"
         chars = await c.call_tool("char_count", {"text": "héllo 🌍"})
         assert chars.content[0].text == "7"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tools_in_c_and_go(all_plugins, host_env, mode):
+    async with client(all_plugins, host_env, mode) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        # C, against the contract (plugins/stats-c).
+        assert tools["stats"].input_schema["required"] == ["numbers"]
+        stats = await c.call_tool("stats", {"numbers": [1, 2, 3.5, -4000]})
+        assert stats.structured_content == {"count": 4, "mean": -998.375, "min": -4000, "max": 3.5}
+        assert stats.content[0].text == "count 4, mean -998.375, min -4000, max 3.5"
+        with pytest.raises(MCPError, match="less than 1 item"):
+            await c.call_tool("stats", {"numbers": []})
+        # Go, a plain component (plugins/lines-go), with its WIT docs.
+        assert tools["title-case"].description == "Capitalises the first letter of every word."
+        titled = await c.call_tool("title-case", {"text": "go and c"})
+        assert titled.content[0].text == "Go And C"
+        assert titled.structured_content == {"result": "Go And C"}
 
 
 @pytest.mark.parametrize("mode", MODES)

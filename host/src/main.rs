@@ -71,8 +71,15 @@ enum Command {
     },
     /// Print the plugin contract (WIT), to generate bindings from.
     Wit,
-    /// Write a small working plugin (a tool; in Rust also a resource and a
-    /// prompt) with its build file into a new folder NAME.
+    /// Write the WASI preview1 reactor adapter, which makes a component of
+    /// a core module built for wasip1 (Go, C): `wasm-tools component new
+    /// CORE.wasm --adapt wasi_snapshot_preview1=FILE`.
+    WasiAdapter {
+        /// Where to write it.
+        file: PathBuf,
+    },
+    /// Write a small working plugin (a tool; in Rust, Python and JavaScript
+    /// also a resource and a prompt) with its build file into a new folder NAME.
     New {
         /// The plugin's language.
         language: wasm_mcp::scaffold::Language,
@@ -152,6 +159,13 @@ fn main() -> Result<()> {
             print!("{}", wasm_mcp::dev::WIT);
             return Ok(());
         }
+        Command::WasiAdapter { file } => {
+            let adapter =
+                wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER;
+            std::fs::write(&file, adapter)
+                .with_context(|| format!("writing {}", file.display()))?;
+            return Ok(());
+        }
         command => command,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -174,7 +188,9 @@ fn main() -> Result<()> {
                 http,
             } => dev(sources, release, config, protocol, http).await,
             Command::Inspect { file, config } => inspect(file, config).await,
-            Command::New { .. } | Command::Wit => unreachable!("handled before the runtime"),
+            Command::New { .. } | Command::Wit | Command::WasiAdapter { .. } => {
+                unreachable!("handled before the runtime")
+            }
         }
     });
     // Blocking threads may be stuck in the OS (a write to a client that

@@ -14,6 +14,10 @@ pub enum Language {
     Python,
     /// JavaScript, built with componentize-js.
     Js,
+    /// C, with `wit-bindgen c`, clang and wasi-libc.
+    C,
+    /// Go (1.24 or newer), as a plain component.
+    Go,
 }
 
 /// A file of a template: where it goes, and its text with `{{name}}` and
@@ -82,6 +86,24 @@ const JS: &[File] = &[
     ("wit/plugin.wit", crate::dev::WIT),
 ];
 
+const C: &[File] = &[
+    ("plugin.c", include_str!("../templates/c/plugin.c")),
+    ("build.sh", include_str!("../templates/c/build.sh")),
+    ("README.md", include_str!("../templates/c/README.md")),
+    ("wit/plugin.wit", crate::dev::WIT),
+];
+
+const GO: &[File] = &[
+    ("main.go", include_str!("../templates/go/main.go")),
+    ("go.mod", include_str!("../templates/go/go.mod")),
+    (
+        "wit/world.wit",
+        include_str!("../templates/go/wit/world.wit"),
+    ),
+    ("build.sh", include_str!("../templates/go/build.sh")),
+    ("README.md", include_str!("../templates/go/README.md")),
+];
+
 /// Writes plugin `name` in `language` into a new folder `parent/name`;
 /// the folder.
 pub fn create(language: Language, name: &str, parent: &Path) -> Result<PathBuf> {
@@ -100,6 +122,8 @@ pub fn create(language: Language, name: &str, parent: &Path) -> Result<PathBuf> 
         Language::Rust => RUST,
         Language::Python => PYTHON,
         Language::Js => JS,
+        Language::C => C,
+        Language::Go => GO,
     };
     let lib = name.replace('-', "_");
     for (path, text) in files {
@@ -115,8 +139,23 @@ pub fn create(language: Language, name: &str, parent: &Path) -> Result<PathBuf> 
             text.replace("{{name}}", name).replace("{{lib}}", &lib)
         };
         std::fs::write(&target, text).with_context(|| format!("writing {}", target.display()))?;
+        if path.ends_with(".sh") {
+            make_executable(&target)?;
+        }
     }
     Ok(dir)
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("making {} executable", path.display()))
+}
+
+#[cfg(not(unix))]
+fn make_executable(_: &Path) -> Result<()> {
+    Ok(())
 }
 
 #[cfg(test)]
@@ -140,6 +179,8 @@ mod tests {
             (Language::Rust, "my-tool"),
             (Language::Python, "py_tool"),
             (Language::Js, "jsTool"),
+            (Language::C, "c-tool"),
+            (Language::Go, "go_tool"),
         ] {
             let dir = create(language, name, parent.path()).unwrap();
             let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();

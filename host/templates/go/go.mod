@@ -1,0 +1,3 @@
+module {{lib}}
+
+go 1.24
