@@ -10,7 +10,7 @@ use wasm_mcp::registry::Registry;
 use wasm_mcp::reload::FolderWatch;
 use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
 use wasm_mcp::server::tasks::TaskOptions;
-use wasm_mcp::server::{Server, ServerOptions};
+use wasm_mcp::server::{Notices, Server, ServerOptions};
 
 /// An MCP server whose tools, resources and prompts are sandboxed
 /// WebAssembly components.
@@ -299,7 +299,7 @@ async fn serve(
         .or_else(|| config.server.plugins.clone())
         .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
     let watch = config.server.watch && !no_watch;
-    serve_folder(dir, config, watch, http, None).await
+    serve_folder(dir, config, watch, http, None, Arc::default()).await
 }
 
 async fn dev(
@@ -315,37 +315,78 @@ async fn dev(
     // Reads each folder's build files: off the async workers.
     let sources = tokio::task::spawn_blocking(move || dev::sources(&sources)).await??;
     let workspace = Arc::new(dev::Workspace::create(release)?);
+    // A plugin that did not build is listed as failing in the
+    // instructions every client receives, until it builds.
+    let notices = Arc::new(Notices::default());
+    let mut built = Vec::new();
     for source in &sources {
-        if let Err(e) = workspace.build(source).await {
-            eprintln!(
-                "wasm-mcp dev: {} did not build; it is served once it does: {e:#}",
-                source.name
-            );
+        match workspace.build(source).await {
+            Ok(()) => built.push(true),
+            Err(e) => {
+                eprintln!(
+                    "wasm-mcp dev: {} did not build; it is served once it does: {e:#}",
+                    source.name
+                );
+                notices.set(
+                    &source.name,
+                    Some(build_notice(&source.name, &format!("{e:#}"), false)),
+                );
+                built.push(false);
+            }
         }
     }
-    // Failed rebuilds go to the clients too (the developer's own), once the
-    // server is up.
+    // Later builds' failures go to the clients too (the developer's own),
+    // once the server is up.
     let served: Arc<std::sync::OnceLock<Arc<Server>>> = Arc::default();
-    for source in sources {
+    for (source, built_before) in sources.into_iter().zip(built) {
         let workspace = workspace.clone();
         let served = served.clone();
+        let notices = notices.clone();
         tokio::spawn(async move {
             let name = source.name.clone();
-            let failed = move |plugin: &str, why: &str| {
-                if let Some(server) = served.get() {
-                    let message = format!(
-                        "{plugin} did not build; the last good build keeps serving: {}",
-                        excerpt(why, DEV_ERROR_BYTES)
-                    );
-                    server.log_error("dev", message.clone(), message);
+            let built_before = std::sync::atomic::AtomicBool::new(built_before);
+            let built = move |plugin: &str, outcome: Result<(), String>| match outcome {
+                Ok(()) => {
+                    built_before.store(true, std::sync::atomic::Ordering::Relaxed);
+                    notices.set(plugin, None);
+                }
+                Err(why) => {
+                    let serving = built_before.load(std::sync::atomic::Ordering::Relaxed);
+                    let notice = build_notice(plugin, &why, serving);
+                    notices.set(plugin, Some(notice.clone()));
+                    if let Some(server) = served.get() {
+                        server.log_error("dev", notice.clone(), notice);
+                    }
                 }
             };
-            if let Err(e) = workspace.rebuild_on_change(source, failed).await {
+            if let Err(e) = workspace.rebuild_on_change(source, built).await {
                 eprintln!("wasm-mcp dev: stopped watching {name}: {e:#}");
             }
         });
     }
-    serve_folder(workspace.plugins.clone(), config, true, http, Some(served)).await
+    serve_folder(
+        workspace.plugins.clone(),
+        config,
+        true,
+        http,
+        Some(served),
+        notices,
+    )
+    .await
+}
+
+/// What clients are told of a plugin that did not build: whether an
+/// earlier build still serves, and the end of the compiler's output.
+fn build_notice(plugin: &str, why: &str, serving: bool) -> String {
+    let state = if serving {
+        "the last good build keeps serving"
+    } else {
+        "it is not served until it builds"
+    };
+    format!(
+        "wasm-mcp dev: plugin {plugin} did not build; {state}:\n{}",
+        excerpt(why, DEV_ERROR_BYTES)
+    )
 }
 
 /// The most of a build error sent to clients under `dev`.
@@ -362,13 +403,15 @@ fn excerpt(text: &str, max: usize) -> String {
     format!("…{}", &text[start..])
 }
 
-/// Serves the plugins in `dir`; `served`, when given, is told the server.
+/// Serves the plugins in `dir`; `served`, when given, is told the server;
+/// `notices` are added to the instructions.
 async fn serve_folder(
     dir: PathBuf,
     config: Config,
     watch: bool,
     http: HttpArgs,
     served: Option<Arc<std::sync::OnceLock<Arc<Server>>>>,
+    notices: Arc<Notices>,
 ) -> Result<()> {
     check_host_paths(&config, &dir)?;
     let runtime = Runtime::new(runtime_config(&config))?;
@@ -395,6 +438,7 @@ async fn serve_folder(
         },
         max_waiting_per_principal: config.server.max_waiting_per_principal,
         handshake_only: config.server.handshake_only,
+        notices,
         ..ServerOptions::default()
     };
     let server = Server::new(registry, options);

@@ -126,11 +126,12 @@ impl Workspace {
     }
 
     /// Rebuilds `source` whenever its files change, until the process ends;
-    /// a failed build is also given to `failed` (the plugin's name, why).
+    /// each build's outcome is also given to `built` (the plugin's name,
+    /// and why it failed).
     pub async fn rebuild_on_change(
         &self,
         source: Source,
-        failed: impl Fn(&str, &str) + Send,
+        built: impl Fn(&str, Result<(), String>) + Send,
     ) -> Result<()> {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut watcher = notify::recommended_watcher(move |event| {
@@ -149,12 +150,12 @@ impl Workspace {
                 }
             }
             while let Ok(Some(_)) = tokio::time::timeout(QUIET, rx.recv()).await {}
-            if let Err(e) = self.build(&source).await {
-                eprintln!(
-                    "wasm-mcp dev: {} did not build; the last good build keeps serving: {e:#}",
-                    source.name
-                );
-                failed(&source.name, &format!("{e:#}"));
+            match self.build(&source).await {
+                Ok(()) => built(&source.name, Ok(())),
+                Err(e) => {
+                    eprintln!("wasm-mcp dev: {} did not build: {e:#}", source.name);
+                    built(&source.name, Err(format!("{e:#}")));
+                }
             }
         }
     }

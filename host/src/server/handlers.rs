@@ -79,7 +79,7 @@ pub(super) async fn handle(request: Request<'_>, method: &str) -> Outcome {
             "supportedVersions": all_versions(),
             "capabilities": capabilities(&catalogue, era),
             "serverInfo": server.server_info(),
-            "instructions": server.options.instructions,
+            "instructions": server.instructions(),
         }))
         .map(strip_nulls)),
         "logging/setLevel" => {
@@ -187,7 +187,7 @@ pub(super) fn initialize(conn: &Arc<Connection>, params: &Map<String, Value>) ->
         "protocolVersion": version,
         "capabilities": capabilities(&catalogue, &era),
         "serverInfo": server.server_info(),
-        "instructions": server.options.instructions,
+        "instructions": server.instructions(),
     }))))
 }
 

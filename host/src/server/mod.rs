@@ -8,6 +8,7 @@ pub mod convert;
 mod handlers;
 mod input;
 mod mrtr;
+mod notices;
 mod outbox;
 mod roots;
 mod session;
@@ -83,6 +84,8 @@ pub struct ServerOptions {
     /// Offer only the handshake revisions (a client that would pick the
     /// stateless one falls back to `initialize`, and hears `list_changed`).
     pub handshake_only: bool,
+    /// Plugins not served as their sources stand, added to `instructions`.
+    pub notices: Arc<notices::Notices>,
 }
 
 impl Default for ServerOptions {
@@ -98,6 +101,7 @@ impl Default for ServerOptions {
             admission: AdmissionLimits::default(),
             max_waiting_per_principal: waiting::DEFAULT_MAX_WAITING_PER_PRINCIPAL,
             handshake_only: false,
+            notices: Arc::default(),
         }
     }
 }
@@ -218,6 +222,12 @@ impl Server {
     /// Listens to server-wide events.
     pub fn subscribe(&self) -> broadcast::Receiver<ServerEvent> {
         self.events.subscribe()
+    }
+
+    /// `instructions`: the configured ones, then the plugins' notices.
+    fn instructions(&self) -> Option<String> {
+        let base = self.options.instructions.as_deref();
+        self.options.notices.instructions(base)
     }
 
     /// `serverInfo`.
@@ -683,6 +693,7 @@ fn shape_result(server: &Server, era: &Era, method: &str, mut result: Value) -> 
 }
 
 pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
+pub use notices::Notices;
 pub use outbox::{Outbox, OutboxReceiver};
 pub use session::all_versions;
 pub use waiting::DEFAULT_MAX_WAITING_PER_PRINCIPAL;
