@@ -25,6 +25,7 @@ and the parameters' descriptions from its docstring. A tool returns a str
 exception becomes a tool error with its message.
 """
 
+import importlib
 import inspect
 import json
 import types as _pytypes
@@ -32,8 +33,21 @@ import typing
 
 from componentize_py_types import Err
 from wit_world import exports
-from wit_world.exports import prompts, resources, tools
 from wit_world.imports import types
+
+
+def _exported(interface: str):
+    """The bindings of an interface the world exports, or None: a world
+    without resources (say) has no `wit_world.exports.resources`."""
+    try:
+        return importlib.import_module(f"wit_world.exports.{interface}")
+    except ImportError:
+        return None
+
+
+tools = _exported("tools")
+resources = _exported("resources")
+prompts = _exported("prompts")
 
 __all__ = ["Plugin", "text"]
 
@@ -106,12 +120,20 @@ def _input_schema(func) -> dict:
     return {"type": "object", "properties": properties, "required": required}
 
 
-def _result(value) -> tools.CallResult:
+def _result(value):
     if isinstance(value, str):
         return tools.CallResult(content=[text(value)], structured_content=None, is_error=False, meta=None)
     encoded = json.dumps(value)
     structured = encoded if isinstance(value, dict) else None
     return tools.CallResult(content=[text(encoded)], structured_content=structured, is_error=False, meta=None)
+
+
+def _require(bindings, interface: str) -> None:
+    if bindings is None:
+        raise RuntimeError(
+            f"this component's world does not export {interface}: build against a world "
+            f"with it (wasm-mcp dev picks one when the module sets {interface.title()} = plugin.{interface.title()})"
+        )
 
 
 class Plugin:
@@ -126,58 +148,64 @@ class Plugin:
         self._prompts = {}
         plugin = self
 
-        class _Tools(exports.Tools):
-            def list_tools(self) -> list[tools.Tool]:
-                return [entry for entry, _ in plugin._tools.values()]
+        # Only the classes of the interfaces the world exports exist.
+        self.Tools = self.Resources = self.Prompts = None
+        if tools is not None:
+            class _Tools(exports.Tools):
+                def list_tools(self) -> list[tools.Tool]:
+                    return [entry for entry, _ in plugin._tools.values()]
 
-            def call_tool(self, name: str, arguments: str) -> tools.CallResult:
-                if name not in plugin._tools:
-                    raise Err(types.Error_NotFound(f"no tool named {name}"))
-                _, func = plugin._tools[name]
-                try:
-                    return _result(func(**json.loads(arguments)))
-                except Exception as error:  # a tool error, for the model to see
-                    message = f"{type(error).__name__}: {error}"
-                    return tools.CallResult(content=[text(message)], structured_content=None,
-                                            is_error=True, meta=None)
+                def call_tool(self, name: str, arguments: str) -> tools.CallResult:
+                    if name not in plugin._tools:
+                        raise Err(types.Error_NotFound(f"no tool named {name}"))
+                    _, func = plugin._tools[name]
+                    try:
+                        return _result(func(**json.loads(arguments)))
+                    except Exception as error:  # a tool error, for the model to see
+                        message = f"{type(error).__name__}: {error}"
+                        return tools.CallResult(content=[text(message)], structured_content=None,
+                                                is_error=True, meta=None)
+            self.Tools = _Tools
 
-        class _Resources(exports.Resources):
-            def list_resources(self) -> list[resources.Resource]:
-                return [entry for entry, _ in plugin._resources.values()]
+        if resources is not None:
+            class _Resources(exports.Resources):
+                def list_resources(self) -> list[resources.Resource]:
+                    return [entry for entry, _ in plugin._resources.values()]
 
-            def list_resource_templates(self) -> list[resources.ResourceTemplate]:
-                return []
+                def list_resource_templates(self) -> list[resources.ResourceTemplate]:
+                    return []
 
-            def read_resource(self, uri: str) -> list[types.ResourceContents]:
-                if uri not in plugin._resources:
-                    raise Err(types.Error_NotFound(f"no resource {uri}"))
-                entry, func = plugin._resources[uri]
-                body = func()
-                body = types.ResourceBody_Blob(body) if isinstance(body, bytes) else types.ResourceBody_Text(body)
-                return [types.ResourceContents(uri=uri, mime_type=entry.mime_type, body=body, meta=None)]
+                def read_resource(self, uri: str) -> list[types.ResourceContents]:
+                    if uri not in plugin._resources:
+                        raise Err(types.Error_NotFound(f"no resource {uri}"))
+                    entry, func = plugin._resources[uri]
+                    body = func()
+                    body = types.ResourceBody_Blob(body) if isinstance(body, bytes) else types.ResourceBody_Text(body)
+                    return [types.ResourceContents(uri=uri, mime_type=entry.mime_type, body=body, meta=None)]
+            self.Resources = _Resources
 
-        class _Prompts(exports.Prompts):
-            def list_prompts(self) -> list[prompts.Prompt]:
-                return [entry for entry, _ in plugin._prompts.values()]
+        if prompts is not None:
+            class _Prompts(exports.Prompts):
+                def list_prompts(self) -> list[prompts.Prompt]:
+                    return [entry for entry, _ in plugin._prompts.values()]
 
-            def get_prompt(self, name: str, arguments: list[tuple[str, str]]) -> prompts.PromptResult:
-                if name not in plugin._prompts:
-                    raise Err(types.Error_NotFound(f"no prompt named {name}"))
-                entry, func = plugin._prompts[name]
-                said = func(**dict(arguments))
-                messages = [said] if isinstance(said, str) else list(said)
-                return prompts.PromptResult(
-                    description=entry.description,
-                    messages=[prompts.PromptMessage(role=types.Role.USER, content=text(m)) for m in messages],
-                    meta=None,
-                )
-
-        self.Tools = _Tools
-        self.Resources = _Resources
-        self.Prompts = _Prompts
+                def get_prompt(self, name: str, arguments: list[tuple[str, str]]) -> prompts.PromptResult:
+                    if name not in plugin._prompts:
+                        raise Err(types.Error_NotFound(f"no prompt named {name}"))
+                    entry, func = plugin._prompts[name]
+                    said = func(**dict(arguments))
+                    messages = [said] if isinstance(said, str) else list(said)
+                    return prompts.PromptResult(
+                        description=entry.description,
+                        messages=[prompts.PromptMessage(role=types.Role.USER, content=text(m)) for m in messages],
+                        meta=None,
+                    )
+            self.Prompts = _Prompts
 
     def tool(self, func=None, *, name: str | None = None, description: str | None = None):
         """Makes `func` a tool (`@plugin.tool` or `@plugin.tool(name=...)`)."""
+
+        _require(tools, "tools")
 
         def register(func):
             doc, _ = _doc(func)
@@ -200,6 +228,8 @@ class Plugin:
     def resource(self, uri: str, *, name: str | None = None, mime_type: str | None = "text/plain"):
         """Makes `func()` (returning str, or bytes) the resource at `uri`."""
 
+        _require(resources, "resources")
+
         def register(func):
             doc, _ = _doc(func)
             entry = resources.Resource(
@@ -214,6 +244,8 @@ class Plugin:
     def prompt(self, func=None, *, name: str | None = None):
         """Makes `func` a prompt; its parameters (strings) are the prompt's
         arguments, and it returns a message or a list of them."""
+
+        _require(prompts, "prompts")
 
         def register(func):
             doc, described = _doc(func)

@@ -2,7 +2,7 @@
 
 import shutil
 
-from conftest import ROOT, RawHost
+from conftest import ROOT, RawHost, modern_meta
 
 # Shared by runs, so the plugin's dependencies compile once per machine.
 DEV_TARGET = ROOT / ".cache" / "dev-test-target"
@@ -72,6 +72,7 @@ def test_dev_rebuilds_a_javascript_plugin_with_componentize_js(tmp_path, host_en
     source = tmp_path / "shout-dev"
     source.mkdir()
     shutil.copy(ROOT / "plugins" / "shout-js" / "app.js", source / "app.js")
+    shutil.copy(ROOT / "sdk-js" / "wasm-mcp.js", source / "wasm-mcp.js")
     tools = ROOT / "plugins" / "shout-js" / "node_modules" / ".bin"
     env = dict(host_env, PATH=f"{tools}:{host_env['PATH']}")
     host = RawHost(None, env, ["dev", str(source)])
@@ -80,7 +81,7 @@ def test_dev_rebuilds_a_javascript_plugin_with_componentize_js(tmp_path, host_en
         shout = host.request("tools/call", {"name": "shout", "arguments": {"text": "dev"}}, timeout=120)
         assert shout["result"]["content"][0]["text"] == "DEV!"
 
-        edit(source / "app.js", "  shout: {", "  yell: {")
+        edit(source / "app.js", '.tool("shout",', '.tool("yell",')
         changed = host.read(600)
         assert changed["method"] == "notifications/tools/list_changed"
         yell = host.request("tools/call", {"name": "yell", "arguments": {"text": "dev"}}, timeout=120)
@@ -88,6 +89,14 @@ def test_dev_rebuilds_a_javascript_plugin_with_componentize_js(tmp_path, host_en
     finally:
         log = host.close()
     assert "built shout-dev" in log
+
+
+def test_the_examples_carry_the_helpers_as_shipped():
+    """The Python and JavaScript examples use copies of the helpers, as
+    `wasm-mcp new` writes them; the copies must not drift."""
+    for example, helper in [("wordcount-python/wasm_mcp.py", "sdk-python/wasm_mcp.py"),
+                            ("shout-js/wasm-mcp.js", "sdk-js/wasm-mcp.js")]:
+        assert (ROOT / "plugins" / example).read_text() == (ROOT / helper).read_text(), example
 
 
 def test_wit_prints_the_contract_the_sdk_carries():
@@ -154,5 +163,32 @@ def test_new_writes_a_c_and_a_go_plugin_that_build_and_serve(tmp_path, host_env)
             greet = host.request("tools/call", {"name": tool, "arguments": {"name": who}}, timeout=120)
             assert greet["result"]["content"][0]["text"] == f"Hello, {who}!", greet
         assert tools["new-go.greet"]["inputSchema"]["required"] == ["name"]
+    finally:
+        host.close()
+
+
+def test_a_plugin_whose_first_build_fails_is_listed_as_failing_until_it_builds(tmp_path, host_env):
+    source = tmp_path / "shout-dev"
+    source.mkdir()
+    good = (ROOT / "plugins" / "shout-js" / "app.js").read_text()
+    shutil.copy(ROOT / "sdk-js" / "wasm-mcp.js", source / "wasm-mcp.js")
+    (source / "app.js").write_text(good.replace("export const tools = plugin.tools;", "export const tools = {{;"))
+    tools = ROOT / "plugins" / "shout-js" / "node_modules" / ".bin"
+    env = dict(host_env, PATH=f"{tools}:{host_env['PATH']}")
+    host = RawHost(None, env, ["dev", str(source)])
+    try:
+        instructions = host.initialize(timeout=600)["result"]["instructions"]
+        assert "plugin shout-dev did not build; it is not served until it builds" in instructions
+        assert "componentize-js failed" in instructions, instructions
+        assert host.request("tools/list")["result"]["tools"] == []
+
+        (source / "app.js").write_text(good)
+        changed = host.read(600)
+        assert changed["method"] == "notifications/tools/list_changed"
+        shout = host.request("tools/call", {"name": "shout", "arguments": {"text": "dev"}}, timeout=120)
+        assert shout["result"]["content"][0]["text"] == "DEV!"
+        # Built now: the notice is gone from what a new client is told.
+        discovered = host.request("server/discover", {"_meta": modern_meta()}, timeout=30)
+        assert "did not build" not in discovered["result"].get("instructions", ""), discovered
     finally:
         host.close()
