@@ -153,3 +153,61 @@ def test_a_plain_component_reloads_like_any_plugin(host):
         assert time.monotonic() < deadline, "the new plain plugin was not loaded"
         time.sleep(0.2)
     assert any(m.get("method") == "notifications/tools/list_changed" for m in host.pending)
+
+
+def hostile_wit(functions: int) -> str:
+    """A world whose few types expand to large schemas when every function
+    reuses them, plus a type nested too deep and one too large."""
+    lines = ["package test:hostile;", "", "world hostile {", "    record r0 { a: u8 }"]
+    for level in (1, 2):
+        fields = ", ".join(f"f{i}: r{level - 1}" for i in range(10))
+        lines.append(f"    record r{level} {{ {fields} }}")
+    lines.append("    record huge { " + ", ".join(f"f{i}: r2" for i in range(20)) + " }")
+    lines.append("    record d0 { a: u8 }")
+    for level in range(1, 40):
+        lines.append(f"    record d{level} {{ a: d{level - 1} }}")
+    lines.append("    export deep: func(x: d39);")
+    lines.append("    export too-large: func(x: huge);")
+    lines.extend(f"    export big{i}: func(x: r2) -> r2;" for i in range(functions))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def test_hostile_type_shapes_are_bounded(tmp_path, cache_dir):
+    """A small component whose functions all reuse one large type, one type
+    nested 40 deep and one that expands past the node limit: the deep and
+    the large are left out, and the listing stops at the result limit."""
+    import subprocess
+
+    from conftest import ROOT
+
+    wasm_tools = ROOT / ".cache" / "venv" / "bin" / "wasm-tools"
+    (tmp_path / "hostile.wit").write_text(hostile_wit(2000))
+    core, component = tmp_path / "core.wasm", tmp_path / "plugins" / "hostile.wasm"
+    component.parent.mkdir()
+    subprocess.run([wasm_tools, "component", "embed", "--dummy", tmp_path / "hostile.wit", "-o", core], check=True)
+    subprocess.run([wasm_tools, "component", "new", core, "-o", component], check=True)
+    assert component.stat().st_size < 2 << 20
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n\n[plugins.hostile.limits]\nmax_result_mb = 1\n')
+    env = dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="info", XDG_STATE_HOME=str(tmp_path / "state"))
+    host = RawHost(component.parent, env)
+    try:
+        host.initialize(timeout=120)
+        peak = Peak(host)
+        names, cursor = [], None
+        while True:
+            page = host.request("tools/list", {"cursor": cursor} if cursor else {}, timeout=60)["result"]
+            names += [t["name"] for t in page["tools"]]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        assert "deep" not in names and "too-large" not in names
+        assert "big0" in names and 10 < len(names) < 2000, len(names)
+        assert peak.stop() < 500 * MIB
+    finally:
+        log = host.close()
+    assert "nested deeper than 32 levels" in log
+    assert "more than 4096 schema nodes" in log
+    assert "not served as a tool: the plugin's tools are already near 1048576 bytes" in log
+    assert "functions in all are not served as tools" in log

@@ -185,8 +185,11 @@ impl LoadedPlugin {
         })?;
         let mut functions = ExportedFunctions::find(&component);
         if functions.is_empty() {
-            let max = grants.limits.max_result_items;
-            let plain = PlainTools::find(&component, &tier.engine, bytes, &name, max);
+            let limits = (
+                grants.limits.max_result_items,
+                grants.limits.max_result_bytes,
+            );
+            let plain = PlainTools::find(&component, &tier.engine, bytes, &name, limits);
             functions.plain = (!plain.is_empty()).then_some(plain);
         }
         if functions.is_empty() {

@@ -14,6 +14,7 @@ mod value;
 
 use crate::runtime::bindings::exports::wasm_mcp::plugin::tools;
 use crate::runtime::bindings::wasm_mcp::plugin::types;
+use crate::runtime::lift::OverBudget;
 use docs::Docs;
 use schema::{SchemaWriter, Unsupported};
 use serde_json::{json, Value};
@@ -22,6 +23,9 @@ use value::{Json, Lowering};
 use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
 use wasmtime::component::{Component, ComponentExportIndex, Instance, Val};
 use wasmtime::{Engine, Store};
+
+/// The most functions left out that are logged one by one at load.
+const MAX_LOGGED: usize = 16;
 
 /// One exported function, served as a tool.
 struct Function {
@@ -48,37 +52,45 @@ pub enum PlainError {
 }
 
 impl PlainTools {
-    /// The component's exported functions that have a JSON form, at most
-    /// `max` of them; each one left out is logged with the reason.
+    /// The component's exported functions that have a JSON form: at most
+    /// `max_tools` of them, whose descriptions and schemas take at most
+    /// `max_bytes` (as a contract plugin's listing; a small component could
+    /// otherwise describe huge schemas by reusing one type everywhere).
+    /// Each function left out is logged with the reason.
     pub fn find(
         component: &Component,
         engine: &Engine,
         bytes: &[u8],
         plugin: &str,
-        max: usize,
+        (max_tools, max_bytes): (usize, usize),
     ) -> Self {
         let docs = Docs::read(bytes);
         let mut functions = Vec::new();
+        let mut listed_bytes = 0usize;
+        let mut left_out = 0usize;
+        let mut leave_out = |function: &str, why: &dyn std::fmt::Display| {
+            left_out += 1;
+            if left_out <= MAX_LOGGED {
+                tracing::warn!(plugin, function, "not served as a tool: {why}");
+            }
+        };
         let mut add =
             |tool_name: String, interface: Option<&str>, name: &str, func: ComponentFunc, index| {
-                if functions.len() >= max {
-                    tracing::warn!(
-                        plugin,
-                        function = tool_name,
-                        "left out: the plugin already has {max} tools"
-                    );
-                    return;
+                if functions.len() >= max_tools {
+                    let why = format!("the plugin already has {max_tools} tools");
+                    return leave_out(&tool_name, &why);
                 }
-                match Function::new(
-                    tool_name.clone(),
-                    func,
-                    index,
-                    docs.function(interface, name),
-                ) {
-                    Ok(function) => functions.push(function),
-                    Err(why) => {
-                        tracing::warn!(plugin, function = tool_name, "not served as a tool: {why}")
+                let description = docs.function(interface, name);
+                match Function::new(tool_name.clone(), func, index, description) {
+                    Ok(function) if listed_bytes + function.listed_bytes() > max_bytes => {
+                        let why = format!("the plugin's tools are already near {max_bytes} bytes");
+                        leave_out(&tool_name, &why);
                     }
+                    Ok(function) => {
+                        listed_bytes += function.listed_bytes();
+                        functions.push(function);
+                    }
+                    Err(why) => leave_out(&tool_name, &why),
                 }
             };
         for (name, item) in component.component_type().exports(engine) {
@@ -113,6 +125,12 @@ impl PlainTools {
                 }
                 _ => {}
             }
+        }
+        if left_out > MAX_LOGGED {
+            tracing::warn!(
+                plugin,
+                "{left_out} functions in all are not served as tools"
+            );
         }
         PlainTools { functions }
     }
@@ -151,10 +169,10 @@ impl PlainTools {
             .ok_or_else(|| wasmtime::format_err!("the function `{name}` is not exported"))?;
         let mut results = vec![Val::Bool(false); usize::from(function.result.is_some())];
         func.call_async(&mut *store, &params, &mut results).await?;
-        match result(results.pop(), max_result_bytes) {
-            Ok(result) => Ok(Ok(result)),
-            Err(e) => Err(wasmtime::Error::new(e)),
-        }
+        // Over the limit is an error of the call, as for contract plugins.
+        result(results.pop(), max_result_bytes)
+            .map(Ok)
+            .map_err(|e| wasmtime::Error::new(OverBudget(e.to_string())))
     }
 }
 
@@ -207,6 +225,15 @@ impl Function {
             params,
             result,
         })
+    }
+
+    /// The bytes of its listing's texts.
+    fn listed_bytes(&self) -> usize {
+        let tool = &self.tool;
+        tool.name.len()
+            + tool.description.as_ref().map_or(0, String::len)
+            + tool.input_schema.len()
+            + tool.output_schema.as_ref().map_or(0, String::len)
     }
 
     /// The JSON arguments as the parameters' values, in order.
