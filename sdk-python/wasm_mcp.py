@@ -17,7 +17,9 @@ prompts, and this module writes the contract's records for them.
     Tools = plugin.Tools
 
 Build with componentize-py against the world that covers what the module
-exports (`wasm-mcp dev` picks it: `tools-plugin` here). A tool's input
+exports (`wasm-mcp dev` picks it: `tools-plugin` here; export `Resources`,
+`Prompts` and `Completions` the same way when the module has them). A
+resource template's `{name}` matches one path segment. A tool's input
 schema comes from its parameters' type hints (str, int, float, bool, list,
 dict, Optional; a parameter with a default is optional), its description
 and the parameters' descriptions from its docstring. A tool returns a str
@@ -28,6 +30,8 @@ exception becomes a tool error with its message.
 import importlib
 import inspect
 import json
+import re
+import urllib.parse
 import types as _pytypes
 import typing
 
@@ -48,6 +52,32 @@ def _exported(interface: str):
 tools = _exported("tools")
 resources = _exported("resources")
 prompts = _exported("prompts")
+completions = _exported("completions")
+
+# The most suggestions the host passes on.
+MAX_COMPLETIONS = 100
+
+
+def _template_matcher(uri_template: str):
+    """A function from a URI to the template's variables (or None): each
+    `{name}` matches one path segment."""
+    names: list[str] = []
+
+    def part(found: re.Match) -> str:
+        if found.group(1) is None:
+            return re.escape(found.group(0))
+        names.append(found.group(1))
+        return "([^/]+)"
+
+    pattern = re.compile(re.sub(r"\{([^}]+)\}|[^{]+", part, uri_template) + r"\Z")
+
+    def match(uri: str):
+        found = pattern.match(uri)
+        if found is None:
+            return None
+        return {name: urllib.parse.unquote(value) for name, value in zip(names, found.groups())}
+
+    return match
 
 __all__ = ["Plugin", "text"]
 
@@ -137,19 +167,22 @@ def _require(bindings, interface: str) -> None:
 
 
 class Plugin:
-    """The tools, resources and prompts of one plugin. Decorate functions
-    with `tool`, `resource` and `prompt`, then export the classes the
-    module offers: `Tools = plugin.Tools`, `Resources = plugin.Resources`,
-    `Prompts = plugin.Prompts`."""
+    """The tools, resources, prompts and completions of one plugin.
+    Decorate functions with `tool`, `resource`, `template`, `prompt` and
+    `complete`, then export the classes the module offers: `Tools =
+    plugin.Tools`, `Resources = plugin.Resources`, `Prompts =
+    plugin.Prompts`, `Completions = plugin.Completions`."""
 
     def __init__(self):
         self._tools = {}
         self._resources = {}
+        self._templates = []
         self._prompts = {}
+        self._completers = {}
         plugin = self
 
         # Only the classes of the interfaces the world exports exist.
-        self.Tools = self.Resources = self.Prompts = None
+        self.Tools = self.Resources = self.Prompts = self.Completions = None
         if tools is not None:
             class _Tools(exports.Tools):
                 def list_tools(self) -> list[tools.Tool]:
@@ -173,13 +206,20 @@ class Plugin:
                     return [entry for entry, _ in plugin._resources.values()]
 
                 def list_resource_templates(self) -> list[resources.ResourceTemplate]:
-                    return []
+                    return [entry for entry, _, _ in plugin._templates]
 
                 def read_resource(self, uri: str) -> list[types.ResourceContents]:
-                    if uri not in plugin._resources:
-                        raise Err(types.Error_NotFound(f"no resource {uri}"))
-                    entry, func = plugin._resources[uri]
-                    body = func()
+                    if uri in plugin._resources:
+                        entry, func = plugin._resources[uri]
+                        body = func()
+                    else:
+                        for entry, match, func in plugin._templates:
+                            variables = match(uri)
+                            if variables is not None:
+                                body = func(**variables)
+                                break
+                        else:
+                            raise Err(types.Error_NotFound(f"no resource {uri}"))
                     body = types.ResourceBody_Blob(body) if isinstance(body, bytes) else types.ResourceBody_Text(body)
                     return [types.ResourceContents(uri=uri, mime_type=entry.mime_type, body=body, meta=None)]
             self.Resources = _Resources
@@ -201,6 +241,20 @@ class Plugin:
                         meta=None,
                     )
             self.Prompts = _Prompts
+
+        if completions is not None:
+            class _Completions(exports.Completions):
+                def complete(self, request: completions.CompletionRequest) -> completions.Completion:
+                    kind = "prompt" if isinstance(request.reference, completions.Reference_Prompt) \
+                        else "resource-template"
+                    key = (kind, request.reference.value, request.argument_name)
+                    suggest = plugin._completers.get(key)
+                    if suggest is None:
+                        return completions.Completion(values=[], total=None, has_more=False)
+                    values = [str(v) for v in suggest(request.argument_value, dict(request.context_arguments))]
+                    return completions.Completion(values=values[:MAX_COMPLETIONS], total=len(values),
+                                                  has_more=len(values) > MAX_COMPLETIONS)
+            self.Completions = _Completions
 
     def tool(self, func=None, *, name: str | None = None, description: str | None = None):
         """Makes `func` a tool (`@plugin.tool` or `@plugin.tool(name=...)`)."""
@@ -237,6 +291,38 @@ class Plugin:
                 mime_type=mime_type, size=None, annotations=None, icons=[], meta=None,
             )
             self._resources[uri] = (entry, func)
+            return func
+
+        return register
+
+    def template(self, uri_template: str, *, name: str | None = None, mime_type: str | None = "text/plain"):
+        """Makes `func(**variables)` (returning str, or bytes) the resources
+        matching `uri_template` (`notes://note/{id}` calls `func(id=...)`)."""
+        _require(resources, "resources")
+
+        def register(func):
+            doc, _ = _doc(func)
+            entry = resources.ResourceTemplate(
+                uri_template=uri_template, name=name or func.__name__, title=None, description=doc,
+                mime_type=mime_type, annotations=None, icons=[], meta=None,
+            )
+            self._templates.append((entry, _template_matcher(uri_template), func))
+            return func
+
+        return register
+
+    def complete(self, *, argument: str, prompt: str | None = None, template: str | None = None):
+        """Makes `func(typed, context)` suggest values for `argument` of
+        `prompt`, or for the variable `argument` of the resource template
+        `template`: it gets what the user typed and the other arguments by
+        name, and returns the suggestions, best first."""
+        _require(completions, "completions")
+        if (prompt is None) == (template is None):
+            raise ValueError("complete needs one of prompt= or template=")
+        key = ("prompt", prompt, argument) if prompt is not None else ("resource-template", template, argument)
+
+        def register(func):
+            self._completers[key] = func
             return func
 
         return register

@@ -11,11 +11,13 @@
 //   export const tools = plugin.tools;
 //
 // Build with componentize-js against the world that covers what the module
-// exports (`wasm-mcp dev` picks it: `tools-plugin` here). A tool's
-// arguments are JSON Schema properties; each is required unless it says
-// `optional: true`. A tool returns a string (text) or anything JSON can
-// hold (text and structured content); a thrown error becomes a tool error
-// with its message.
+// exports (`wasm-mcp dev` picks it: `tools-plugin` here; export
+// `resources`, `prompts` and `completions` the same way when the module
+// has them). A tool's arguments are JSON Schema properties; each is
+// required unless it says `optional: true`. A tool returns a string (text)
+// or anything JSON can hold (text and structured content); a thrown error
+// becomes a tool error with its message. A resource template's `{name}`
+// matches one path segment (up to the next `/`).
 
 function text(value) {
   return { tag: "text", val: { text: value } };
@@ -45,11 +47,41 @@ function toolResult(value) {
   return { content: [text(encoded)], structuredContent: structured ? encoded : undefined, isError: false };
 }
 
-/** The tools, resources and prompts of one plugin. */
+/** A matcher for a URI template: `{name}` is one path segment. */
+function templateMatcher(uriTemplate) {
+  const names = [];
+  const pattern = uriTemplate.replace(/\{([^}]+)\}|[^{]+/g, (part, name) => {
+    if (name === undefined) return part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    names.push(name);
+    return "([^/]+)";
+  });
+  const regex = new RegExp(`^${pattern}$`);
+  return (uri) => {
+    const found = regex.exec(uri);
+    if (!found) return undefined;
+    return Object.fromEntries(names.map((name, i) => [name, decoded(found[i + 1])]));
+  };
+}
+
+/** `%`-escapes decoded; a malformed escape is kept as it is. */
+function decoded(segment) {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/** The most suggestions the host passes on. */
+const MAX_COMPLETIONS = 100;
+
+/** The tools, resources, prompts and completions of one plugin. */
 export class Plugin {
   #tools = new Map();
   #resources = new Map();
+  #templates = [];
   #prompts = new Map();
+  #completers = new Map();
 
   /** Adds tool `name`: `run(args)` gets the arguments `args` describes. */
   tool(name, description, args, run) {
@@ -69,6 +101,27 @@ export class Plugin {
   /** Adds the resource at `uri`: `read()` returns its text (or bytes). */
   resource(uri, name, description, read, mimeType = "text/plain") {
     this.#resources.set(uri, { entry: { uri, name, description, mimeType, icons: [] }, read });
+    return this;
+  }
+
+  /** Adds the resources matching `uriTemplate` (`notes://note/{id}`):
+   * `read(vars, uri)` gets the template's variables by name. */
+  template(uriTemplate, name, description, read, mimeType = "text/plain") {
+    this.#templates.push({
+      entry: { uriTemplate, name, description, mimeType, icons: [] },
+      match: templateMatcher(uriTemplate),
+      read,
+    });
+    return this;
+  }
+
+  /** Suggests values for `argument` of prompt `prompt`, or of the variable
+   * `argument` of the resource template `{ template: uriTemplate }`:
+   * `suggest(typed, context)` gets what the user typed and the other
+   * arguments' values by name, and returns the suggestions, best first. */
+  complete(prompt, argument, suggest) {
+    const key = typeof prompt === "string" ? `prompt\n${prompt}` : `resource-template\n${prompt.template}`;
+    this.#completers.set(`${key}\n${argument}`, suggest);
     return this;
   }
 
@@ -105,13 +158,26 @@ export class Plugin {
   /** The `resources` interface. */
   get resources() {
     const resources = this.#resources;
+    const templates = this.#templates;
     return {
       listResources: () => [...resources.values()].map((r) => r.entry),
-      listResourceTemplates: () => [],
+      listResourceTemplates: () => templates.map((t) => t.entry),
       readResource(uri) {
-        const resource = resources.get(uri);
+        let resource = resources.get(uri);
+        let body;
+        if (resource) {
+          body = resource.read();
+        } else {
+          for (const template of templates) {
+            const vars = template.match(uri);
+            if (vars) {
+              resource = template;
+              body = template.read(vars, uri);
+              break;
+            }
+          }
+        }
         if (!resource) throw notFound(`no resource ${uri}`);
-        const body = resource.read();
         return [
           {
             uri,
@@ -137,6 +203,20 @@ export class Plugin {
           description: prompt.entry.description,
           messages: messages.map((m) => ({ role: "user", content: text(String(m)) })),
         };
+      },
+    };
+  }
+
+  /** The `completions` interface (the full `plugin` world). */
+  get completions() {
+    const completers = this.#completers;
+    return {
+      complete(request) {
+        const key = `${request.reference.tag}\n${request.reference.val}\n${request.argumentName}`;
+        const suggest = completers.get(key);
+        if (!suggest) return { values: [], hasMore: false };
+        const all = suggest(request.argumentValue, Object.fromEntries(request.contextArguments)).map(String);
+        return { values: all.slice(0, MAX_COMPLETIONS), total: all.length, hasMore: all.length > MAX_COMPLETIONS };
       },
     };
   }

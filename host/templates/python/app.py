@@ -1,4 +1,5 @@
-"""{{name}}: a wasm-mcp plugin in Python with a tool, a resource and a prompt.
+"""{{name}}: a wasm-mcp plugin in Python with a tool, a resource, a resource
+template, a prompt and completions for it.
 
 Built with componentize-py (see README.md); wasm_mcp.py turns the functions
 below into the contract's records.
@@ -25,6 +26,12 @@ def about() -> str:
     return "{{name}} was made with wasm-mcp new."
 
 
+@plugin.template("plugin://{{name}}/greeting/{who}")
+def greeting(who: str) -> str:
+    """A greeting for someone."""
+    return f"Hello, {who}!"
+
+
 @plugin.prompt
 def introduce(speaker: str, sentences: str = "2") -> str:
     """Asks for an introduction.
@@ -36,6 +43,13 @@ def introduce(speaker: str, sentences: str = "2") -> str:
     return f"Introduce {speaker} in {sentences} sentences."
 
 
+@plugin.complete(prompt="introduce", argument="speaker")
+def speakers(typed: str, context: dict) -> list[str]:
+    """Suggests speakers that start with what was typed."""
+    return [name for name in ("Ada", "Alan", "Grace") if name.startswith(typed)]
+
+
 Tools = plugin.Tools
 Resources = plugin.Resources
 Prompts = plugin.Prompts
+Completions = plugin.Completions
