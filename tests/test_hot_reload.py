@@ -359,3 +359,34 @@ def test_a_plugin_that_says_its_tools_changed_is_relisted(tmp_path, host_env):
         assert_quiet(host)
     finally:
         host.close()
+
+
+def test_a_plugin_that_does_not_load_is_listed_as_failing_until_it_does(tmp_path, host_env):
+    """Not silently absent: the instructions every client receives name the
+    plugin and why (without host paths), until a good file replaces it."""
+    (tmp_path / "broken.wasm").write_bytes(b"\0asm\x0d\0\x01\0 this is no component")
+    shutil.copy(PLUGINS / "hello.wasm", tmp_path / "hello.wasm")
+    host = RawHost(tmp_path, host_env)
+    try:
+        instructions = host.initialize(timeout=120)["result"]["instructions"]
+        assert "plugin broken did not load (it is not served)" in instructions, instructions
+        assert str(tmp_path) not in instructions
+
+        replace_atomically(tmp_path / "broken.wasm", (PLUGINS / "wordcount.wasm").read_bytes())
+        deadline = time.monotonic() + 60
+        while "word_count" not in [t["name"] for t in host.request("tools/list")["result"]["tools"]]:
+            assert time.monotonic() < deadline, "the fixed plugin was not loaded"
+            time.sleep(0.2)
+        discovered = host.request("server/discover", {"_meta": modern_meta()}, timeout=30)["result"]
+        assert "did not load" not in discovered.get("instructions", ""), discovered
+
+        replace_atomically(tmp_path / "broken.wasm", b"\0asm\x0d\0\x01\0 broken again")
+        deadline = time.monotonic() + 60
+        while True:
+            discovered = host.request("server/discover", {"_meta": modern_meta()}, timeout=30)["result"]
+            if "plugin broken did not load (the previous version keeps serving)" in discovered.get("instructions", ""):
+                break
+            assert time.monotonic() < deadline, discovered
+            time.sleep(0.2)
+    finally:
+        host.close()

@@ -327,10 +327,8 @@ async fn dev(
                     "wasm-mcp dev: {} did not build; it is served once it does: {e:#}",
                     source.name
                 );
-                notices.set(
-                    &source.name,
-                    Some(build_notice(&source.name, &format!("{e:#}"), false)),
-                );
+                let notice = build_notice(&source.name, &format!("{e:#}"), false);
+                notices.set(&build_notice_key(&source.name), Some(notice));
                 built.push(false);
             }
         }
@@ -348,12 +346,12 @@ async fn dev(
             let built = move |plugin: &str, outcome: Result<(), String>| match outcome {
                 Ok(()) => {
                     built_before.store(true, std::sync::atomic::Ordering::Relaxed);
-                    notices.set(plugin, None);
+                    notices.set(&build_notice_key(plugin), None);
                 }
                 Err(why) => {
                     let serving = built_before.load(std::sync::atomic::Ordering::Relaxed);
                     let notice = build_notice(plugin, &why, serving);
-                    notices.set(plugin, Some(notice.clone()));
+                    notices.set(&build_notice_key(plugin), Some(notice.clone()));
                     if let Some(server) = served.get() {
                         server.log_error("dev", notice.clone(), notice);
                     }
@@ -373,6 +371,11 @@ async fn dev(
         notices,
     )
     .await
+}
+
+/// The key of a plugin's notice that it did not build.
+fn build_notice_key(plugin: &str) -> String {
+    format!("build:{plugin}")
 }
 
 /// What clients are told of a plugin that did not build: whether an
@@ -422,7 +425,10 @@ async fn serve_folder(
     } else {
         None
     };
-    registry.load_dir(&dir).await?;
+    for (plugin, why) in registry.load_dir(&dir).await? {
+        let notice = format!("plugin {plugin} did not load (it is not served): {why}");
+        notices.set(&wasm_mcp::reload::load_notice_key(&plugin), Some(notice));
+    }
     let options = ServerOptions {
         instructions: config.server.instructions.clone(),
         page_size: config.server.page_size,

@@ -135,8 +135,9 @@ impl Registry {
     }
 
     /// Loads every `*.wasm` in `dir` (concurrently) and installs the merged
-    /// catalogue. A file that fails to load is logged and skipped.
-    pub async fn load_dir(self: &Arc<Self>, dir: &Path) -> Result<Change> {
+    /// catalogue. A file that fails to load is logged, skipped and returned
+    /// (plugin name, innermost cause: no host paths).
+    pub async fn load_dir(self: &Arc<Self>, dir: &Path) -> Result<Vec<(String, String)>> {
         let folder = dir.to_owned();
         let files = tokio::task::spawn_blocking(move || wasm_files(&folder)).await??;
         let mut tasks = tokio::task::JoinSet::new();
@@ -145,6 +146,7 @@ impl Registry {
             tasks.spawn(async move { (this.load_file(&path).await, path) });
         }
         let mut entries = Vec::new();
+        let mut failed = Vec::new();
         while let Some(joined) = tasks.join_next().await {
             match joined? {
                 (Ok(entry), path) => {
@@ -152,11 +154,15 @@ impl Registry {
                     entries.push(entry);
                 }
                 (Err(e), path) => {
-                    tracing::error!(path = %path.display(), "plugin not loaded: {e:#}")
+                    tracing::error!(path = %path.display(), "plugin not loaded: {e:#}");
+                    if let Ok(name) = plugin_name(&path) {
+                        failed.push((name, e.root_cause().to_string()));
+                    }
                 }
             }
         }
-        Ok(self.update(|_| entries))
+        self.update(|_| entries);
+        Ok(failed)
     }
 
     /// Brings the plugin of one `*.wasm` path up to date with the file:

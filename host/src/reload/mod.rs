@@ -92,6 +92,11 @@ impl FolderWatch {
     }
 }
 
+/// The key of a plugin's notice that its file did not load.
+pub fn load_notice_key(plugin: &str) -> String {
+    format!("load:{plugin}")
+}
+
 /// Brings one plugin up to date with its file and announces the change.
 pub async fn reload(server: &Server, path: &Path) {
     let name = match plugin_name(path) {
@@ -102,14 +107,25 @@ pub async fn reload(server: &Server, path: &Path) {
         }
     };
     let had_it = server.registry().catalogue().plugin(&name).is_some();
+    let notice = load_notice_key(&name);
     match server.registry().reload_file(path).await {
-        Ok(reload) => server.announce_reload(&name, &reload),
+        Ok(reload) => {
+            server.notices().set(&notice, None);
+            server.announce_reload(&name, &reload)
+        }
         Err(e) => {
             let consequence = if had_it {
                 "the previous version keeps serving"
             } else {
                 "it is not served"
             };
+            server.notices().set(
+                &notice,
+                Some(format!(
+                    "plugin {name} did not load ({consequence}): {}",
+                    e.root_cause()
+                )),
+            );
             // The outer errors name host paths: the log has them; clients
             // get the innermost cause, which does not.
             server.log_error(

@@ -224,6 +224,11 @@ impl Server {
         self.events.subscribe()
     }
 
+    /// What clients are told of plugins not served as their files stand.
+    pub fn notices(&self) -> &Notices {
+        &self.options.notices
+    }
+
     /// `instructions`: the configured ones, then the plugins' notices.
     fn instructions(&self) -> Option<String> {
         let base = self.options.instructions.as_deref();

@@ -1,7 +1,9 @@
-//! Plugins that are not served as their sources stand (under `dev`, a
-//! build that failed), told to every client in the `instructions` of
-//! `initialize` and `server/discover`, so a plugin that never built is
-//! listed as failing instead of silently absent.
+//! Plugins that are not served as their files or sources stand (a file
+//! that did not load; under `dev`, a build that failed), told to every
+//! client in the `instructions` of `initialize` and `server/discover`, so
+//! a failing plugin is listed as failing instead of silently absent.
+//! Notices are keyed by what failed and the plugin (`load:NAME`,
+//! `build:NAME`), so each kind is set and cleared on its own.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
