@@ -166,6 +166,7 @@ def hostile_wit(functions: int) -> str:
     lines.append("    record d0 { a: u8 }")
     for level in range(1, 40):
         lines.append(f"    record d{level} {{ a: d{level - 1} }}")
+    lines.append("    export calc: interface { add: func(a: s32, b: s32) -> s32; }")
     lines.append("    export deep: func(x: d39);")
     lines.append("    export too-large: func(x: huge);")
     lines.extend(f"    export big{i}: func(x: r2) -> r2;" for i in range(functions))
@@ -204,6 +205,7 @@ def test_hostile_type_shapes_are_bounded(tmp_path, cache_dir):
                 break
         assert "deep" not in names and "too-large" not in names
         assert "big0" in names and 10 < len(names) < 2000, len(names)
+        assert "calc.add" in names, "a function of an exported interface is `interface.function`"
         assert peak.stop() < 500 * MIB
     finally:
         log = host.close()
