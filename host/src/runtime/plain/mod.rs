@@ -292,6 +292,10 @@ fn result(value: Option<Val>, max_bytes: usize) -> Result<tools::CallResult, Pla
         Val::String(s) => s,
         _ => json,
     };
+    // The value goes out twice (text and structured content): both count.
+    if text.len() + structured.len() > max_bytes {
+        return Err(PlainError::TooLarge(max_bytes));
+    }
     Ok(call_result(content(text), Some(structured), false))
 }
 
