@@ -8,26 +8,37 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-/// The most plugins with a notice; `dev` has one per source folder given
-/// on its command line, far fewer.
-pub const MAX_NOTICES: usize = 256;
+/// The most notices kept (each at most [`MAX_NOTICE_BYTES`]); more failing
+/// plugins are only logged, so the instructions stay small.
+pub const MAX_NOTICES: usize = 16;
 
-/// One notice per plugin, in plugin-name order.
+/// The longest notice kept; a longer one is cut.
+pub const MAX_NOTICE_BYTES: usize = 10 << 10;
+
+/// One notice per key, in key order.
 #[derive(Debug, Default)]
 pub struct Notices(Mutex<BTreeMap<String, String>>);
 
 impl Notices {
-    /// Sets plugin `plugin`'s notice (`Some`), or clears it (`None`). Past
-    /// [`MAX_NOTICES`] plugins, a new one is not recorded.
-    pub fn set(&self, plugin: &str, notice: Option<String>) {
+    /// Sets the notice `key` (`load:NAME`, `build:NAME`), or clears it
+    /// (`None`). Past [`MAX_NOTICES`], a new key is not recorded.
+    pub fn set(&self, key: &str, notice: Option<String>) {
         let mut notices = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match notice {
-            Some(text) if notices.len() < MAX_NOTICES || notices.contains_key(plugin) => {
-                notices.insert(plugin.to_owned(), text);
+            Some(mut text) if notices.len() < MAX_NOTICES || notices.contains_key(key) => {
+                if text.len() > MAX_NOTICE_BYTES {
+                    let mut end = MAX_NOTICE_BYTES;
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    text.truncate(end);
+                    text.push('…');
+                }
+                notices.insert(key.to_owned(), text);
             }
             Some(_) => {}
             None => {
-                notices.remove(plugin);
+                notices.remove(key);
             }
         }
     }
