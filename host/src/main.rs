@@ -10,7 +10,7 @@ use wasm_mcp::registry::Registry;
 use wasm_mcp::reload::FolderWatch;
 use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
 use wasm_mcp::server::tasks::TaskOptions;
-use wasm_mcp::server::{Notices, Server, ServerOptions};
+use wasm_mcp::server::{build_notice_key, load_notice_key, Notices, Server, ServerOptions};
 
 /// An MCP server whose tools, resources and prompts are sandboxed
 /// WebAssembly components.
@@ -373,11 +373,6 @@ async fn dev(
     .await
 }
 
-/// The key of a plugin's notice that it did not build.
-fn build_notice_key(plugin: &str) -> String {
-    format!("build:{plugin}")
-}
-
 /// What clients are told of a plugin that did not build: whether an
 /// earlier build still serves, and the end of the compiler's output.
 fn build_notice(plugin: &str, why: &str, serving: bool) -> String {
@@ -427,7 +422,7 @@ async fn serve_folder(
     };
     for (plugin, why) in registry.load_dir(&dir).await? {
         let notice = format!("plugin {plugin} did not load (it is not served): {why}");
-        notices.set(&wasm_mcp::reload::load_notice_key(&plugin), Some(notice));
+        notices.set(&load_notice_key(&plugin), Some(notice));
     }
     let options = ServerOptions {
         instructions: config.server.instructions.clone(),

@@ -92,11 +92,6 @@ impl FolderWatch {
     }
 }
 
-/// The key of a plugin's notice that its file did not load.
-pub fn load_notice_key(plugin: &str) -> String {
-    format!("load:{plugin}")
-}
-
 /// Brings one plugin up to date with its file and announces the change.
 pub async fn reload(server: &Server, path: &Path) {
     let name = match plugin_name(path) {
@@ -107,7 +102,7 @@ pub async fn reload(server: &Server, path: &Path) {
         }
     };
     let had_it = server.registry().catalogue().plugin(&name).is_some();
-    let notice = load_notice_key(&name);
+    let notice = crate::server::load_notice_key(&name);
     match server.registry().reload_file(path).await {
         Ok(reload) => {
             server.notices().set(&notice, None);

@@ -699,6 +699,8 @@ fn shape_result(server: &Server, era: &Era, method: &str, mut result: Value) -> 
 
 pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
 pub use notices::Notices;
+/// Notice keys.
+pub use notices::{build_key as build_notice_key, load_key as load_notice_key};
 pub use outbox::{Outbox, OutboxReceiver};
 pub use session::all_versions;
 pub use waiting::DEFAULT_MAX_WAITING_PER_PRINCIPAL;

@@ -15,6 +15,16 @@ pub const MAX_NOTICES: usize = 16;
 /// The longest notice kept; a longer one is cut.
 pub const MAX_NOTICE_BYTES: usize = 10 << 10;
 
+/// The key of plugin `plugin`'s notice that its file did not load.
+pub fn load_key(plugin: &str) -> String {
+    format!("load:{plugin}")
+}
+
+/// The key of plugin `plugin`'s notice that its sources did not build.
+pub fn build_key(plugin: &str) -> String {
+    format!("build:{plugin}")
+}
+
 /// One notice per key, in key order.
 #[derive(Debug, Default)]
 pub struct Notices(Mutex<BTreeMap<String, String>>);
