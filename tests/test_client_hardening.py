@@ -395,6 +395,17 @@ def initialize_session(host, capabilities=None):
     return session
 
 
+def early_answer(conn) -> str:
+    """What a call that should still be running answered, for a failure
+    message."""
+    try:
+        conn.sock.settimeout(5)
+        response = conn.getresponse()
+        return f"it answered {response.status}: {response.read()[:500]!r}"
+    except Exception as error:  # noqa: BLE001 - only describes a failure
+        return f"it did not answer ({error!r})"
+
+
 def start_call(host, session, id_, name, arguments):
     """POSTs a tools/call in the session without waiting for its answer."""
     conn = http.client.HTTPConnection(host.authority, timeout=30)
@@ -420,7 +431,8 @@ def test_a_call_whose_client_went_away_is_cancelled(conformance_folder, tmp_path
     # A call that has sent nothing yet: its client hangs up.
     session = initialize_session(host)
     conn = start_call(host, session, 5, "spin", {})
-    assert ping_until(host, session, 429) == 429, "the spinning call is in progress"
+    status = ping_until(host, session, 429)
+    assert status == 429, f"the spinning call is in progress; {early_answer(conn)}; host log: {host.log()[-3000:]}"
     conn.close()
     assert ping_until(host, session, 200) == 200, "the call of a client that hung up is cancelled"
 
