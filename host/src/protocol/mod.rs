@@ -2,13 +2,12 @@
 //! revisions with their negotiation. Knows nothing of transports or wasm.
 
 mod jsonrpc;
+mod method;
 mod version;
 
 pub use jsonrpc::{parse_message, ErrorCode, Incoming, RequestId, RpcError};
-pub use version::{
-    is_legacy, is_modern, negotiate_legacy, LATEST_LEGACY, LATEST_MODERN, LEGACY_VERSIONS,
-    MODERN_VERSIONS,
-};
+pub use method::{client, notification, Availability, Caching, Method};
+pub use version::{negotiate_handshake, Revision};
 
 /// An unguessable id for the wire (session ids, elicitation ids, parked
 /// calls): 128 bits from the operating system's secure random source, as hex.

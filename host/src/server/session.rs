@@ -2,7 +2,7 @@
 //! request: a `_meta` protocol version makes it stateless (2026-07-28).
 
 use super::convert::parse_log_level;
-use crate::protocol::{meta, ErrorCode, RpcError, LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::protocol::{meta, ErrorCode, Revision, RpcError};
 use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
@@ -13,7 +13,7 @@ use std::sync::Arc;
 #[derive(Debug, Default)]
 pub struct Session {
     /// The negotiated revision, once `initialize` was answered.
-    pub version: Option<&'static str>,
+    pub version: Option<Revision>,
     /// The client's declared capabilities.
     pub client_capabilities: Value,
     /// Whether `notifications/initialized` arrived.
@@ -34,7 +34,7 @@ pub enum Era {
     /// A handshake revision (or no session yet).
     Legacy {
         /// The negotiated revision, if the handshake happened.
-        version: Option<&'static str>,
+        version: Option<Revision>,
     },
     /// The stateless revision; everything comes from the request's `_meta`.
     Modern {
@@ -50,23 +50,22 @@ impl Era {
     }
 }
 
-/// Every revision this server speaks, newest first.
-pub fn all_versions() -> Vec<&'static str> {
-    MODERN_VERSIONS
-        .iter()
-        .rev()
-        .chain(LEGACY_VERSIONS.iter().rev())
-        .copied()
-        .collect()
+impl Era {
+    /// The revision a request of this era speaks: the stateless one, or
+    /// the negotiated one (`None` before the handshake).
+    pub fn revision(&self) -> Option<Revision> {
+        match self {
+            Era::Legacy { version } => *version,
+            Era::Modern { .. } => Some(Revision::LATEST_STATELESS),
+        }
+    }
 }
 
-/// The revisions offered: all, or the handshake ones only.
-pub fn offered_versions(handshake_only: bool) -> Vec<&'static str> {
-    let mut versions = all_versions();
-    if handshake_only {
-        versions.retain(|v| LEGACY_VERSIONS.contains(v));
-    }
-    versions
+/// The revisions offered, newest first: all, or the handshake ones only.
+pub fn offered_versions(handshake_only: bool) -> Vec<Revision> {
+    Revision::newest_first()
+        .filter(|r| !(handshake_only && r.is_stateless()))
+        .collect()
 }
 
 /// -32022, listing the revisions offered (`handshake_only`: the handshake
@@ -93,8 +92,11 @@ pub fn era_of(
         });
     };
     let request_meta = request_meta.expect("checked above");
-    let requested_text = requested.as_str().unwrap_or_default();
-    if handshake_only || !MODERN_VERSIONS.contains(&requested_text) {
+    let stateless = requested
+        .as_str()
+        .and_then(Revision::parse)
+        .is_some_and(Revision::is_stateless);
+    if handshake_only || !stateless {
         return Err(unsupported_version(requested, handshake_only));
     }
     let Some(client_capabilities) = request_meta.get(meta::CLIENT_CAPABILITIES) else {

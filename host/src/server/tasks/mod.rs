@@ -8,7 +8,6 @@
 //! is cancelled or expires (dropping the call stops the plugin and frees
 //! its instance).
 
-pub(in crate::server) mod methods;
 mod quota;
 mod store;
 mod wire;
@@ -16,7 +15,8 @@ mod wire;
 pub use quota::TaskQuotas;
 pub use store::{Record, Status, Wire};
 
-use super::mrtr::{Execution, Link, Outcome as CallOutcome, Round};
+use super::call::{Execution, Link, Round};
+use super::Outcome as CallOutcome;
 use super::{Outbox, ServerEvent};
 use crate::protocol::{random_id, RpcError};
 use serde_json::{Map, Value};
@@ -504,7 +504,7 @@ impl Tasks {
             let record = self.store().get(&live.id);
             if let Ok(Some(record)) = record {
                 home.notify(
-                    "notifications/tasks/status",
+                    crate::protocol::notification::TASK_STATUS,
                     Value::Object(self.summary(&record, Wire::V1)),
                 );
             }
@@ -603,7 +603,7 @@ fn take_answers(pending: &mut Pending, responses: Map<String, Value>) -> Result<
             continue;
         };
         let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-        if let Err(why) = super::input::check_response(method, &response) {
+        if let Err(why) = super::call::input::check_response(method, &response) {
             return Err(RpcError::invalid_params(format!(
                 "Invalid params: inputResponses.{key}: {why}"
             )));

@@ -7,7 +7,7 @@ use super::headers::{self, PROTOCOL_VERSION};
 use super::sessions::{self, HttpSession};
 use super::App;
 use crate::protocol::{
-    is_legacy, is_modern, meta, parse_message, ErrorCode, Incoming, RequestId, RpcError,
+    meta, parse_message, ErrorCode, Incoming, Method, RequestId, Revision, RpcError,
 };
 use crate::server::{Canceller, Connection, Outbox};
 use axum::body::Bytes;
@@ -87,10 +87,25 @@ fn status_of(message: &Value) -> StatusCode {
     if retry_after(message).is_some() {
         return StatusCode::TOO_MANY_REQUESTS;
     }
-    match message["error"]["code"].as_i64() {
-        Some(-32601) => StatusCode::NOT_FOUND,
-        Some(-32700 | -32600 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
-        _ => StatusCode::OK,
+    message["error"]["code"]
+        .as_i64()
+        .and_then(ErrorCode::from_code)
+        .map_or(StatusCode::OK, status_for)
+}
+
+/// The HTTP status of a stateless request's JSON-RPC error: the one place
+/// that maps the two.
+fn status_for(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::MethodNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::ParseError
+        | ErrorCode::InvalidRequest
+        | ErrorCode::HeaderMismatch
+        | ErrorCode::MissingRequiredClientCapability
+        | ErrorCode::UnsupportedProtocolVersion => StatusCode::BAD_REQUEST,
+        ErrorCode::InvalidParams | ErrorCode::InternalError | ErrorCode::ResourceNotFound => {
+            StatusCode::OK
+        }
     }
 }
 
@@ -177,7 +192,8 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
     };
     if let Some(version) = header_version {
-        let offered = is_legacy(version) || (is_modern(version) && app.server.offers_stateless());
+        let offered = Revision::parse(version)
+            .is_some_and(|r| !r.is_stateless() || app.server.offers_stateless());
         if !offered {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -193,7 +209,7 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
             .is_some(),
         _ => false,
     };
-    if body_is_modern || header_version.is_some_and(is_modern) {
+    if body_is_modern || header_version.is_some_and(is_stateless) {
         stateless(&app, &headers, principal, message, size).await
     } else {
         stateful(&app, &headers, principal, message, size).await
@@ -220,8 +236,8 @@ async fn stateless(
             )
         }
     };
-    let schema = match method.as_str() {
-        "tools/call" => params
+    let schema = match Method::parse(&method) {
+        Some(Method::CallTool) => params
             .get("name")
             .and_then(Value::as_str)
             .and_then(|name| app.server.tool_input_schema(name)),
@@ -409,7 +425,7 @@ async fn stateful(
         Ok(v) => v,
         Err(e) => return rpc_error(StatusCode::BAD_REQUEST, e, &id),
     };
-    let opens = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
+    let opens = matches!(&message, Incoming::Request { method, .. } if Method::parse(method) == Some(Method::Initialize));
     let (session, new) = match session_id {
         None if opens => match app.sessions.open(&app.server, principal) {
             Ok(session) => (session, true),
@@ -450,7 +466,7 @@ async fn stateful(
     let priming = session
         .conn
         .negotiated_version()
-        .is_some_and(|v| v >= "2025-11-25");
+        .is_some_and(Revision::has_handshake_tasks);
     let streaming = Streaming::Session {
         session: session.clone(),
         priming,
@@ -474,9 +490,11 @@ fn named_session(app: &App, headers: &HeaderMap) -> Result<Arc<HttpSession>, Box
     let principal = app.admit(headers)?;
     let version = headers::header(headers, PROTOCOL_VERSION).ok().flatten();
     let session_id = headers::header(headers, SESSION_ID).ok().flatten();
-    let Some(session_id) = session_id.filter(|_| !version.is_some_and(is_modern)) else {
-        return Err(Box::new(match version {
-            Some(v) if is_legacy(v) => bad_request(
+    let revision = version.and_then(Revision::parse);
+    let Some(session_id) = session_id.filter(|_| !revision.is_some_and(Revision::is_stateless))
+    else {
+        return Err(Box::new(match revision {
+            Some(r) if !r.is_stateless() => bad_request(
                 "Bad Request: the Mcp-Session-Id header is required",
                 &Value::Null,
             ),
@@ -530,4 +548,9 @@ pub(super) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> R
         }
         Err(answer) => *answer,
     }
+}
+
+/// Whether a version header names the stateless revision.
+fn is_stateless(version: &str) -> bool {
+    Revision::parse(version).is_some_and(Revision::is_stateless)
 }

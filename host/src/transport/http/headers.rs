@@ -77,12 +77,7 @@ pub fn validate(
         }
         Some(_) => {}
     }
-    let name_field = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    };
+    let name_field = crate::protocol::Method::parse(method).and_then(|m| m.name_param());
     if let Some(field) = name_field {
         let body = params
             .get(field)

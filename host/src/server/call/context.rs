@@ -2,12 +2,13 @@
 //! for the request, its cancellation, the plugin's change notices, and its
 //! questions to the client.
 
-use super::convert::{log_level_name, severity};
 use super::input::{self, Wanted};
-use super::mrtr::{Link, Rounds};
-use super::{Asker, Server, ServerEvent};
+use super::{Asker, Link, Rounds};
+use crate::protocol::notification;
 use crate::runtime::host_types::{Answer, InputError, ListKind, Question};
 use crate::runtime::{types::LogLevel, BoxFuture, CallContext};
+use crate::server::convert::{log_level_name, severity};
+use crate::server::{Server, ServerEvent};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -106,7 +107,7 @@ impl CallContext for RequestScope {
             .is_some_and(|min| severity(level) >= severity(min))
         {
             self.notify(
-                "notifications/message",
+                notification::MESSAGE,
                 json!({ "level": log_level_name(level), "logger": self.plugin, "data": message }),
             );
         }
@@ -123,7 +124,7 @@ impl CallContext for RequestScope {
         if let Some(message) = message {
             params["message"] = json!(message);
         }
-        self.notify("notifications/progress", params);
+        self.notify(notification::PROGRESS, params);
     }
 
     fn client_roots(&self) -> Option<Arc<Vec<PathBuf>>> {

@@ -1,12 +1,12 @@
 //! A plugin's questions to the client (elicitation, sampling, roots) as MCP
 //! requests, and the client's answers back as the contract's types.
 
-use super::convert;
 use crate::runtime::host_types::{
     Answer, ElicitationAction, ElicitationMode, ElicitationRequest, ElicitationResponse, Question,
     Root, SamplingRequest, SamplingResponse,
 };
 use crate::runtime::types;
+use crate::server::convert;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use serde_json::{json, Map, Value};

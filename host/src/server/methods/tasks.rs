@@ -3,15 +3,14 @@
 //! `tasks/update` and `tasks/cancel` for 2026-07-28 requests that declare
 //! the extension. Each wire answers the other's methods with -32601.
 
-use super::{Status, Wire};
-use crate::protocol::{meta, ErrorCode, RpcError};
-use crate::server::handlers::Request;
+use super::Request;
+use crate::protocol::{meta, ErrorCode, Method, RpcError};
 use crate::server::session::Era;
+use crate::server::tasks::{Record, Status, Wire};
+use crate::server::Outcome;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
-
-type Outcome = Result<Option<Value>, RpcError>;
 
 /// Whether a 2026-07-28 request declares the tasks extension.
 pub fn declares_tasks(params: &Map<String, Value>) -> bool {
@@ -35,32 +34,32 @@ pub fn missing_extension(what: &str) -> RpcError {
     .with_data(json!({ "requiredCapabilities": { "extensions": { meta::TASKS_EXTENSION: {} } } }))
 }
 
-/// Whether a session of `version` speaks the 2025-11-25 tasks wire.
-pub fn legacy_tasks(version: Option<&str>) -> bool {
-    version.is_some_and(|v| v >= "2025-11-25")
-}
-
 /// Serves a `tasks/*` request.
-pub(in crate::server) async fn handle(request: &Request<'_>, method: &str) -> Outcome {
+pub(super) async fn handle(request: &Request<'_>, method: Method) -> Outcome {
     let params = request.params;
+    let name = method.as_str();
     match request.era {
-        Era::Legacy { version } if legacy_tasks(*version) => match method {
-            "tasks/get" => get(request, Wire::V1),
-            "tasks/result" => result(request).await,
-            "tasks/list" => list(request),
-            "tasks/cancel" => cancel_v1(request),
-            _ => Err(RpcError::method_not_found(method)),
+        Era::Legacy {
+            version: Some(version),
+        } if version.has_handshake_tasks() => match method {
+            Method::GetTask => get(request, Wire::V1),
+            Method::TaskResult => result(request).await,
+            Method::ListTasks => list(request),
+            Method::CancelTask => cancel_v1(request),
+            _ => Err(RpcError::method_not_found(name)),
         },
         Era::Modern { .. } => match method {
-            "tasks/get" | "tasks/update" | "tasks/cancel" if !declares_tasks(params) => {
-                Err(missing_extension(method))
+            Method::GetTask | Method::UpdateTask | Method::CancelTask
+                if !declares_tasks(params) =>
+            {
+                Err(missing_extension(name))
             }
-            "tasks/get" => get(request, Wire::V2),
-            "tasks/update" => update(request).await,
-            "tasks/cancel" => cancel_v2(request),
-            _ => Err(RpcError::method_not_found(method)),
+            Method::GetTask => get(request, Wire::V2),
+            Method::UpdateTask => update(request).await,
+            Method::CancelTask => cancel_v2(request),
+            _ => Err(RpcError::method_not_found(name)),
         },
-        Era::Legacy { .. } => Err(RpcError::method_not_found(method)),
+        Era::Legacy { .. } => Err(RpcError::method_not_found(name)),
     }
 }
 
@@ -73,7 +72,7 @@ fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
 
 /// The task the request names, as its requester may see it (who thereby
 /// knows of it).
-fn record(request: &Request<'_>) -> Result<super::Record, RpcError> {
+fn record(request: &Request<'_>) -> Result<Record, RpcError> {
     let id = task_id(request.params)?;
     let record = lookup(request, id)?;
     request.conn.server.tasks.known(id);
@@ -81,7 +80,7 @@ fn record(request: &Request<'_>) -> Result<super::Record, RpcError> {
 }
 
 /// Task `id` as the requester may see it.
-fn lookup(request: &Request<'_>, id: &str) -> Result<super::Record, RpcError> {
+fn lookup(request: &Request<'_>, id: &str) -> Result<Record, RpcError> {
     request
         .conn
         .server

@@ -1,0 +1,118 @@
+//! Questions asked as requests to the client (handshake revisions, and
+//! 2025-11-25 tasks): sent on the call's stream, withdrawn unless answered.
+
+use super::Link;
+use crate::runtime::host_types::InputError;
+use crate::runtime::BoxFuture;
+use crate::server::Connection;
+use serde_json::{json, Value};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// Asks the client questions for one request: on that request's outbox
+/// (over HTTP, the SSE stream of the POST that made it).
+#[derive(Clone)]
+pub struct Asker {
+    pub(super) conn: Weak<Connection>,
+    pub(super) link: Arc<Link>,
+    pub(super) timeout: Duration,
+    /// Told when the call starts (`true`) and stops (`false`) waiting for an
+    /// answer: a task is `input_required` meanwhile.
+    pub(super) on_wait: Option<Arc<dyn Fn(bool) + Send + Sync>>,
+}
+
+/// Calls `on_wait(false)` when dropped.
+struct WaitingGuard(Option<Arc<dyn Fn(bool) + Send + Sync>>);
+
+impl Drop for WaitingGuard {
+    fn drop(&mut self) {
+        if let Some(on_wait) = &self.0 {
+            on_wait(false);
+        }
+    }
+}
+
+impl Asker {
+    /// Sends `method` and waits for the client's result, until `timeout`
+    /// or `cancelled`; then the client is told the request is cancelled.
+    pub async fn ask(
+        &self,
+        method: &str,
+        params: Value,
+        mut cancelled: BoxFuture<()>,
+    ) -> Result<Value, InputError> {
+        let _slot = {
+            let Some(conn) = self.conn.upgrade() else {
+                return Err(InputError::Cancelled);
+            };
+            conn.server
+                .waiting
+                .take(conn.principal.as_deref())
+                .map_err(InputError::Unsupported)?
+        };
+        if let Some(on_wait) = &self.on_wait {
+            on_wait(true);
+        }
+        let _waiting = WaitingGuard(self.on_wait.clone());
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        // A task's question waits for a stream to go on (its tasks/result).
+        let out = tokio::select! {
+            out = self.link.request_route() => out,
+            () = &mut deadline => return Err(InputError::Timeout),
+            () = &mut cancelled => return Err(InputError::Cancelled),
+        };
+        let Some(conn) = self.conn.upgrade() else {
+            return Err(InputError::Cancelled);
+        };
+        let (id, answer) = conn.ask(&out, method, self.link.tag(params));
+        drop(conn);
+        // Withdrawn unless answered, even when this future is dropped.
+        let mut pending = Withdraw {
+            asker: self,
+            id,
+            reason: Some("the request was cancelled"),
+        };
+        tokio::select! {
+            answer = answer => {
+                pending.reason = None;
+                match answer {
+                    Ok(Ok(result)) => Ok(result),
+                    Ok(Err(error)) => Err(InputError::ClientError(
+                        error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("the client answered with an error")
+                            .to_owned(),
+                    )),
+                    Err(_) => Err(InputError::Cancelled),
+                }
+            }
+            () = &mut deadline => {
+                pending.reason = Some("no answer in time");
+                Err(InputError::Timeout)
+            }
+            () = cancelled => Err(InputError::Cancelled),
+        }
+    }
+}
+
+/// Tells the client a question is withdrawn, unless it was answered.
+struct Withdraw<'a> {
+    asker: &'a Asker,
+    id: Value,
+    reason: Option<&'static str>,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        let Some(reason) = self.reason else { return };
+        if let Some(conn) = self.asker.conn.upgrade() {
+            conn.forget(&self.id);
+        }
+        self.asker.link.notify(
+            "notifications/cancelled",
+            json!({ "requestId": self.id, "reason": reason }),
+        );
+    }
+}

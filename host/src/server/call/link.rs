@@ -1,0 +1,129 @@
+//! Where a running call's messages go: the stream of the request serving
+//! it now (a parked call is re-linked to its retry; a 2025-11-25 task's
+//! to a `tasks/result` stream while one is open).
+
+use crate::server::Outbox;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// What a 2025-11-25 task's link knows of its client.
+#[derive(Default)]
+struct TaskClient {
+    /// The client asked about the task (`tasks/get`, `tasks/result`, ...).
+    knows: bool,
+    /// The `tasks/result` stream open now.
+    stream: Option<Outbox>,
+}
+
+/// Where a running call's notifications go and how it is cancelled; a
+/// resumed call is re-linked to the request that resumed it.
+pub struct Link {
+    /// The current request's outbox (a dead one while parked).
+    out: Mutex<Outbox>,
+    /// Cancels the call.
+    pub cancel: watch::Sender<bool>,
+    /// The 2025-11-25 task the call runs as: every message about it says so.
+    related_task: Option<String>,
+    /// For such a task, whether the client knows of it yet and the
+    /// `tasks/result` stream open now: its questions wait for either.
+    client: watch::Sender<TaskClient>,
+    /// Whether the call runs as a task (of either wire) now.
+    as_task: std::sync::atomic::AtomicBool,
+}
+
+impl Link {
+    /// A link to `out`, and the call's cancellation receiver.
+    pub fn new(out: Outbox) -> (Arc<Self>, watch::Receiver<bool>) {
+        Self::build(out, None)
+    }
+
+    /// A link for a call that runs as the 2025-11-25 task `task_id`.
+    pub fn for_task(out: Outbox, task_id: &str) -> (Arc<Self>, watch::Receiver<bool>) {
+        Self::build(out, Some(task_id.to_owned()))
+    }
+
+    fn build(out: Outbox, related_task: Option<String>) -> (Arc<Self>, watch::Receiver<bool>) {
+        let (cancel, cancelled) = watch::channel(false);
+        let link = Link {
+            client: watch::channel(TaskClient::default()).0,
+            as_task: (related_task.is_some()).into(),
+            out: Mutex::new(out),
+            cancel,
+            related_task,
+        };
+        (Arc::new(link), cancelled)
+    }
+
+    /// Where messages go now.
+    pub fn outbox(&self) -> Outbox {
+        self.out.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Sends messages to `out` from now on.
+    pub fn relink(&self, out: Outbox) {
+        *self.out.lock().unwrap_or_else(|p| p.into_inner()) = out;
+    }
+
+    /// Sends a task's messages to `out` (a `tasks/result` stream) until
+    /// [`Link::detach`].
+    pub fn attach(&self, out: Outbox) {
+        self.relink(out.clone());
+        self.client.send_modify(|c| {
+            c.knows = true;
+            c.stream = Some(out);
+        });
+    }
+
+    /// Sends a task's messages back to `home`.
+    pub fn detach(&self, home: Outbox) {
+        self.client.send_modify(|c| c.stream = None);
+        self.relink(home);
+    }
+
+    /// Notes that the client asked about the task (so it knows of it).
+    pub fn known(&self) {
+        self.client
+            .send_if_modified(|c| !std::mem::replace(&mut c.knows, true));
+    }
+
+    /// Where to send a request to the client. A 2025-11-25 task's request
+    /// waits until the client knows of the task (it asked about it), so it
+    /// can tell which task the request belongs to; then it goes to the
+    /// `tasks/result` stream open, else where messages go now.
+    pub async fn request_route(&self) -> Outbox {
+        if self.related_task.is_none() {
+            return self.outbox();
+        }
+        let mut client = self.client.subscribe();
+        let stream = client.wait_for(|c| c.knows).await.map(|c| c.stream.clone());
+        match stream {
+            Ok(stream) => stream.unwrap_or_else(|| self.outbox()),
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// `params` with the related-task `_meta` of a task's call.
+    pub fn tag(&self, mut params: Value) -> Value {
+        if let Some(task) = &self.related_task {
+            crate::protocol::meta::tag_related_task(&mut params, task);
+        }
+        params
+    }
+
+    /// Whether the call runs as a task now.
+    pub fn runs_as_task(&self) -> bool {
+        self.as_task.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Marks the call as running as a task from now on.
+    pub fn mark_task(&self) {
+        self.as_task
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Sends a notification about the call.
+    pub fn notify(&self, method: &str, params: Value) {
+        self.outbox().notify(method, self.tag(params));
+    }
+}

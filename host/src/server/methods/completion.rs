@@ -1,0 +1,80 @@
+//! `completion/complete`.
+
+use super::{clip, invalid, required_str, Request};
+use crate::protocol::ErrorCode;
+use crate::registry::Catalogue;
+use crate::runtime::completions;
+use crate::server::call;
+use crate::server::call::outcome::{failed_request, plugin_error};
+use crate::server::{convert, Outcome};
+use serde_json::{json, Value};
+
+/// `completion/complete`: suggestions for a prompt's or a resource
+/// template's argument, from the plugin that serves it.
+pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let params = request.params;
+    let reference = params
+        .get("ref")
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("Invalid params: \"ref\" must be an object"))?;
+    let argument = params
+        .get("argument")
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("Invalid params: \"argument\" must be an object"))?;
+    let argument_name = required_str(argument, "name")?.to_owned();
+    let argument_value = required_str(argument, "value")?.to_owned();
+    let context_arguments: Vec<(String, String)> = params
+        .get("context")
+        .and_then(|c| c.get("arguments"))
+        .and_then(Value::as_object)
+        .map(|args| {
+            args.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let (plugin, reference) = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => {
+            let name = required_str(reference, "name")?;
+            let entry = catalogue
+                .prompt(name)
+                .ok_or_else(|| invalid(format!("Unknown prompt: {}", clip(name))))?;
+            (
+                &entry.plugin,
+                completions::Reference::Prompt(entry.prompt.name.clone()),
+            )
+        }
+        Some("ref/resource") => {
+            let uri = required_str(reference, "uri")?;
+            let entry = catalogue
+                .template(uri)
+                .ok_or_else(|| invalid(format!("Unknown resource template: {}", clip(uri))))?;
+            (
+                &entry.plugin,
+                completions::Reference::ResourceTemplate(uri.to_owned()),
+            )
+        }
+        _ => {
+            return Err(invalid(
+                "Invalid params: \"ref.type\" must be \"ref/prompt\" or \"ref/resource\"",
+            ))
+        }
+    };
+    if !plugin.exports().completions {
+        return Ok(Some(
+            json!({ "completion": { "values": [], "hasMore": false } }),
+        ));
+    }
+    let asked = completions::CompletionRequest {
+        reference,
+        argument_name,
+        argument_value,
+        context_arguments,
+    };
+    let context = call::inline_context(request, plugin);
+    match plugin.complete(context, &asked).await {
+        Ok(Ok(completion)) => Ok(Some(convert::completion(&completion))),
+        Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+        Err(error) => failed_request(plugin, error),
+    }
+}

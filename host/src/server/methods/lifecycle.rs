@@ -1,0 +1,116 @@
+//! The lifecycle: `initialize`, `server/discover`, `ping` (answered in
+//! [`super::handle`]) and `logging/setLevel`, and what the server offers.
+
+use super::{invalid, required_str, Request};
+use crate::protocol::{meta, negotiate_handshake, ErrorCode, Revision, RpcError};
+use crate::registry::Catalogue;
+use crate::server::session::Era;
+use crate::server::{convert, Connection, Outcome};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// `server/discover`: the revisions, capabilities and identity.
+pub(super) fn discover(request: &Request<'_>, catalogue: &Catalogue) -> Value {
+    let server = &request.conn.server;
+    strip_nulls(json!({
+        "supportedVersions": Revision::newest_first().collect::<Vec<_>>(),
+        "capabilities": capabilities(catalogue, request.era),
+        "serverInfo": server.server_info(),
+        "instructions": server.instructions(),
+    }))
+}
+
+/// `logging/setLevel`: the lowest level the session hears.
+pub(super) fn set_level(request: &Request<'_>) -> Outcome {
+    let level = request
+        .params
+        .get("level")
+        .and_then(Value::as_str)
+        .and_then(convert::parse_log_level);
+    let level =
+        level.ok_or_else(|| invalid("Invalid params: \"level\" must be an MCP log level"))?;
+    request.conn.session().log_level = Some(level);
+    Ok(Some(json!({})))
+}
+
+/// `value` without its null members.
+fn strip_nulls(mut value: Value) -> Value {
+    if let Some(obj) = value.as_object_mut() {
+        obj.retain(|_, v| !v.is_null());
+    }
+    value
+}
+
+/// `initialize`: settles the session's revision and the client's
+/// capabilities, once per connection.
+pub(in crate::server) fn initialize(
+    conn: &Arc<Connection>,
+    params: &Map<String, Value>,
+) -> Outcome {
+    let requested = required_str(params, "protocolVersion")?;
+    let client_capabilities = params
+        .get("capabilities")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let version = negotiate_handshake(requested);
+    {
+        let mut session = conn.session();
+        if session.version.is_some() {
+            return Err(RpcError::new(
+                ErrorCode::InvalidRequest,
+                "initialize was already received on this connection",
+            ));
+        }
+        session.version = Some(version);
+        if client_capabilities.get("roots").is_some() {
+            session.client_roots = Some(Arc::new(Vec::new()));
+        }
+        session.client_capabilities = client_capabilities;
+    }
+    let server = &conn.server;
+    let catalogue = server.registry.catalogue();
+    let era = Era::Legacy {
+        version: Some(version),
+    };
+    Ok(Some(strip_nulls(json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(&catalogue, &era),
+        "serverInfo": server.server_info(),
+        "instructions": server.instructions(),
+    }))))
+}
+
+/// What the server offers.
+fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
+    let mut caps = Map::new();
+    if !era.is_modern() {
+        caps.insert("logging".into(), json!({}));
+    }
+    // Plugins come and go while the server runs, so every list is offered,
+    // possibly empty, and announced when it changes.
+    caps.insert("tools".into(), json!({ "listChanged": true }));
+    caps.insert(
+        "resources".into(),
+        json!({ "subscribe": true, "listChanged": true }),
+    );
+    caps.insert("prompts".into(), json!({ "listChanged": true }));
+    let completable = !catalogue.prompts.is_empty() || !catalogue.templates.is_empty();
+    if catalogue.has_completions() && completable {
+        caps.insert("completions".into(), json!({}));
+    }
+    match era {
+        Era::Legacy {
+            version: Some(version),
+        } if version.has_handshake_tasks() => {
+            caps.insert(
+                "tasks".into(),
+                json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
+            );
+        }
+        Era::Modern { .. } => {
+            caps.insert("extensions".into(), json!({ meta::TASKS_EXTENSION: {} }));
+        }
+        Era::Legacy { .. } => {}
+    }
+    Value::Object(caps)
+}

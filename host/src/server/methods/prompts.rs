@@ -1,0 +1,82 @@
+//! `prompts/list` and `prompts/get`.
+
+use super::{clip, invalid, page, required_str, Request};
+use crate::protocol::{ErrorCode, Method, RpcError};
+use crate::registry::Catalogue;
+use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
+use crate::server::call::{self, Plan, Target};
+use crate::server::{convert, Outcome};
+use serde_json::Value;
+
+/// `prompts/list`.
+pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    page(
+        &catalogue.prompts,
+        request.params,
+        &request.conn.server,
+        "prompts",
+        |p| convert::prompt(&p.name, &p.prompt),
+    )
+}
+
+/// `prompts/get`: checks the arguments are strings and the required ones
+/// are there, then runs the call.
+pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let params = request.params;
+    let name = required_str(params, "name")?;
+    let entry = catalogue
+        .prompt(name)
+        .ok_or_else(|| invalid(format!("Unknown prompt: {}", clip(name))))?;
+    let mut arguments = Vec::new();
+    match params.get("arguments") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(args)) => {
+            for (key, value) in args {
+                let value = value.as_str().ok_or_else(|| {
+                    invalid(format!(
+                        "Invalid params: prompt argument \"{key}\" must be a string"
+                    ))
+                })?;
+                arguments.push((key.clone(), value.to_owned()));
+            }
+        }
+        Some(_) => return Err(invalid("Invalid params: \"arguments\" must be an object")),
+    }
+    let missing: Vec<&str> = entry
+        .prompt
+        .arguments
+        .iter()
+        .filter(|a| a.required && !arguments.iter().any(|(k, _)| *k == a.name))
+        .map(|a| a.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(invalid(format!(
+            "Missing required argument(s) for prompt {name}: {}",
+            missing.join(", ")
+        )));
+    }
+    let plugin = entry.plugin.clone();
+    let prompt = entry.prompt.name.clone();
+    let given = params.get("arguments").cloned().unwrap_or(Value::Null);
+    let target = Target {
+        method: Method::GetPrompt,
+        name,
+        arguments: &given,
+    };
+    call::run(
+        request,
+        &entry.plugin,
+        target,
+        Plan::Request,
+        move |context| async move {
+            match plugin.get_prompt(context, &prompt, &arguments).await {
+                Ok(Ok(result)) => within_result_limit(&plugin, convert::prompt_result(&result))
+                    .map(Some)
+                    .map_err(RpcError::internal),
+                Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+                Err(error) => failed_request(&plugin, error),
+            }
+        },
+    )
+    .await
+}

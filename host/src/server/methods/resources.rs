@@ -1,0 +1,105 @@
+//! `resources/list`, `resources/templates/list`, `resources/read`, and
+//! the handshake's `resources/subscribe` and `resources/unsubscribe`.
+
+use super::{clip, invalid, page, required_str, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
+use crate::protocol::{ErrorCode, Method, RpcError};
+use crate::registry::Catalogue;
+use crate::runtime::types;
+use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
+use crate::server::call::{self, Plan, Target};
+use crate::server::session::Era;
+use crate::server::{convert, Outcome};
+use serde_json::{json, Value};
+
+/// `resources/list`.
+pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    page(
+        &catalogue.resources,
+        request.params,
+        &request.conn.server,
+        "resources",
+        |r| convert::resource(&r.resource),
+    )
+}
+
+/// `resources/templates/list`.
+pub(super) fn list_templates(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    page(
+        &catalogue.templates,
+        request.params,
+        &request.conn.server,
+        "resourceTemplates",
+        |t| convert::template(&t.template),
+    )
+}
+
+/// `resources/subscribe` (`on`) and `resources/unsubscribe`: the session's
+/// subscriptions, bounded in number and URI length.
+pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Outcome {
+    let uri = required_str(request.params, "uri")?;
+    let mut session = request.conn.session();
+    if !on {
+        session.subscriptions.remove(uri);
+        return Ok(Some(json!({})));
+    }
+    if uri.len() > MAX_SUBSCRIBED_URI {
+        return Err(invalid(format!(
+            "Invalid params: a subscribed URI may have at most {MAX_SUBSCRIBED_URI} bytes"
+        )));
+    }
+    if session.subscriptions.len() >= MAX_SUBSCRIPTIONS && !session.subscriptions.contains(uri) {
+        return Err(invalid(format!(
+            "a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources"
+        )));
+    }
+    session.subscriptions.insert(uri.to_owned());
+    Ok(Some(json!({})))
+}
+
+/// The code of resource-not-found on the request's revision.
+fn not_found_code(era: &Era) -> ErrorCode {
+    if era.is_modern() {
+        ErrorCode::InvalidParams
+    } else {
+        ErrorCode::ResourceNotFound
+    }
+}
+
+/// `resources/read`.
+pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let (params, era) = (request.params, request.era);
+    let uri = required_str(params, "uri")?;
+    let not_found = || {
+        RpcError::new(
+            not_found_code(era),
+            format!("Resource not found: {}", clip(uri)),
+        )
+        .with_data(json!({ "uri": clip(uri) }))
+    };
+    let owner = catalogue.resource_owner(uri).ok_or_else(not_found)?;
+    let plugin = owner.clone();
+    let (target, code) = (uri.to_owned(), not_found_code(era));
+    let target_of_call = Target {
+        method: Method::ReadResource,
+        name: uri,
+        arguments: &Value::Null,
+    };
+    call::run(request, owner, target_of_call, Plan::Request, move |context| async move {
+        match plugin.read_resource(context, &target).await {
+            Ok(Ok(contents)) => {
+                let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
+                within_result_limit(&plugin, result)
+                    .map(Some)
+                    .map_err(RpcError::internal)
+            }
+            Ok(Err(types::Error::NotFound(_))) => Err(RpcError::new(
+                code,
+                format!("Resource not found: {target}"),
+            )
+            .with_data(json!({ "uri": clip(&target) }))),
+            Ok(Err(error)) => Err(plugin_error(error, code)),
+            Err(error) => failed_request(&plugin, error),
+        }
+    })
+    .await
+}

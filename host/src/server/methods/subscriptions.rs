@@ -1,0 +1,214 @@
+//! `subscriptions/listen` (2026-07-28): one request whose stream carries
+//! the notifications the client asked for, until it cancels or the server
+//! shuts down.
+
+use super::{invalid, tasks as tasks_ext, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
+use crate::protocol::{meta, notification, RpcError};
+use crate::runtime::host_types::ListKind;
+use crate::server::events::{list_changed_method, served_by};
+use crate::server::tasks::Wire;
+use crate::server::{Outbox, Outcome, ServerEvent};
+use serde_json::{json, Map, Value};
+use tokio::sync::broadcast::error::RecvError;
+
+/// What a listener follows.
+struct Filter {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    /// Subscribed resource URIs.
+    uris: Vec<String>,
+    /// Followed tasks (those the requester may see).
+    task_ids: Vec<String>,
+    /// What is honoured, as the acknowledgement says it.
+    honored: Map<String, Value>,
+}
+
+/// `subscriptions/listen`: acknowledges, then forwards the events the
+/// client asked for until it cancels or the server shuts down.
+pub(super) async fn listen(request: &Request<'_>) -> Outcome {
+    let filter = parse_filter(request)?;
+    let tag = json!({ meta::SUBSCRIPTION_ID: request.id });
+    let out = request.reply;
+    let mut events = request.conn.server.subscribe();
+    let mut cancel = request.cancel.clone();
+    out.notify(
+        notification::SUBSCRIPTION_ACKNOWLEDGED,
+        json!({ "_meta": tag, "notifications": filter.honored }),
+    );
+    // Where each task stands now, so a change made before the subscription
+    // is not missed.
+    for id in &filter.task_ids {
+        notify_task(request, id, &tag);
+    }
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            _ = cancel.wait_for(|c| *c) => return Ok(None),
+        };
+        match event {
+            Ok(ServerEvent::Shutdown) | Err(RecvError::Closed) => {
+                return Ok(Some(json!({ "_meta": tag })));
+            }
+            Ok(event) => forward(request, &filter, event, &tag),
+            Err(RecvError::Lagged(n)) => {
+                // What was missed is unknown: say that everything the
+                // listener follows may have changed.
+                tracing::warn!(
+                    "subscription {} missed {n} server events; resending every change it follows",
+                    request.id
+                );
+                resend_everything(request, &filter, &tag);
+            }
+        }
+    }
+}
+
+/// The listener's filter from the request's `notifications`.
+fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
+    let params = request.params;
+    let asked = params
+        .get("notifications")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let wants = |key: &str| asked.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let mut filter = Filter {
+        tools: wants("toolsListChanged"),
+        prompts: wants("promptsListChanged"),
+        resources: wants("resourcesListChanged"),
+        uris: Vec::new(),
+        task_ids: Vec::new(),
+        honored: Map::new(),
+    };
+    filter.uris = asked
+        .get("resourceSubscriptions")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if filter.uris.len() > MAX_SUBSCRIPTIONS
+        || filter.uris.iter().any(|u| u.len() > MAX_SUBSCRIBED_URI)
+    {
+        return Err(invalid(format!(
+            "Invalid params: at most {MAX_SUBSCRIPTIONS} resourceSubscriptions of at most {MAX_SUBSCRIBED_URI} bytes each"
+        )));
+    }
+    for (key, on) in [
+        ("toolsListChanged", filter.tools),
+        ("promptsListChanged", filter.prompts),
+        ("resourcesListChanged", filter.resources),
+    ] {
+        if on {
+            filter.honored.insert(key.into(), json!(true));
+        }
+    }
+    if asked.contains_key("resourceSubscriptions") {
+        filter
+            .honored
+            .insert("resourceSubscriptions".into(), json!(filter.uris));
+    }
+    let conn = request.conn;
+    filter.task_ids = match asked.get("taskIds") {
+        None => Vec::new(),
+        Some(_) if !tasks_ext::declares_tasks(params) => {
+            return Err(tasks_ext::missing_extension(
+                "subscriptions/listen with taskIds",
+            ))
+        }
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|id| {
+                conn.server
+                    .tasks
+                    .get(id, conn.task_owner.as_deref())
+                    .is_ok()
+            })
+            .map(str::to_owned)
+            .collect(),
+        Some(_) => return Err(invalid("Invalid params: \"taskIds\" must be an array")),
+    };
+    if asked.contains_key("taskIds") {
+        filter
+            .honored
+            .insert("taskIds".into(), json!(filter.task_ids));
+    }
+    Ok(filter)
+}
+
+/// Sends the listener `event` if it follows it.
+fn forward(request: &Request<'_>, filter: &Filter, event: ServerEvent, tag: &Value) {
+    let out = request.reply;
+    let (method, mut params) = match event {
+        ServerEvent::ListChanged(kind) if follows_list(filter, kind) => {
+            (list_changed_method(kind), json!({}))
+        }
+        ServerEvent::ResourceUpdated(uri) if filter.uris.contains(&uri) => {
+            (notification::RESOURCE_UPDATED, json!({ "uri": uri }))
+        }
+        ServerEvent::TaskChanged(id) if filter.task_ids.contains(&id) => {
+            return notify_task(request, &id, tag);
+        }
+        ServerEvent::PluginReplaced(plugin) => {
+            let catalogue = request.conn.server.registry().catalogue();
+            for uri in served_by(&catalogue, &plugin, &filter.uris) {
+                updated(out, uri, tag);
+            }
+            return;
+        }
+        _ => return,
+    };
+    params["_meta"] = tag.clone();
+    out.notify(method, params);
+}
+
+/// Whether the listener follows changes of the `kind` list.
+fn follows_list(filter: &Filter, kind: ListKind) -> bool {
+    match kind {
+        ListKind::Tools => filter.tools,
+        ListKind::Prompts => filter.prompts,
+        ListKind::Resources => filter.resources,
+    }
+}
+
+/// After missed events: everything the listener follows, as changed.
+fn resend_everything(request: &Request<'_>, filter: &Filter, tag: &Value) {
+    for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
+        if follows_list(filter, kind) {
+            request
+                .reply
+                .notify(list_changed_method(kind), json!({ "_meta": tag }));
+        }
+    }
+    for uri in &filter.uris {
+        updated(request.reply, uri, tag);
+    }
+    for task in &filter.task_ids {
+        notify_task(request, task, tag);
+    }
+}
+
+/// `notifications/resources/updated` for `uri`.
+fn updated(out: &Outbox, uri: &str, tag: &Value) {
+    out.notify(
+        notification::RESOURCE_UPDATED,
+        json!({ "uri": uri, "_meta": tag }),
+    );
+}
+
+/// Where task `id` stands now, if the requester may still see it.
+fn notify_task(request: &Request<'_>, id: &str, tag: &Value) {
+    let conn = request.conn;
+    let tasks = &conn.server.tasks;
+    if let Ok(record) = tasks.get(id, conn.task_owner.as_deref()) {
+        let mut params = tasks.render(&record, Wire::V2);
+        params.insert("_meta".into(), tag.clone());
+        request
+            .reply
+            .notify(notification::TASKS, Value::Object(params));
+    }
+}

@@ -1,0 +1,122 @@
+//! `tools/list` and `tools/call`.
+
+use super::{clip, invalid, page, required_str, Request};
+use crate::protocol::{ErrorCode, Method, Revision, RpcError};
+use crate::registry::{Catalogue, ToolEntry};
+use crate::runtime::{types, LoadedPlugin};
+use crate::server::call::outcome::{
+    call_failed, failed_request, missing_capability, plugin_error, within_result_limit,
+};
+use crate::server::call::{self, RequestScope, Target};
+use crate::server::{convert, Outcome};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// Schema problems reported for one call, at most.
+const MAX_REPORTED_PROBLEMS: usize = 16;
+
+/// `tools/list`.
+pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let with_output_schema = request
+        .era
+        .revision()
+        .is_none_or(Revision::has_output_schema);
+    page(
+        &catalogue.tools,
+        request.params,
+        &request.conn.server,
+        "tools",
+        |t| convert::tool(&t.name, &t.tool, with_output_schema),
+    )
+}
+
+/// `tools/call`: checks the arguments against the tool's schema, then
+/// runs the call as its plan says.
+pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let params = request.params;
+    let name = required_str(params, "name")?;
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::Object(a)) => Value::Object(a.clone()),
+        Some(_) => return Err(invalid("Invalid params: \"arguments\" must be an object")),
+    };
+    let entry = catalogue
+        .tool(name)
+        .ok_or_else(|| invalid(format!("Unknown tool: {}", clip(name))))?;
+    check_arguments(entry, name, &arguments)?;
+    let plan = call::plan_tool(request, name, entry.tool.task_support)?;
+    let plugin = entry.plugin.clone();
+    let tool = entry.tool.name.clone();
+    let text = arguments.to_string();
+    let modern = request.era.is_modern();
+    let target = Target {
+        method: Method::CallTool,
+        name,
+        arguments: &arguments,
+    };
+    call::run(request, &entry.plugin, target, plan, move |context| {
+        call_plugin(plugin, context, tool, text, modern)
+    })
+    .await
+}
+
+/// -32602 listing (some of) the schema problems of `arguments`.
+fn check_arguments(entry: &ToolEntry, name: &str, arguments: &Value) -> Result<(), RpcError> {
+    let problems: Vec<Value> = entry
+        .validator
+        .iter_errors(arguments)
+        .take(MAX_REPORTED_PROBLEMS)
+        .map(|e| json!({ "path": clip(&e.instance_path().to_string()), "message": clip(&e.to_string()) }))
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let summary: Vec<String> = problems
+        .iter()
+        .map(|p| {
+            let path = p["path"].as_str().unwrap_or_default();
+            let at = if path.is_empty() {
+                "arguments".to_owned()
+            } else {
+                format!("arguments{path}")
+            };
+            format!("{at}: {}", p["message"].as_str().unwrap_or_default())
+        })
+        .collect();
+    Err(invalid(format!(
+        "Invalid arguments for tool {}: {}",
+        clip(name),
+        summary.join("; ")
+    ))
+    .with_data(json!({ "errors": problems })))
+}
+
+/// Calls the tool in the plugin and renders what it came to.
+async fn call_plugin(
+    plugin: Arc<LoadedPlugin>,
+    context: Arc<RequestScope>,
+    tool: String,
+    arguments: String,
+    modern: bool,
+) -> Outcome {
+    let outcome = plugin.call_tool(context.clone(), &tool, &arguments).await;
+    if modern {
+        if let Some(capability) = context.missing_capability() {
+            return Err(missing_capability(capability));
+        }
+    }
+    match outcome {
+        Ok(Ok(result)) => {
+            let result = convert::call_result(&result).map_err(RpcError::internal)?;
+            Ok(Some(
+                within_result_limit(&plugin, result).unwrap_or_else(|m| convert::tool_error(&m)),
+            ))
+        }
+        Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
+        Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+        // A task's call that crashed fails the task (a protocol-level
+        // failure); an ordinary call shows the crash as a tool error.
+        Err(error) if context.runs_as_task() => failed_request(&plugin, error),
+        Err(error) => Ok(call_failed(&plugin, error).map(|m| convert::tool_error(&m))),
+    }
+}
