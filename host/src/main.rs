@@ -7,9 +7,9 @@ use std::sync::Arc;
 use wasm_mcp::config::{Config, Policy};
 use wasm_mcp::dev;
 use wasm_mcp::registry::Registry;
-use wasm_mcp::reload::FolderWatch;
+use wasm_mcp::reload::{FolderWatch, Loader};
 use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
-use wasm_mcp::server::tasks::TaskOptions;
+use wasm_mcp::server::tasks::{TaskOptions, TaskQuotas};
 use wasm_mcp::server::{build_notice_key, load_notice_key, Notices, Server, ServerOptions};
 
 /// An MCP server whose tools, resources and prompts are sandboxed
@@ -232,7 +232,14 @@ fn task_options(config: &Config) -> TaskOptions {
         poll_interval: ms(section.poll_interval_ms),
         after: ms(section.after_ms),
         max_running: section.max_running,
-        quotas: section.quotas(),
+        quotas: TaskQuotas {
+            running_per_owner: section.max_running_per_owner,
+            stored_per_owner: section.max_stored_per_owner,
+            bytes_per_owner: section.max_stored_mb_per_owner << 20,
+            stored_total: section.max_stored,
+            bytes_total: section.max_stored_mb << 20,
+            result_bytes: section.max_result_mb << 20,
+        },
     }
 }
 
@@ -413,14 +420,15 @@ async fn serve_folder(
 ) -> Result<()> {
     check_host_paths(&config, &dir)?;
     let runtime = Runtime::new(runtime_config(&config))?;
-    let registry = Arc::new(Registry::new(runtime, Policy::new(config.clone())));
+    let registry = Arc::new(Registry::new(runtime));
+    let loader = Loader::new(registry.clone(), Policy::new(config.clone()));
     // Watch first, so a file written while the folder loads is not missed.
     let watch = if watch {
         Some(FolderWatch::start(&dir)?)
     } else {
         None
     };
-    for (plugin, why) in registry.load_dir(&dir).await? {
+    for (plugin, why) in loader.load_dir(&dir).await? {
         let notice = format!("plugin {plugin} did not load (it is not served): {why}");
         notices.set(&load_notice_key(&plugin), Some(notice));
     }
@@ -447,7 +455,7 @@ async fn serve_folder(
         let _ = served.set(server.clone());
     }
     if let Some(watch) = watch {
-        tokio::spawn(watch.run(server.clone()));
+        tokio::spawn(watch.run(server.clone(), loader.clone()));
     }
     let listen = http.http.clone().or_else(|| config.http.listen.clone());
     let Some(listen) = listen else {
@@ -596,8 +604,8 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     for export in &description.exports {
         println!("  {export}");
     }
-    let registry = Registry::new(runtime, Policy::new(config));
-    let name = wasm_mcp::registry::plugin_name(&file)?;
+    let loader = Loader::new(Arc::new(Registry::new(runtime)), Policy::new(config));
+    let name = wasm_mcp::reload::folder::plugin_name(&file)?;
     let manifest = wasm_mcp::config::Manifest::beside(&file)?;
     println!(
         "asks for (manifest {}):",
@@ -612,7 +620,7 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     for var in &manifest.env {
         println!("  env   {var}");
     }
-    let decision = registry.decide(&name, &manifest);
+    let decision = loader.decide(&name, &manifest);
     println!("granted:");
     for item in &decision.granted {
         println!("  {item}");
@@ -629,7 +637,7 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
         limits.max_result_bytes >> 20,
         limits.max_concurrent_calls
     );
-    match registry.load_file(&file).await {
+    match loader.load_file(&file).await {
         Ok(entry) => {
             let l = &entry.listing;
             println!("offers:");

@@ -2,6 +2,7 @@
 //! roots and what each plugin may be granted), plugin manifests, and the
 //! policy that grants a plugin what it asks for and the config allows.
 
+pub mod defaults;
 mod http;
 mod manifest;
 mod policy;
@@ -83,18 +84,18 @@ impl Default for ServerSection {
         ServerSection {
             plugins: None,
             cache_dir: None,
-            page_size: crate::registry::pagination::DEFAULT_PAGE_SIZE,
+            page_size: defaults::PAGE_SIZE,
             instructions: None,
-            list_ttl_ms: crate::server::DEFAULT_LIST_TTL_MS,
+            list_ttl_ms: defaults::LIST_TTL_MS,
             watch: true,
-            input_timeout_ms: crate::server::DEFAULT_INPUT_TIMEOUT.as_millis() as u64,
+            input_timeout_ms: defaults::INPUT_TIMEOUT_MS,
             max_plugin_mb: 256,
             max_requests_per_connection: 1024,
             max_requests_per_principal: 4096,
             max_requests: 16384,
             max_requests_mb_per_principal: 64,
             max_requests_mb: 256,
-            max_waiting_per_principal: crate::server::DEFAULT_MAX_WAITING_PER_PRINCIPAL,
+            max_waiting_per_principal: defaults::MAX_WAITING_PER_PRINCIPAL,
             handshake_only: false,
         }
     }

@@ -1,5 +1,6 @@
 //! `[tasks]`: where tasks are kept and when calls become tasks.
 
+use super::defaults as d;
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -38,34 +39,19 @@ pub struct TasksSection {
 
 impl Default for TasksSection {
     fn default() -> Self {
-        let d = crate::server::tasks::TaskOptions::default();
         TasksSection {
             store: None,
-            ttl_ms: d.ttl.as_millis() as u64,
-            max_ttl_ms: d.max_ttl.as_millis() as u64,
-            poll_interval_ms: d.poll_interval.as_millis() as u64,
-            after_ms: d.after.as_millis() as u64,
-            max_running: d.max_running,
-            max_running_per_owner: d.quotas.running_per_owner,
-            max_stored_per_owner: d.quotas.stored_per_owner,
-            max_stored_mb_per_owner: d.quotas.bytes_per_owner >> 20,
-            max_stored: d.quotas.stored_total,
-            max_stored_mb: d.quotas.bytes_total >> 20,
-            max_result_mb: d.quotas.result_bytes >> 20,
-        }
-    }
-}
-
-impl TasksSection {
-    /// The quotas this section sets.
-    pub fn quotas(&self) -> crate::server::tasks::TaskQuotas {
-        crate::server::tasks::TaskQuotas {
-            running_per_owner: self.max_running_per_owner,
-            stored_per_owner: self.max_stored_per_owner,
-            bytes_per_owner: self.max_stored_mb_per_owner << 20,
-            stored_total: self.max_stored,
-            bytes_total: self.max_stored_mb << 20,
-            result_bytes: self.max_result_mb << 20,
+            ttl_ms: d::TASK_TTL_MS,
+            max_ttl_ms: d::TASK_MAX_TTL_MS,
+            poll_interval_ms: d::TASK_POLL_INTERVAL_MS,
+            after_ms: d::TASK_AFTER_MS,
+            max_running: d::TASKS_RUNNING,
+            max_running_per_owner: d::TASKS_RUNNING_PER_OWNER,
+            max_stored_per_owner: d::TASKS_STORED_PER_OWNER,
+            max_stored_mb_per_owner: d::TASK_BYTES_PER_OWNER >> 20,
+            max_stored: d::TASKS_STORED,
+            max_stored_mb: d::TASK_BYTES >> 20,
+            max_result_mb: d::TASK_RESULT_BYTES >> 20,
         }
     }
 }

@@ -8,17 +8,14 @@ mod uri_template;
 pub use catalogue::{Catalogue, PluginEntry, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
 pub use uri_template::UriTemplate;
 
-use crate::config::{Decision, Manifest, Policy};
 use crate::runtime::host_types::ListKind;
 use crate::runtime::{ComponentSource, Grants, LoadedPlugin, Runtime};
 use anyhow::{Context as _, Result};
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// The plugins the host serves.
 pub struct Registry {
     runtime: Arc<Runtime>,
-    policy: Policy,
     current: RwLock<Arc<Catalogue>>,
     /// Serializes read-modify-write updates of `current`.
     writer: Mutex<()>,
@@ -30,7 +27,7 @@ pub struct Change {
     pub lists: Vec<ListKind>,
 }
 
-/// What [`Registry::reload_file`] did.
+/// What [`Registry::update_plugin`] did.
 pub enum Reload {
     /// The file holds the component already loaded (or is absent and no
     /// plugin of that name is loaded): nothing changed.
@@ -44,11 +41,10 @@ pub enum Reload {
 }
 
 impl Registry {
-    /// An empty registry whose plugins are granted what `policy` allows.
-    pub fn new(runtime: Arc<Runtime>, policy: Policy) -> Self {
+    /// An empty registry whose plugins run in `runtime`.
+    pub fn new(runtime: Arc<Runtime>) -> Self {
         Registry {
             runtime,
-            policy,
             current: RwLock::new(Arc::new(Catalogue::default())),
             writer: Mutex::new(()),
         }
@@ -67,58 +63,21 @@ impl Registry {
         &self.runtime
     }
 
-    /// Loads one component file and asks for its lists.
-    pub async fn load_file(&self, path: &Path) -> Result<PluginEntry> {
-        let name = plugin_name(path)?;
-        let (source, manifest) = self
-            .read_plugin(path)
-            .await?
-            .with_context(|| format!("{} is gone", path.display()))?;
-        let decision = self.decide(&name, &manifest);
-        self.load_source(&name, source, decision, path, false).await
-    }
-
-    /// What plugin `name` is granted for what its manifest asks.
-    pub fn decide(&self, name: &str, manifest: &Manifest) -> Decision {
-        self.policy.decide(name, manifest)
-    }
-
-    /// Reads a component file and its manifest, checked (regular files,
-    /// size caps) and off the async workers; `None` when the component
-    /// file does not exist.
-    async fn read_plugin(&self, path: &Path) -> Result<Option<(ComponentSource, Manifest)>> {
-        let limit = self.policy.max_plugin_bytes();
-        let path = path.to_owned();
-        tokio::task::spawn_blocking(move || {
-            let bytes = match crate::files::read_regular(&path, limit) {
-                Ok(bytes) => bytes,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-            };
-            let manifest = Manifest::beside(&path)?;
-            Ok(Some((ComponentSource::new(bytes), manifest)))
-        })
-        .await?
-    }
-
-    async fn load_source(
+    /// Compiles and instantiates plugin `name` from `source` with
+    /// `grants` (by the baseline compiler when `quick`), and asks for its
+    /// lists. Nothing is installed.
+    pub async fn load(
         &self,
         name: &str,
         source: ComponentSource,
-        decision: Decision,
-        path: &Path,
+        grants: Grants,
         quick: bool,
     ) -> Result<PluginEntry> {
-        let grants = decision.grants.clone();
         let plugin = if quick {
             self.runtime.load_quick(name, source, grants).await
         } else {
             self.runtime.load(name, source, grants).await
-        }
-        .with_context(|| format!("loading {}", path.display()))?;
-        if !decision.granted.is_empty() || !decision.denied.is_empty() {
-            tracing::info!(plugin = name, "{}", decision.summary());
-        }
+        }?;
         Self::describe(plugin).await
     }
 
@@ -134,49 +93,27 @@ impl Registry {
         })
     }
 
-    /// Loads every `*.wasm` in `dir` (concurrently) and installs the merged
-    /// catalogue. A file that fails to load is logged, skipped and returned
-    /// (plugin name, innermost cause: no host paths).
-    pub async fn load_dir(self: &Arc<Self>, dir: &Path) -> Result<Vec<(String, String)>> {
-        let folder = dir.to_owned();
-        let files = tokio::task::spawn_blocking(move || wasm_files(&folder)).await??;
-        let mut tasks = tokio::task::JoinSet::new();
-        for path in files {
-            let this = self.clone();
-            tasks.spawn(async move { (this.load_file(&path).await, path) });
-        }
-        let mut entries = Vec::new();
-        let mut failed = Vec::new();
-        while let Some(joined) = tasks.join_next().await {
-            match joined? {
-                (Ok(entry), path) => {
-                    log_loaded(&entry, &path, "plugin loaded");
-                    entries.push(entry);
-                }
-                (Err(e), path) => {
-                    tracing::error!(path = %path.display(), "plugin not loaded: {e:#}");
-                    if let Ok(name) = plugin_name(&path) {
-                        failed.push((name, e.root_cause().to_string()));
-                    }
-                }
-            }
-        }
-        self.update(|_| entries);
-        Ok(failed)
+    /// Installs `entries` as the whole catalogue (the first load).
+    pub fn install_all(&self, entries: Vec<PluginEntry>) -> Change {
+        self.update(|_| entries)
     }
 
-    /// Brings the plugin of one `*.wasm` path up to date with the file:
-    /// loads it when new or changed, drops it when the file is gone. A file
-    /// that does not load leaves the registry as it was and is an error.
+    /// Brings plugin `name` up to date with `version` (its component and
+    /// grants; `None` when it is gone): loads it when new or changed, drops
+    /// it when gone. A version that does not load leaves the registry as
+    /// it was and is an error.
     ///
     /// To be serving soon, a component not compiled before is built by the
     /// baseline compiler first and replaced, silently, by its optimised
     /// build once that is ready.
-    pub async fn reload_file(self: &Arc<Self>, path: &Path) -> Result<Reload> {
-        let name = plugin_name(path)?;
-        let loaded = self.catalogue().plugin(&name).map(|e| e.plugin.clone());
-        let Some((source, manifest)) = self.read_plugin(path).await? else {
-            return Ok(match self.remove(&name) {
+    pub async fn update_plugin(
+        self: &Arc<Self>,
+        name: &str,
+        version: Option<(ComponentSource, Grants)>,
+    ) -> Result<Reload> {
+        let loaded = self.catalogue().plugin(name).map(|e| e.plugin.clone());
+        let Some((source, grants)) = version else {
+            return Ok(match self.remove(name) {
                 Some(change) => {
                     tracing::info!(plugin = name, "plugin removed");
                     Reload::Removed(change)
@@ -184,17 +121,15 @@ impl Registry {
                 None => Reload::Unchanged,
             });
         };
-        let decision = self.decide(&name, &manifest);
         if loaded
             .as_ref()
-            .is_some_and(|p| p.hash() == source.hash() && *p.grants() == decision.grants)
+            .is_some_and(|p| p.hash() == source.hash() && *p.grants() == grants)
         {
             return Ok(Reload::Unchanged);
         }
         let started = std::time::Instant::now();
-        let grants = decision.grants.clone();
         let entry = self
-            .load_source(&name, source.clone(), decision, path, true)
+            .load(name, source.clone(), grants.clone(), true)
             .await?;
         tracing::debug!(
             plugin = name,
@@ -211,7 +146,7 @@ impl Registry {
         let installed = entry.clone();
         let change = self.install(entry);
         // Logged once serving, so the log never runs ahead of the catalogue.
-        log_loaded(&installed, path, what);
+        log_loaded(&installed, what);
         if let Some(quick) = quick {
             self.optimize_later(quick, source, grants);
         }
@@ -332,64 +267,17 @@ fn others(catalogue: &Catalogue, name: &str) -> Vec<PluginEntry> {
         .collect()
 }
 
-fn log_loaded(entry: &PluginEntry, path: &Path, what: &str) {
+/// Logs what a plugin offers, once it is in the catalogue.
+pub fn log_loaded(entry: &PluginEntry, what: &str) {
     let l = &entry.listing;
     tracing::info!(
-        plugin = entry.plugin.name(), path = %path.display(),
-        tools = l.tools.len(), resources = l.resources.len(),
-        templates = l.templates.len(), prompts = l.prompts.len(), "{what}"
+        plugin = entry.plugin.name(),
+        tools = l.tools.len(),
+        resources = l.resources.len(),
+        templates = l.templates.len(),
+        prompts = l.prompts.len(),
+        "{what}"
     );
-}
-
-/// The `*.wasm` entries directly in `dir` (folders aside), sorted. What
-/// is not a regular file is refused, with the reason, when it is loaded.
-pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading the plugin folder {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| is_plugin_file(p) && !p.is_dir())
-        .collect();
-    files.sort();
-    Ok(files)
-}
-
-/// The component a changed file belongs to: itself for `*.wasm`, the
-/// component beside it for a manifest (`*.toml`); `None` for anything else.
-pub fn component_of(path: &Path) -> Option<PathBuf> {
-    if is_plugin_file(path) {
-        return Some(path.to_owned());
-    }
-    let manifest = path.extension().is_some_and(|x| x == "toml");
-    let wasm = path.with_extension("wasm");
-    (manifest && is_plugin_file(&wasm)).then_some(wasm)
-}
-
-/// Whether `path` names a plugin component: `*.wasm`, not hidden (editors
-/// and copy tools write hidden temporary files).
-pub fn is_plugin_file(path: &Path) -> bool {
-    let hidden = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with('.'));
-    !hidden && path.extension().is_some_and(|x| x == "wasm")
-}
-
-/// A plugin's name: its file stem, which must be letters, digits, `-` or `_`.
-pub fn plugin_name(path: &Path) -> Result<String> {
-    let stem = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or_default();
-    let valid = !stem.is_empty()
-        && stem
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    anyhow::ensure!(
-        valid,
-        "{}: a plugin file name must be letters, digits, '-' or '_' before .wasm",
-        path.display()
-    );
-    Ok(stem.to_owned())
 }
 
 /// Which client-visible lists differ between two catalogues.

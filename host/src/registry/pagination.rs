@@ -3,9 +3,6 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 
-/// Items per page when the config does not say.
-pub const DEFAULT_PAGE_SIZE: usize = 100;
-
 /// One page of `items` from `cursor`, and the cursor of the next page.
 /// An unreadable cursor is an error (the caller answers -32602).
 pub fn page<'a, T>(

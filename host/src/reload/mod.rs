@@ -7,12 +7,16 @@
 //! started with. A file that does not load leaves the working version
 //! serving, and the error goes to the log and to clients that set a level.
 
+pub mod folder;
+mod loader;
 mod settle;
 
+pub use loader::Loader;
+
 use crate::coalesce::Coalescer;
-use crate::registry::{component_of, plugin_name};
 use crate::server::Server;
 use anyhow::{Context as _, Result};
+use folder::{component_of, plugin_name};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 use settle::Settle;
 use std::path::{Path, PathBuf};
@@ -51,7 +55,7 @@ impl FolderWatch {
     /// runs. A file is reloaded once it settles; each file's reloads run
     /// one at a time (a change meanwhile reloads it once more after), and
     /// different files reload independently.
-    pub async fn run(mut self, server: Arc<Server>) {
+    pub async fn run(mut self, server: Arc<Server>, loader: Arc<Loader>) {
         tracing::info!(folder = %self.dir.display(), "watching for plugin changes");
         let mut settle = Settle::default();
         let reloads = Arc::new(Coalescer::default());
@@ -79,11 +83,11 @@ impl FolderWatch {
                     // Each file on its own: a slow or hung load delays only
                     // its own file's next reload.
                     for path in settle.take_due(Instant::now()) {
-                        let server = server.clone();
+                        let (server, loader) = (server.clone(), loader.clone());
                         let key = path.to_string_lossy().into_owned();
                         reloads.request(&key, move || {
-                            let (server, path) = (server.clone(), path.clone());
-                            async move { reload(&server, &path).await }
+                            let (server, loader, path) = (server.clone(), loader.clone(), path.clone());
+                            async move { reload(&server, &loader, &path).await }
                         });
                     }
                 }
@@ -93,7 +97,7 @@ impl FolderWatch {
 }
 
 /// Brings one plugin up to date with its file and announces the change.
-pub async fn reload(server: &Server, path: &Path) {
+pub async fn reload(server: &Server, loader: &Loader, path: &Path) {
     let name = match plugin_name(path) {
         Ok(name) => name,
         Err(e) => {
@@ -103,7 +107,7 @@ pub async fn reload(server: &Server, path: &Path) {
     };
     let had_it = server.registry().catalogue().plugin(&name).is_some();
     let notice = crate::server::load_notice_key(&name);
-    match server.registry().reload_file(path).await {
+    match loader.reload_file(path).await {
         Ok(reload) => {
             server.notices().set(&notice, None);
             server.announce_reload(&name, &reload)

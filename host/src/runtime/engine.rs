@@ -1,18 +1,16 @@
 //! The shared engine: configuration, the epoch ticker that enforces
 //! deadlines, and the linker every plugin is instantiated through.
 
-use super::bindings;
 use super::cache::{ArtifactCache, ComponentSource};
 use super::grants::{Grants, Limits};
 use super::plugin::LoadedPlugin;
-use super::state::CallState;
+use super::tier::Tier;
 use anyhow::Result;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
+use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
 /// How often the epoch advances; the granularity of deadlines and of the
 /// cooperative yields that keep a busy plugin from starving other tasks.
@@ -187,32 +185,6 @@ impl Runtime {
     /// The settings the runtime was built with.
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
-    }
-}
-
-/// One compiler's engine and the linker that instantiates what it compiled.
-pub(super) struct Tier {
-    pub(super) engine: Engine,
-    pub(super) linker: Linker<CallState>,
-}
-
-impl Tier {
-    fn new(strategy: Strategy, allocation: InstanceAllocationStrategy) -> Result<Self> {
-        let mut wasm = Config::new();
-        wasm.wasm_component_model(true)
-            .epoch_interruption(true)
-            .strategy(strategy)
-            .allocation_strategy(allocation);
-        let engine = Engine::new(&wasm)?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-        bindings::wasm_mcp::plugin::types::add_to_linker::<_, HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
-        )?;
-        super::imports::add_to_linker(&mut linker)?;
-        Ok(Tier { engine, linker })
     }
 }
 

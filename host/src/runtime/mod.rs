@@ -19,6 +19,7 @@ mod plain;
 mod plugin;
 mod quota;
 mod state;
+mod tier;
 mod wait_clock;
 
 pub use cache::ComponentSource;

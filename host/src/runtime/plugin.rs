@@ -5,12 +5,12 @@ use super::bindings::exports::wasm_mcp::plugin::{completions, prompts, resources
 use super::bindings::wasm_mcp::plugin::types;
 use super::blocking::BlockingPool;
 use super::context::{CallContext, Quiet};
-use super::engine::Tier;
 use super::grants::Grants;
 use super::lift::{self, BoundedList, Budget, Budgeted, IntoOwned, OverBudget};
 use super::log_pipe::Tail;
 use super::plain::PlainTools;
 use super::state::CallState;
+use super::tier::Tier;
 use super::wait_clock::WaitClock;
 use std::future::Future;
 use std::sync::Arc;

@@ -136,7 +136,7 @@ impl Connection {
                 let cancel = self.track(&id);
                 tokio::spawn(async move {
                     let _admitted = admitted;
-                    let request = methods::Request {
+                    let request = super::request::Request {
                         conn: &this,
                         id: &id,
                         params: &params,

@@ -10,10 +10,12 @@ mod events;
 mod methods;
 mod notices;
 mod outbox;
+mod request;
 mod roots;
 mod session;
 pub mod tasks;
 
+use crate::config::defaults;
 use crate::protocol::RpcError;
 use crate::registry::{Change, Registry, Reload};
 use crate::runtime::host_types::ListKind;
@@ -53,12 +55,6 @@ pub enum ServerEvent {
     Shutdown,
 }
 
-/// How long a plugin waits for the client's answer by default.
-pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// How long clients may cache list results by default (2026-07-28 `ttlMs`).
-pub const DEFAULT_LIST_TTL_MS: u64 = 10_000;
-
 /// Settings of the server.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -93,12 +89,12 @@ impl Default for ServerOptions {
             name: "wasm-mcp".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
-            page_size: crate::registry::pagination::DEFAULT_PAGE_SIZE,
-            list_ttl_ms: DEFAULT_LIST_TTL_MS,
-            input_timeout: DEFAULT_INPUT_TIMEOUT,
+            page_size: defaults::PAGE_SIZE,
+            list_ttl_ms: defaults::LIST_TTL_MS,
+            input_timeout: Duration::from_millis(defaults::INPUT_TIMEOUT_MS),
             tasks: tasks::TaskOptions::default(),
             admission: AdmissionLimits::default(),
-            max_waiting_per_principal: call::DEFAULT_MAX_WAITING_PER_PRINCIPAL,
+            max_waiting_per_principal: defaults::MAX_WAITING_PER_PRINCIPAL,
             handshake_only: false,
             notices: Arc::default(),
         }
@@ -241,7 +237,6 @@ impl Server {
 }
 
 pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
-pub use call::DEFAULT_MAX_WAITING_PER_PRINCIPAL;
 pub use connection::{Canceller, Connection};
 pub use notices::Notices;
 /// Notice keys.

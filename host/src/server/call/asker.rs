@@ -33,6 +33,22 @@ impl Drop for WaitingGuard {
 }
 
 impl Asker {
+    /// Asks on `link` for a call of `conn`, waiting at most `timeout` for
+    /// each answer; `on_wait` hears when the call starts and stops waiting.
+    pub fn new(
+        conn: Weak<Connection>,
+        link: Arc<Link>,
+        timeout: Duration,
+        on_wait: Option<Arc<dyn Fn(bool) + Send + Sync>>,
+    ) -> Self {
+        Asker {
+            conn,
+            link,
+            timeout,
+            on_wait,
+        }
+    }
+
     /// Sends `method` and waits for the client's result, until `timeout`
     /// or `cancelled`; then the client is told the request is cancelled.
     pub async fn ask(

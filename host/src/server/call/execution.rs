@@ -2,6 +2,7 @@
 //! answer before it ends (parked, or gone on as a task).
 
 use super::{Link, Round};
+use crate::protocol::RpcError;
 use crate::server::Outcome;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -52,6 +53,19 @@ pub enum Driven {
     Parked(Value),
     /// It goes on as a task: the request is answered with a task handle.
     Detached(Execution),
+}
+
+impl Driven {
+    /// The answer to a request whose call could not go on as a task.
+    pub fn into_outcome(self) -> Outcome {
+        match self {
+            Driven::Done(outcome) => outcome,
+            Driven::Parked(result) => Ok(Some(result)),
+            Driven::Detached(_) => Err(RpcError::internal(
+                "the call went on as a task, which this request does not allow",
+            )),
+        }
+    }
 }
 
 /// When a call that may run as a task becomes one.

@@ -1,9 +1,9 @@
-//! One plugin call's whole life, from the request that starts it to its
-//! answer: the [`Plan`] (within the request, input-required rounds, a
-//! requested task, or escalation to a task), the call's context
-//! ([`RequestScope`]: notifications, cancellation, questions), parking
-//! between rounds ([`Parking`]), and the hand-over of a running call to
-//! the task store ([`super::tasks::Tasks::launch`]).
+//! One plugin call, from the request that starts it until it is answered
+//! or goes on as a task: the call's context ([`RequestScope`]:
+//! notifications, cancellation, questions), the call on a tokio task of
+//! its own ([`Execution`]), input-required rounds and parking between
+//! them ([`Parking`]), and escalation ([`Driven::Detached`], which the
+//! task store adopts). Knows nothing of methods or of the task store.
 
 mod asker;
 mod context;
@@ -12,7 +12,6 @@ pub(super) mod input;
 mod link;
 pub mod outcome;
 mod parking;
-mod plan;
 mod rounds;
 mod waiting;
 
@@ -21,20 +20,18 @@ pub use context::{Questions, RequestScope, TaskRole};
 pub use execution::{Driven, Escalation, Execution};
 pub use link::Link;
 pub use parking::{Binding, Parking};
-pub use plan::{plan_tool, Plan};
 pub use rounds::{Round, Rounds};
-pub use waiting::{Waiting, DEFAULT_MAX_WAITING_PER_PRINCIPAL};
+pub use waiting::Waiting;
 
-use super::methods::Request;
+use super::request::Request;
 use super::session::Era;
-use super::tasks::{NewTask, Wire};
 use super::Outcome;
 use crate::protocol::{meta, Method, RpcError};
 use crate::runtime::{types, LoadedPlugin};
 use serde_json::{json, Map, Value};
 use std::future::Future;
 use std::sync::Arc;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 /// What a call is about: the method, the tool or prompt name or resource
 /// URI, and the arguments (what an input-required state is bound to).
@@ -49,7 +46,7 @@ pub struct Target<'a> {
 
 /// The call context of a request to `plugin`: notifications go through
 /// `link`, `cancelled` stops it, `questions` says how it asks the client.
-fn context(
+pub fn context(
     request: &Request<'_>,
     plugin: &LoadedPlugin,
     link: Arc<Link>,
@@ -125,27 +122,26 @@ pub fn inline_context(request: &Request<'_>, plugin: &LoadedPlugin) -> Arc<Reque
     )
 }
 
-/// Runs a plugin call (`call`, given its context) as `plan` says. On the
-/// handshake revisions its questions are requests to the client. On
-/// 2026-07-28 the call runs on a tokio task of its own and is parked when
-/// it asks; the request is answered with an input-required result, and
-/// the client's retry (`inputResponses`, `requestState`) resumes it.
+/// Runs a plugin call (`call`, given its context) for `request`. On the
+/// handshake revisions it runs within the request, and its questions are
+/// requests to the client. On 2026-07-28 the call runs on a tokio task of
+/// its own and is parked when it asks (the request is answered with an
+/// input-required result, and the client's retry with `inputResponses`
+/// and `requestState` resumes it); with `escalation`, it is detached when
+/// the plugin asks to go on as a task or runs past the threshold.
 pub async fn run<F, Fut>(
     request: &Request<'_>,
     plugin: &LoadedPlugin,
     target: Target<'_>,
-    plan: Plan,
+    escalation: Option<Escalation>,
     call: F,
-) -> Outcome
+) -> Result<Driven, RpcError>
 where
     F: FnOnce(Arc<RequestScope>) -> Fut,
     Fut: Future<Output = Outcome> + Send + 'static,
 {
-    if plan == Plan::RequestedTask {
-        return start_requested_task(request, plugin, target.name, call);
-    }
     if !request.era.is_modern() {
-        return call(inline_context(request, plugin)).await;
+        return Ok(Driven::Done(call(inline_context(request, plugin)).await));
     }
     let conn = request.conn;
     let binding = Binding::new(
@@ -154,12 +150,9 @@ where
         target.name,
         target.arguments,
     );
-    let execution = start_or_resume(request, plugin, &binding, plan, call)?;
-    let escalation = matches!(plan, Plan::MayBecomeTask { .. }).then(|| Escalation {
-        after: conn.server.tasks.options().after,
-    });
-    let driven = conn
-        .server
+    let may_detach = escalation.is_some();
+    let execution = start_or_resume(request, plugin, &binding, may_detach, call)?;
+    conn.server
         .parking
         .drive(
             execution,
@@ -168,8 +161,7 @@ where
             request.cancel.clone(),
             escalation,
         )
-        .await?;
-    answer(request, target.name, plan, driven)
+        .await
 }
 
 /// The parked call the request's `requestState` resumes, given its
@@ -178,7 +170,7 @@ fn start_or_resume<F, Fut>(
     request: &Request<'_>,
     plugin: &LoadedPlugin,
     binding: &Binding,
-    plan: Plan,
+    may_detach: bool,
     call: F,
 ) -> Result<Execution, RpcError>
 where
@@ -205,12 +197,11 @@ where
     }
     let (rounds, needs) = Rounds::new(responses, server.options.input_timeout);
     let (link, cancelled) = Link::new(request.reply.clone());
-    let (detach, task_role) = match plan {
-        Plan::MayBecomeTask { .. } => {
-            let (wanted, detach) = watch::channel(false);
-            (Some(detach), TaskRole::Possible(wanted))
-        }
-        _ => (None, TaskRole::Never),
+    let (detach, task_role) = if may_detach {
+        let (wanted, detach) = watch::channel(false);
+        (Some(detach), TaskRole::Possible(wanted))
+    } else {
+        (None, TaskRole::Never)
     };
     let questions = Questions::Rounds(rounds);
     let context = context(
@@ -222,88 +213,4 @@ where
         task_role,
     );
     Ok(Execution::start(call(context), needs, link, detach))
-}
-
-/// The answer to a 2026-07-28 request whose call was driven to `driven`:
-/// its result, an input-required result, or a task (the task store adopts
-/// a call that goes on).
-fn answer(request: &Request<'_>, tool: &str, plan: Plan, driven: Driven) -> Outcome {
-    let conn = request.conn;
-    let new_task = || NewTask {
-        owner: conn.task_owner.clone(),
-        wire: Wire::V2,
-        target: tool.to_owned(),
-        ttl_ms: None,
-    };
-    let tasks = &conn.server.tasks;
-    let record = match driven {
-        Driven::Parked(result) => return Ok(Some(result)),
-        Driven::Done(Ok(None)) => return Ok(None),
-        Driven::Done(outcome) if plan != (Plan::MayBecomeTask { required: true }) => {
-            return outcome
-        }
-        // A tool that only runs as a task answers with one, even when it
-        // finished at once.
-        Driven::Done(outcome) => tasks.finished(new_task(), outcome)?,
-        Driven::Detached(execution) => {
-            execution.mark_task();
-            let live = tasks.prepare(Wire::V2, None, conn.task_owner.clone());
-            tasks.launch(live, new_task(), || execution)?
-        }
-    };
-    let mut created = tasks.summary(&record, Wire::V2);
-    created.insert("resultType".into(), json!("task"));
-    Ok(Some(Value::Object(created)))
-}
-
-/// Starts a call the client asked to run as a 2025-11-25 task: stored,
-/// then started, and answered at once with the task. Its questions go to
-/// the session (or to a `tasks/result` stream while one is open), tagged
-/// with the task.
-fn start_requested_task<F, Fut>(
-    request: &Request<'_>,
-    plugin: &LoadedPlugin,
-    target: &str,
-    call: F,
-) -> Outcome
-where
-    F: FnOnce(Arc<RequestScope>) -> Fut,
-    Fut: Future<Output = Outcome> + Send + 'static,
-{
-    let conn = request.conn;
-    let tasks = &conn.server.tasks;
-    let ttl_ms = request
-        .params
-        .get("task")
-        .and_then(|t| t.get("ttl"))
-        .and_then(Value::as_u64);
-    let live = tasks.prepare(Wire::V1, Some(conn.out.clone()), conn.task_owner.clone());
-    let (link, cancelled) = Link::for_task(conn.out.clone(), live.id());
-    live.set_link(link.clone());
-    let questions = Questions::Requests(Asker {
-        conn: Arc::downgrade(conn),
-        link: link.clone(),
-        timeout: conn.server.options.input_timeout,
-        on_wait: Some(tasks.waiting_hook(&live)),
-    });
-    let context = context(
-        request,
-        plugin,
-        link.clone(),
-        cancelled,
-        questions,
-        TaskRole::Task,
-    );
-    let new = NewTask {
-        owner: conn.task_owner.clone(),
-        wire: Wire::V1,
-        target: target.to_owned(),
-        ttl_ms,
-    };
-    let record = tasks.launch(live, new, move || {
-        // No rounds: this wire asks with requests.
-        let (_, rounds) = mpsc::unbounded_channel();
-        Execution::start(call(context), rounds, link, None)
-    })?;
-    Ok(Some(json!({ "task": tasks.summary(&record, Wire::V1) })))
 }

@@ -7,9 +7,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// Waiting calls of one principal at most, by default.
-pub const DEFAULT_MAX_WAITING_PER_PRINCIPAL: usize = 256;
-
 /// The waiting calls, by principal.
 pub struct Waiting {
     cap: usize,

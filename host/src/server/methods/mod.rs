@@ -5,35 +5,19 @@
 
 mod completion;
 pub(super) mod lifecycle;
+mod plan;
 mod prompts;
 mod resources;
 mod subscriptions;
 pub(super) mod tasks;
 mod tools;
 
+pub(super) use super::request::Request;
 use super::session::Era;
-use super::{Connection, Outbox, Outcome, Server};
-use crate::protocol::{meta, Availability, ErrorCode, Method, RequestId, Revision, RpcError};
+use super::{Outcome, Server};
+use crate::protocol::{meta, Availability, ErrorCode, Method, Revision, RpcError};
 use crate::registry::pagination;
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
-use tokio::sync::watch;
-
-/// One request being served.
-pub(super) struct Request<'a> {
-    /// The connection it came on.
-    pub conn: &'a Arc<Connection>,
-    /// Its id.
-    pub id: &'a RequestId,
-    /// Its params.
-    pub params: &'a Map<String, Value>,
-    /// How it is to be served.
-    pub era: &'a Era,
-    /// Becomes `true` when it is cancelled.
-    pub cancel: watch::Receiver<bool>,
-    /// Where its response and the notifications about it go.
-    pub reply: &'a Outbox,
-}
 
 /// Serves one request of method `name` (`method` when this server knows
 /// it).

@@ -4,7 +4,7 @@ use super::{clip, invalid, page, required_str, Request};
 use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
-use crate::server::call::{self, Plan, Target};
+use crate::server::call::{self, Target};
 use crate::server::{convert, Outcome};
 use serde_json::Value;
 
@@ -67,7 +67,7 @@ pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome
         request,
         &entry.plugin,
         target,
-        Plan::Request,
+        None,
         move |context| async move {
             match plugin.get_prompt(context, &prompt, &arguments).await {
                 Ok(Ok(result)) => within_result_limit(&plugin, convert::prompt_result(&result))
@@ -78,5 +78,6 @@ pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome
             }
         },
     )
-    .await
+    .await?
+    .into_outcome()
 }

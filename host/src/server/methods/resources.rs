@@ -6,7 +6,7 @@ use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
 use crate::runtime::types;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
-use crate::server::call::{self, Plan, Target};
+use crate::server::call::{self, Target};
 use crate::server::session::Era;
 use crate::server::{convert, Outcome};
 use serde_json::{json, Value};
@@ -84,7 +84,7 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         name: uri,
         arguments: &Value::Null,
     };
-    call::run(request, owner, target_of_call, Plan::Request, move |context| async move {
+    let driven = call::run(request, owner, target_of_call, None, move |context| async move {
         match plugin.read_resource(context, &target).await {
             Ok(Ok(contents)) => {
                 let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
@@ -101,5 +101,6 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             Err(error) => failed_request(&plugin, error),
         }
     })
-    .await
+    .await?;
+    driven.into_outcome()
 }

@@ -1,5 +1,6 @@
 //! `tools/list` and `tools/call`.
 
+use super::plan::{plan_tool, Plan};
 use super::{clip, invalid, page, required_str, Request};
 use crate::protocol::{ErrorCode, Method, Revision, RpcError};
 use crate::registry::{Catalogue, ToolEntry};
@@ -7,7 +8,7 @@ use crate::runtime::{types, LoadedPlugin};
 use crate::server::call::outcome::{
     call_failed, failed_request, missing_capability, plugin_error, within_result_limit,
 };
-use crate::server::call::{self, RequestScope, Target};
+use crate::server::call::{self, Escalation, RequestScope, Target};
 use crate::server::{convert, Outcome};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -44,7 +45,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         .tool(name)
         .ok_or_else(|| invalid(format!("Unknown tool: {}", clip(name))))?;
     check_arguments(entry, name, &arguments)?;
-    let plan = call::plan_tool(request, name, entry.tool.task_support)?;
+    let plan = plan_tool(request, name, entry.tool.task_support)?;
     let plugin = entry.plugin.clone();
     let tool = entry.tool.name.clone();
     let text = arguments.to_string();
@@ -54,10 +55,21 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         name,
         arguments: &arguments,
     };
-    call::run(request, &entry.plugin, target, plan, move |context| {
-        call_plugin(plugin, context, tool, text, modern)
-    })
-    .await
+    let run = move |context| call_plugin(plugin, context, tool, text, modern);
+    let tasks = &request.conn.server.tasks;
+    match plan {
+        Plan::RequestedTask => tasks.start_requested(request, &entry.plugin, name, run),
+        Plan::Request => call::run(request, &entry.plugin, target, None, run)
+            .await?
+            .into_outcome(),
+        Plan::MayBecomeTask { required } => {
+            let escalation = Escalation {
+                after: tasks.options().after,
+            };
+            let driven = call::run(request, &entry.plugin, target, Some(escalation), run).await?;
+            tasks.answer(request, name, required, driven)
+        }
+    }
 }
 
 /// -32602 listing (some of) the schema problems of `arguments`.

@@ -8,6 +8,7 @@
 //! is cancelled or expires (dropping the call stops the plugin and frees
 //! its instance).
 
+mod adopt;
 mod quota;
 mod store;
 mod wire;
@@ -18,6 +19,7 @@ pub use store::{Record, Status, Wire};
 use super::call::{Execution, Link, Round};
 use super::Outcome as CallOutcome;
 use super::{Outbox, ServerEvent};
+use crate::config::defaults;
 use crate::protocol::{random_id, RpcError};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -61,11 +63,11 @@ impl Default for TaskOptions {
     fn default() -> Self {
         TaskOptions {
             store: None,
-            ttl: Duration::from_secs(3600),
-            max_ttl: Duration::from_secs(24 * 3600),
-            poll_interval: Duration::from_millis(500),
-            after: Duration::from_secs(1),
-            max_running: 256,
+            ttl: Duration::from_millis(defaults::TASK_TTL_MS),
+            max_ttl: Duration::from_millis(defaults::TASK_MAX_TTL_MS),
+            poll_interval: Duration::from_millis(defaults::TASK_POLL_INTERVAL_MS),
+            after: Duration::from_millis(defaults::TASK_AFTER_MS),
+            max_running: defaults::TASKS_RUNNING,
             quotas: TaskQuotas::default(),
         }
     }

@@ -23,13 +23,14 @@ pub struct TaskQuotas {
 
 impl Default for TaskQuotas {
     fn default() -> Self {
+        use crate::config::defaults as d;
         TaskQuotas {
-            running_per_owner: 32,
-            stored_per_owner: 1000,
-            bytes_per_owner: 64 << 20,
-            stored_total: 100_000,
-            bytes_total: 1 << 30,
-            result_bytes: 4 << 20,
+            running_per_owner: d::TASKS_RUNNING_PER_OWNER,
+            stored_per_owner: d::TASKS_STORED_PER_OWNER,
+            bytes_per_owner: d::TASK_BYTES_PER_OWNER,
+            stored_total: d::TASKS_STORED,
+            bytes_total: d::TASK_BYTES,
+            result_bytes: d::TASK_RESULT_BYTES,
         }
     }
 }

@@ -1,14 +1,14 @@
-//! Whether a call runs within its request or as a task.
+//! Whether a tool call runs within its request or as a task.
 
+use super::{tasks as tasks_ext, Request};
 use crate::protocol::{ErrorCode, RpcError};
 use crate::runtime::tools::TaskSupport;
-use crate::server::methods::{tasks as tasks_ext, Request};
 use crate::server::session::Era;
 use serde_json::Value;
 
 /// How a call runs, decided before it starts.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Plan {
+pub(super) enum Plan {
     /// Within its request, never as a task.
     Request,
     /// As the 2025-11-25 task the client asked for.
@@ -25,7 +25,7 @@ pub enum Plan {
 
 /// How a call of `tool` (with `support`) may run as a task, on the wire of
 /// `request`; an error when the tool and the request disagree.
-pub fn plan_tool(
+pub(super) fn plan_tool(
     request: &Request<'_>,
     tool: &str,
     support: TaskSupport,

@@ -1,0 +1,36 @@
+//! The defaults of every setting that is not a plugin's own limit (those
+//! are [`crate::runtime::Limits`]'s). The config sections and the options
+//! of the server take them from here, so one number is written once.
+
+/// Items per list page.
+pub const PAGE_SIZE: usize = 100;
+/// How long clients may cache list results, in ms (2026-07-28 `ttlMs`).
+pub const LIST_TTL_MS: u64 = 10_000;
+/// How long a plugin waits for the client's answer, in ms.
+pub const INPUT_TIMEOUT_MS: u64 = 300_000;
+/// Calls of one principal waiting for its answers at once.
+pub const MAX_WAITING_PER_PRINCIPAL: usize = 256;
+
+/// How long a task is kept after it is created, in ms.
+pub const TASK_TTL_MS: u64 = 3_600_000;
+/// The longest time to live a client may ask for, in ms.
+pub const TASK_MAX_TTL_MS: u64 = 24 * 3_600_000;
+/// The polling interval suggested to clients, in ms.
+pub const TASK_POLL_INTERVAL_MS: u64 = 500;
+/// On 2026-07-28, a task-supporting call still running after this many
+/// ms becomes a task.
+pub const TASK_AFTER_MS: u64 = 1_000;
+/// Tasks that may run at once.
+pub const TASKS_RUNNING: usize = 256;
+/// Tasks of one owner that may run at once.
+pub const TASKS_RUNNING_PER_OWNER: usize = 32;
+/// Tasks one owner may keep until they expire.
+pub const TASKS_STORED_PER_OWNER: usize = 1000;
+/// Bytes of task results one owner may keep.
+pub const TASK_BYTES_PER_OWNER: usize = 64 << 20;
+/// Tasks kept in all.
+pub const TASKS_STORED: usize = 100_000;
+/// Bytes of task results kept in all.
+pub const TASK_BYTES: usize = 1 << 30;
+/// The largest task result kept, in bytes of JSON.
+pub const TASK_RESULT_BYTES: usize = 4 << 20;

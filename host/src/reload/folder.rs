@@ -1,0 +1,75 @@
+//! The plugin folder: which files are plugins, their names, and reading a
+//! component with its manifest (checked, off the async workers).
+
+use crate::config::Manifest;
+use crate::runtime::ComponentSource;
+use anyhow::{Context as _, Result};
+use std::path::{Path, PathBuf};
+
+/// Reads a component file and its manifest, checked (regular files, at
+/// most `limit` bytes) and off the async workers; `None` when the
+/// component file does not exist.
+pub async fn read_plugin(path: &Path, limit: u64) -> Result<Option<(ComponentSource, Manifest)>> {
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let bytes = match crate::files::read_regular(&path, limit) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let manifest = Manifest::beside(&path)?;
+        Ok(Some((ComponentSource::new(bytes), manifest)))
+    })
+    .await?
+}
+
+/// The `*.wasm` entries directly in `dir` (folders aside), sorted. What
+/// is not a regular file is refused, with the reason, when it is loaded.
+pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading the plugin folder {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| is_plugin_file(p) && !p.is_dir())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The component a changed file belongs to: itself for `*.wasm`, the
+/// component beside it for a manifest (`*.toml`); `None` for anything else.
+pub fn component_of(path: &Path) -> Option<PathBuf> {
+    if is_plugin_file(path) {
+        return Some(path.to_owned());
+    }
+    let manifest = path.extension().is_some_and(|x| x == "toml");
+    let wasm = path.with_extension("wasm");
+    (manifest && is_plugin_file(&wasm)).then_some(wasm)
+}
+
+/// Whether `path` names a plugin component: `*.wasm`, not hidden (editors
+/// and copy tools write hidden temporary files).
+pub fn is_plugin_file(path: &Path) -> bool {
+    let hidden = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with('.'));
+    !hidden && path.extension().is_some_and(|x| x == "wasm")
+}
+
+/// A plugin's name: its file stem, which must be letters, digits, `-` or `_`.
+pub fn plugin_name(path: &Path) -> Result<String> {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let valid = !stem.is_empty()
+        && stem
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    anyhow::ensure!(
+        valid,
+        "{}: a plugin file name must be letters, digits, '-' or '_' before .wasm",
+        path.display()
+    );
+    Ok(stem.to_owned())
+}

@@ -1,0 +1,103 @@
+//! Loading plugin files: each component is read with its manifest, granted
+//! what the policy allows, and handed to the registry.
+
+use super::folder::{plugin_name, read_plugin, wasm_files};
+use crate::config::{Decision, Manifest, Policy};
+use crate::registry::{log_loaded, PluginEntry, Registry, Reload};
+use crate::runtime::{ComponentSource, Grants};
+use anyhow::{Context as _, Result};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Loads plugin files into a registry under a policy.
+pub struct Loader {
+    registry: Arc<Registry>,
+    policy: Policy,
+}
+
+impl Loader {
+    /// Loads into `registry`, granting what `policy` allows.
+    pub fn new(registry: Arc<Registry>, policy: Policy) -> Arc<Self> {
+        Arc::new(Loader { registry, policy })
+    }
+
+    /// The registry plugins are loaded into.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// What plugin `name` is granted for what its manifest asks.
+    pub fn decide(&self, name: &str, manifest: &Manifest) -> Decision {
+        self.policy.decide(name, manifest)
+    }
+
+    /// Reads plugin `name`'s file and decides its grants; `None` when the
+    /// file is gone.
+    async fn read(&self, name: &str, path: &Path) -> Result<Option<(ComponentSource, Grants)>> {
+        let Some((source, manifest)) = read_plugin(path, self.policy.max_plugin_bytes()).await?
+        else {
+            return Ok(None);
+        };
+        let decision = self.decide(name, &manifest);
+        if !decision.granted.is_empty() || !decision.denied.is_empty() {
+            tracing::info!(plugin = name, "{}", decision.summary());
+        }
+        Ok(Some((source, decision.grants)))
+    }
+
+    /// Loads one component file and asks for its lists (not installed).
+    pub async fn load_file(&self, path: &Path) -> Result<PluginEntry> {
+        let name = plugin_name(path)?;
+        let (source, grants) = self
+            .read(&name, path)
+            .await?
+            .with_context(|| format!("{} is gone", path.display()))?;
+        self.registry
+            .load(&name, source, grants, false)
+            .await
+            .with_context(|| format!("loading {}", path.display()))
+    }
+
+    /// Loads every `*.wasm` in `dir` (concurrently) and installs the merged
+    /// catalogue. A file that fails to load is logged, skipped and returned
+    /// (plugin name, innermost cause: no host paths).
+    pub async fn load_dir(self: &Arc<Self>, dir: &Path) -> Result<Vec<(String, String)>> {
+        let folder = dir.to_owned();
+        let files = tokio::task::spawn_blocking(move || wasm_files(&folder)).await??;
+        let mut tasks = tokio::task::JoinSet::new();
+        for path in files {
+            let this = self.clone();
+            tasks.spawn(async move { (this.load_file(&path).await, path) });
+        }
+        let mut entries = Vec::new();
+        let mut failed = Vec::new();
+        while let Some(joined) = tasks.join_next().await {
+            match joined? {
+                (Ok(entry), path) => {
+                    tracing::debug!(plugin = entry.plugin.name(), path = %path.display(), "read");
+                    log_loaded(&entry, "plugin loaded");
+                    entries.push(entry);
+                }
+                (Err(e), path) => {
+                    tracing::error!(path = %path.display(), "plugin not loaded: {e:#}");
+                    if let Ok(name) = plugin_name(&path) {
+                        failed.push((name, e.root_cause().to_string()));
+                    }
+                }
+            }
+        }
+        self.registry.install_all(entries);
+        Ok(failed)
+    }
+
+    /// Brings the plugin of one `*.wasm` path up to date with the file
+    /// (see [`Registry::update_plugin`]).
+    pub async fn reload_file(&self, path: &Path) -> Result<Reload> {
+        let name = plugin_name(path)?;
+        let version = self.read(&name, path).await?;
+        self.registry
+            .update_plugin(&name, version)
+            .await
+            .with_context(|| format!("loading {}", path.display()))
+    }
+}
