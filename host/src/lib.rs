@@ -15,4 +15,5 @@ pub mod reload;
 pub mod runtime;
 pub mod scaffold;
 pub mod server;
+pub mod settings;
 pub mod transport;

@@ -2,15 +2,15 @@
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use wasm_mcp::config::{Config, Policy};
 use wasm_mcp::dev;
 use wasm_mcp::registry::Registry;
 use wasm_mcp::reload::{FolderWatch, Loader};
 use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
-use wasm_mcp::server::tasks::{TaskOptions, TaskQuotas};
-use wasm_mcp::server::{build_notice_key, load_notice_key, Notices, Server, ServerOptions};
+use wasm_mcp::server::{build_notice_key, load_notice_key, Notices, Server};
+use wasm_mcp::settings;
 
 /// An MCP server whose tools, resources and prompts are sandboxed
 /// WebAssembly components.
@@ -199,100 +199,6 @@ fn main() -> Result<()> {
     result
 }
 
-fn default_cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("wasm-mcp"))
-}
-
-/// The host's state folder: `$XDG_STATE_HOME/wasm-mcp`, else
-/// `~/.local/state/wasm-mcp`.
-fn state_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state")))
-        .map(|base| base.join("wasm-mcp"))
-}
-
-/// Where tasks are kept: the config's `[tasks] store`, else the state
-/// folder; `None` keeps them in memory.
-fn task_options(config: &Config) -> TaskOptions {
-    let section = &config.tasks;
-    let store = match &section.store {
-        Some(path) if path.as_os_str().is_empty() => None,
-        Some(path) => Some(path.clone()),
-        None => state_dir().map(|dir| dir.join("tasks.db")),
-    };
-    let ms = std::time::Duration::from_millis;
-    TaskOptions {
-        store,
-        ttl: ms(section.ttl_ms),
-        max_ttl: ms(section.max_ttl_ms),
-        poll_interval: ms(section.poll_interval_ms),
-        after: ms(section.after_ms),
-        max_running: section.max_running,
-        quotas: TaskQuotas {
-            running_per_owner: section.max_running_per_owner,
-            stored_per_owner: section.max_stored_per_owner,
-            bytes_per_owner: section.max_stored_mb_per_owner << 20,
-            stored_total: section.max_stored,
-            bytes_total: section.max_stored_mb << 20,
-            result_bytes: section.max_result_mb << 20,
-        },
-    }
-}
-
-fn runtime_config(config: &Config) -> RuntimeConfig {
-    let cache_dir = match &config.server.cache_dir {
-        Some(dir) if dir.as_os_str().is_empty() => None,
-        Some(dir) => Some(dir.clone()),
-        None => default_cache_dir(),
-    };
-    RuntimeConfig {
-        cache_dir,
-        cache_key_file: state_dir().map(|dir| dir.join("cache.key")),
-        max_memory_bytes: config.max_memory_bytes(),
-        ..RuntimeConfig::default()
-    }
-}
-
-/// Refuses to serve when a folder or file the host trusts (the plugins,
-/// the compile cache and its key, the task store) lies inside a root, or
-/// holds one: a plugin granted that root could change it.
-fn check_host_paths(config: &Config, plugins: &Path) -> Result<()> {
-    let runtime = runtime_config(config);
-    if let Some(cache) = &runtime.cache_dir {
-        let (cache, plugins) = (std::path::absolute(cache)?, std::path::absolute(plugins)?);
-        anyhow::ensure!(
-            !cache.starts_with(&plugins) && !plugins.starts_with(&cache),
-            "the compile cache {} and the plugin folder {} overlap; keep them apart",
-            cache.display(),
-            plugins.display()
-        );
-    }
-    let tasks = task_options(config);
-    let paths = [
-        ("the plugin folder", Some(plugins.to_owned())),
-        ("the compile cache", runtime.cache_dir),
-        ("the compile cache key", runtime.cache_key_file),
-        ("the task store", tasks.store),
-    ];
-    for (what, path) in paths {
-        if let Some(path) = path {
-            config.check_outside_roots(what, &path)?;
-        }
-    }
-    Ok(())
-}
-
-fn load_config(path: Option<&Path>) -> Result<Config> {
-    match path {
-        Some(path) => Config::load(path),
-        None => Ok(Config::default()),
-    }
-}
-
 async fn serve(
     plugins: Option<PathBuf>,
     config_path: Option<PathBuf>,
@@ -300,7 +206,7 @@ async fn serve(
     protocol: ProtocolArgs,
     http: HttpArgs,
 ) -> Result<()> {
-    let mut config = load_config(config_path.as_deref())?;
+    let mut config = settings::load_config(config_path).await?;
     config.server.handshake_only |= protocol.handshake_only;
     let dir = plugins
         .or_else(|| config.server.plugins.clone())
@@ -316,7 +222,7 @@ async fn dev(
     protocol: ProtocolArgs,
     http: HttpArgs,
 ) -> Result<()> {
-    let mut config = load_config(config_path.as_deref())?;
+    let mut config = settings::load_config(config_path).await?;
     config.server.handshake_only |= protocol.handshake_only;
     config.server.list_ttl_ms = config.server.list_ttl_ms.min(DEV_LIST_TTL_MS);
     // Reads each folder's build files: off the async workers.
@@ -418,8 +324,8 @@ async fn serve_folder(
     served: Option<Arc<std::sync::OnceLock<Arc<Server>>>>,
     notices: Arc<Notices>,
 ) -> Result<()> {
-    check_host_paths(&config, &dir)?;
-    let runtime = Runtime::new(runtime_config(&config))?;
+    settings::check_host_paths(&config, &dir)?;
+    let runtime = Runtime::new(settings::runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime));
     let loader = Loader::new(registry.clone(), Policy::new(config.clone()));
     // Watch first, so a file written while the folder loads is not missed.
@@ -432,24 +338,7 @@ async fn serve_folder(
         let notice = format!("plugin {plugin} did not load (it is not served): {why}");
         notices.set(&load_notice_key(&plugin), Some(notice));
     }
-    let options = ServerOptions {
-        instructions: config.server.instructions.clone(),
-        page_size: config.server.page_size,
-        list_ttl_ms: config.server.list_ttl_ms,
-        input_timeout: std::time::Duration::from_millis(config.server.input_timeout_ms),
-        tasks: task_options(&config),
-        admission: wasm_mcp::server::AdmissionLimits {
-            per_connection: config.server.max_requests_per_connection,
-            per_principal: config.server.max_requests_per_principal,
-            total: config.server.max_requests,
-            bytes_per_principal: config.server.max_requests_mb_per_principal << 20,
-            bytes_total: config.server.max_requests_mb << 20,
-        },
-        max_waiting_per_principal: config.server.max_waiting_per_principal,
-        handshake_only: config.server.handshake_only,
-        notices,
-        ..ServerOptions::default()
-    };
+    let options = settings::server_options(&config, notices);
     let server = Server::new(registry, options);
     if let Some(served) = served {
         let _ = served.set(server.clone());
@@ -467,7 +356,7 @@ async fn serve_folder(
         .await
         .with_context(|| format!("listening on {listen}"))?;
     let local = listener.local_addr()?;
-    let options = http_options(&config, &http, local)?;
+    let options = settings::http_options(&config, local, http.json_response, http.legacy_sse)?;
     let url = format!("http://{local}{}", options.path);
     tracing::info!(plugins = %dir.display(), %url, "serving Streamable HTTP");
     // One line on stdout says where, for scripts that picked port 0.
@@ -476,119 +365,14 @@ async fn serve_folder(
     Ok(())
 }
 
-/// The HTTP endpoint's settings from the config and the command line.
-fn http_options(
-    config: &Config,
-    args: &HttpArgs,
-    local: std::net::SocketAddr,
-) -> Result<wasm_mcp::transport::http::HttpOptions> {
-    use wasm_mcp::transport::http::{
-        Auth, ConnectionLimits, Guard, HttpOptions, JwtCheck, SessionLimits,
-    };
-    let section = &config.http;
-    let lower = |list: &[String]| list.iter().map(|s| s.to_ascii_lowercase()).collect();
-    let auth = match &section.auth {
-        None => None,
-        Some(auth) => {
-            let mut tokens = auth.tokens.clone();
-            if let Some(var) = &auth.tokens_env {
-                let value = std::env::var(var)
-                    .with_context(|| format!("http.auth.tokens_env: {var} is not set"))?;
-                tokens.extend(
-                    value
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|t| !t.is_empty())
-                        .map(str::to_owned),
-                );
-            }
-            let jwt = match &auth.jwt {
-                None => None,
-                Some(jwt) => Some(match (&jwt.secret_env, &jwt.public_key_file) {
-                    (Some(var), _) => {
-                        let secret = std::env::var(var).with_context(|| {
-                            format!("http.auth.jwt.secret_env: {var} is not set")
-                        })?;
-                        JwtCheck::hs256(secret.as_bytes(), &jwt.issuer, &jwt.audience)
-                    }
-                    (None, Some(file)) => {
-                        let pem = wasm_mcp::files::read_regular(file, 1 << 20)
-                            .with_context(|| format!("reading {}", file.display()))?;
-                        JwtCheck::public_key(&pem, &jwt.issuer, &jwt.audience)?
-                    }
-                    (None, None) => {
-                        anyhow::bail!("http.auth.jwt needs secret_env or public_key_file")
-                    }
-                }),
-            };
-            anyhow::ensure!(
-                !tokens.is_empty() || jwt.is_some(),
-                "http.auth is set but names no token and no JWT check"
-            );
-            anyhow::ensure!(
-                section.public_url.is_some() || !local.ip().is_unspecified(),
-                "http.public_url is needed with http.auth when listening on {local}: \
-                 the authorization metadata must name the URL clients use"
-            );
-            let resource = section
-                .public_url
-                .clone()
-                .unwrap_or_else(|| format!("http://{local}{}", section.path));
-            let origin = url::Url::parse(&resource)
-                .with_context(|| format!("http.public_url {resource:?} is not a URL"))?;
-            let metadata_url = format!(
-                "{}/.well-known/oauth-protected-resource{}",
-                origin.origin().ascii_serialization(),
-                origin.path().trim_end_matches('/')
-            );
-            Some(Auth::new(
-                &tokens,
-                jwt,
-                &resource,
-                metadata_url,
-                &auth.authorization_servers,
-            ))
-        }
-    };
-    if auth.is_none() && !local.ip().is_loopback() {
-        tracing::warn!(
-            address = %local,
-            "serving HTTP beyond loopback without authentication: anyone who can reach \
-             this address can call every plugin (set [http.auth])"
-        );
-    }
-    Ok(HttpOptions {
-        path: section.path.clone(),
-        json_response: section.json_response || args.json_response,
-        legacy_sse: section.legacy_sse || args.legacy_sse,
-        guard: Guard {
-            loopback: local.ip().is_loopback(),
-            allowed_hosts: lower(&section.allowed_hosts),
-            allowed_origins: lower(&section.allowed_origins),
-        },
-        auth,
-        max_body_bytes: section.max_body_mb << 20,
-        session_idle: std::time::Duration::from_secs(section.session_idle_secs),
-        resume_grace: std::time::Duration::from_secs(section.resume_grace_secs),
-        sessions: SessionLimits {
-            max_sessions: section.max_sessions,
-            max_per_principal: section.max_sessions_per_principal,
-        },
-        connections: ConnectionLimits {
-            max_connections: section.max_connections,
-            header_timeout: std::time::Duration::from_secs(section.header_timeout_secs),
-            body_timeout: std::time::Duration::from_secs(section.body_timeout_secs),
-            idle_timeout: std::time::Duration::from_secs(section.idle_timeout_secs),
-        },
-    })
-}
-
+/// `wasm-mcp inspect`: what a component imports and exports, what its
+/// manifest asks for and is granted, and what it offers.
 async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
-    let config = load_config(config_path.as_deref())?;
+    let config = settings::load_config(config_path).await?;
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: None,
         cache_key_file: None,
-        ..runtime_config(&config)
+        ..settings::runtime_config(&config)
     })?;
     let limit = config.server.max_plugin_mb << 20;
     let bytes = wasm_mcp::files::read_regular(&file, limit)
@@ -596,14 +380,8 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     let description = describe(&runtime, &bytes)
         .with_context(|| format!("{} is not a loadable component", file.display()))?;
     println!("{}", file.display());
-    println!("imports:");
-    for import in &description.imports {
-        println!("  {import}");
-    }
-    println!("exports:");
-    for export in &description.exports {
-        println!("  {export}");
-    }
+    print_list("imports:", "", &description.imports);
+    print_list("exports:", "", &description.exports);
     let loader = Loader::new(Arc::new(Registry::new(runtime)), Policy::new(config));
     let name = wasm_mcp::reload::folder::plugin_name(&file)?;
     let manifest = wasm_mcp::config::Manifest::beside(&file)?;
@@ -614,21 +392,11 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     for (root, mode) in &manifest.roots {
         println!("  root  {root} ({mode})");
     }
-    for host in &manifest.hosts {
-        println!("  host  {host}");
-    }
-    for var in &manifest.env {
-        println!("  env   {var}");
-    }
+    print_list("", "host  ", &manifest.hosts);
+    print_list("", "env   ", &manifest.env);
     let decision = loader.decide(&name, &manifest);
-    println!("granted:");
-    for item in &decision.granted {
-        println!("  {item}");
-    }
-    println!("denied:");
-    for item in &decision.denied {
-        println!("  {item}");
-    }
+    print_list("granted:", "", &decision.granted);
+    print_list("denied:", "", &decision.denied);
     let limits = &decision.grants.limits;
     println!(
         "limits: memory {} MiB, {} ms per call, results up to {} MiB, {} calls at once",
@@ -638,42 +406,43 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
         limits.max_concurrent_calls
     );
     match loader.load_file(&file).await {
-        Ok(entry) => {
-            let l = &entry.listing;
-            println!("offers:");
-            for t in &l.tools {
-                println!(
-                    "  tool      {}  {}",
-                    t.name,
-                    t.description.as_deref().unwrap_or("")
-                );
-            }
-            for r in &l.resources {
-                println!(
-                    "  resource  {}  {}",
-                    r.uri,
-                    r.description.as_deref().unwrap_or(&r.name)
-                );
-            }
-            for t in &l.templates {
-                println!(
-                    "  template  {}  {}",
-                    t.uri_template,
-                    t.description.as_deref().unwrap_or(&t.name)
-                );
-            }
-            for p in &l.prompts {
-                println!(
-                    "  prompt    {}  {}",
-                    p.name,
-                    p.description.as_deref().unwrap_or("")
-                );
-            }
-            if entry.plugin.exports().completions {
-                println!("  completions");
-            }
-        }
+        Ok(entry) => print_offers(&entry),
         Err(e) => println!("not servable: {e:#}"),
     }
     Ok(())
+}
+
+/// `title` (unless empty), then each item indented, after `tag`.
+fn print_list(title: &str, tag: &str, items: &[impl std::fmt::Display]) {
+    if !title.is_empty() {
+        println!("{title}");
+    }
+    for item in items {
+        println!("  {tag}{item}");
+    }
+}
+
+/// What a loaded plugin offers.
+fn print_offers(entry: &wasm_mcp::registry::PluginEntry) {
+    let l = &entry.listing;
+    println!("offers:");
+    for t in &l.tools {
+        let about = t.description.as_deref().unwrap_or("");
+        println!("  tool      {}  {about}", t.name);
+    }
+    for r in &l.resources {
+        let about = r.description.as_deref().unwrap_or(&r.name);
+        println!("  resource  {}  {about}", r.uri);
+    }
+    for t in &l.templates {
+        let about = t.description.as_deref().unwrap_or(&t.name);
+        println!("  template  {}  {about}", t.uri_template);
+    }
+    for p in &l.prompts {
+        let about = p.description.as_deref().unwrap_or("");
+        println!("  prompt    {}  {about}", p.name);
+    }
+    if entry.plugin.exports().completions {
+        println!("  completions");
+    }
 }

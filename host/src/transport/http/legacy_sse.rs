@@ -2,7 +2,7 @@
 //! opens an event stream whose first event names the URL to POST messages
 //! to; every answer comes back on the stream.
 
-use super::endpoint::rpc_error;
+use super::responses::rpc_error;
 use super::App;
 use crate::protocol::{random_id, ErrorCode, RpcError};
 use crate::server::{Connection, Outbox};

@@ -4,6 +4,7 @@
 //! endpoint safe to expose: Host/Origin checks, bearer authentication, a
 //! body limit and configurable CORS.
 
+mod answer;
 mod auth;
 mod endpoint;
 mod event_log;
@@ -11,6 +12,7 @@ mod guard;
 pub mod headers;
 mod legacy_sse;
 mod listener;
+mod responses;
 mod sessions;
 
 pub use auth::{Auth, JwtCheck};
@@ -102,7 +104,7 @@ impl App {
             } else {
                 "Bad request"
             };
-            return Err(Box::new(endpoint::rpc_error(
+            return Err(Box::new(responses::rpc_error(
                 status,
                 crate::protocol::RpcError::new(
                     crate::protocol::ErrorCode::InvalidRequest,

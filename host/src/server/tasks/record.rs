@@ -1,0 +1,104 @@
+//! A task as it is stored: its status, the wire that made it, and how it
+//! ended.
+
+use serde_json::Value;
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Running.
+    Working,
+    /// Waiting for the client's input.
+    InputRequired,
+    /// Finished with a result.
+    Completed,
+    /// Finished with an error.
+    Failed,
+    /// Stopped by the client.
+    Cancelled,
+}
+
+impl Status {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub(super) fn parse(text: &str) -> Status {
+        match text {
+            "working" => Status::Working,
+            "input_required" => Status::InputRequired,
+            "completed" => Status::Completed,
+            "cancelled" => Status::Cancelled,
+            _ => Status::Failed,
+        }
+    }
+
+    /// Whether the task is over.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+}
+
+/// Which wire created a task: it decides the task's shape on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// 2025-11-25 (`task` param, `tasks/result`).
+    V1,
+    /// The 2026-07-28 extension `io.modelcontextprotocol/tasks`.
+    V2,
+}
+
+impl Wire {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Wire::V1 => "2025-11-25",
+            Wire::V2 => "2026-07-28",
+        }
+    }
+
+    pub(super) fn parse(text: &str) -> Wire {
+        if text == "2025-11-25" {
+            Wire::V1
+        } else {
+            Wire::V2
+        }
+    }
+}
+
+/// How a finished task ended: the call's result, or its JSON-RPC error
+/// object.
+pub type Outcome = Result<Value, Value>;
+
+/// One task as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Its id.
+    pub id: String,
+    /// Who may see it (a principal or a session); `None`: whoever has the id.
+    pub owner: Option<String>,
+    /// The wire that created it.
+    pub wire: Wire,
+    /// The request it runs (`tools/call`).
+    pub method: String,
+    /// The tool it calls.
+    pub target: String,
+    /// Its status.
+    pub status: Status,
+    /// Why it is in that status, when there is something to say.
+    pub status_message: Option<String>,
+    /// When it was created, in ms since the Unix epoch.
+    pub created_ms: u64,
+    /// When its status last changed, in ms since the Unix epoch.
+    pub updated_ms: u64,
+    /// How long after creation it may be deleted, in ms.
+    pub ttl_ms: u64,
+    /// How it ended, once terminal.
+    pub outcome: Option<Outcome>,
+}

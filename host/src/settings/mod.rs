@@ -1,0 +1,137 @@
+//! The config compiled into the settings of each part, in one place: the
+//! runtime's, the server's, the task store's and the HTTP endpoint's.
+//! Only the binary's commands use it.
+
+mod http;
+
+pub use http::http_options;
+
+use crate::config::Config;
+use crate::runtime::RuntimeConfig;
+use crate::server::tasks::{TaskOptions, TaskQuotas};
+use crate::server::{AdmissionLimits, Notices, ServerOptions};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The config file at `path` (read off the async workers), or the
+/// defaults without one.
+pub async fn load_config(path: Option<PathBuf>) -> Result<Config> {
+    match path {
+        Some(path) => tokio::task::spawn_blocking(move || Config::load(&path)).await?,
+        None => Ok(Config::default()),
+    }
+}
+
+/// The server's settings; `notices` are added to the instructions.
+pub fn server_options(config: &Config, notices: Arc<Notices>) -> ServerOptions {
+    let server = &config.server;
+    ServerOptions {
+        instructions: server.instructions.clone(),
+        page_size: server.page_size,
+        list_ttl_ms: server.list_ttl_ms,
+        input_timeout: Duration::from_millis(server.input_timeout_ms),
+        tasks: task_options(config),
+        admission: AdmissionLimits {
+            per_connection: server.max_requests_per_connection,
+            per_principal: server.max_requests_per_principal,
+            total: server.max_requests,
+            bytes_per_principal: server.max_requests_mb_per_principal << 20,
+            bytes_total: server.max_requests_mb << 20,
+        },
+        max_waiting_per_principal: server.max_waiting_per_principal,
+        handshake_only: server.handshake_only,
+        notices,
+        ..ServerOptions::default()
+    }
+}
+
+/// The compile cache: `$XDG_CACHE_HOME/wasm-mcp`, else `~/.cache/wasm-mcp`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("wasm-mcp"))
+}
+
+/// The host's state folder: `$XDG_STATE_HOME/wasm-mcp`, else
+/// `~/.local/state/wasm-mcp`.
+pub fn state_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state")))
+        .map(|base| base.join("wasm-mcp"))
+}
+
+/// Where tasks are kept: the config's `[tasks] store`, else the state
+/// folder; `None` keeps them in memory.
+pub fn task_options(config: &Config) -> TaskOptions {
+    let section = &config.tasks;
+    let store = match &section.store {
+        Some(path) if path.as_os_str().is_empty() => None,
+        Some(path) => Some(path.clone()),
+        None => state_dir().map(|dir| dir.join("tasks.db")),
+    };
+    let ms = Duration::from_millis;
+    TaskOptions {
+        store,
+        ttl: ms(section.ttl_ms),
+        max_ttl: ms(section.max_ttl_ms),
+        poll_interval: ms(section.poll_interval_ms),
+        after: ms(section.after_ms),
+        max_running: section.max_running,
+        quotas: TaskQuotas {
+            running_per_owner: section.max_running_per_owner,
+            stored_per_owner: section.max_stored_per_owner,
+            bytes_per_owner: section.max_stored_mb_per_owner << 20,
+            stored_total: section.max_stored,
+            bytes_total: section.max_stored_mb << 20,
+            result_bytes: section.max_result_mb << 20,
+        },
+    }
+}
+
+/// The runtime's settings: the compile cache and its key, the memory cap.
+pub fn runtime_config(config: &Config) -> RuntimeConfig {
+    let cache_dir = match &config.server.cache_dir {
+        Some(dir) if dir.as_os_str().is_empty() => None,
+        Some(dir) => Some(dir.clone()),
+        None => default_cache_dir(),
+    };
+    RuntimeConfig {
+        cache_dir,
+        cache_key_file: state_dir().map(|dir| dir.join("cache.key")),
+        max_memory_bytes: config.max_memory_bytes(),
+        ..RuntimeConfig::default()
+    }
+}
+
+/// Refuses to serve when a folder or file the host trusts (the plugins,
+/// the compile cache and its key, the task store) lies inside a root, or
+/// holds one: a plugin granted that root could change it.
+pub fn check_host_paths(config: &Config, plugins: &Path) -> Result<()> {
+    let runtime = runtime_config(config);
+    if let Some(cache) = &runtime.cache_dir {
+        let (cache, plugins) = (std::path::absolute(cache)?, std::path::absolute(plugins)?);
+        anyhow::ensure!(
+            !cache.starts_with(&plugins) && !plugins.starts_with(&cache),
+            "the compile cache {} and the plugin folder {} overlap; keep them apart",
+            cache.display(),
+            plugins.display()
+        );
+    }
+    let tasks = task_options(config);
+    let paths = [
+        ("the plugin folder", Some(plugins.to_owned())),
+        ("the compile cache", runtime.cache_dir),
+        ("the compile cache key", runtime.cache_key_file),
+        ("the task store", tasks.store),
+    ];
+    for (what, path) in paths {
+        if let Some(path) = path {
+            config.check_outside_roots(what, &path)?;
+        }
+    }
+    Ok(())
+}
