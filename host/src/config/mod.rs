@@ -2,6 +2,7 @@
 //! roots and what each plugin may be granted), plugin manifests, and the
 //! policy that grants a plugin what it asks for and the config allows.
 
+mod check;
 pub mod defaults;
 mod http;
 mod manifest;
@@ -13,8 +14,9 @@ pub use manifest::Manifest;
 pub use policy::{Decision, Policy};
 pub use tasks::TasksSection;
 
-use crate::runtime::{DirHandle, HostPattern, Limits};
+use crate::runtime::{DirHandle, Limits};
 use anyhow::{Context as _, Result};
+use check::{check_limits, overlap};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -276,164 +278,12 @@ impl Config {
     /// Parses config text; relative root paths are taken from `base`.
     pub fn parse(text: &str, base: &Path) -> Result<Self> {
         let mut config: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
-        anyhow::ensure!(
-            config.server.page_size > 0,
-            "server.page_size must be at least 1"
-        );
-        let server = &config.server;
-        for (field, value) in [
-            ("max_plugin_mb", server.max_plugin_mb),
-            (
-                "max_requests_per_connection",
-                server.max_requests_per_connection as u64,
-            ),
-            (
-                "max_requests_per_principal",
-                server.max_requests_per_principal as u64,
-            ),
-            ("max_requests", server.max_requests as u64),
-            (
-                "max_requests_mb_per_principal",
-                server.max_requests_mb_per_principal as u64,
-            ),
-            ("max_requests_mb", server.max_requests_mb as u64),
-            (
-                "max_waiting_per_principal",
-                server.max_waiting_per_principal as u64,
-            ),
-        ] {
-            anyhow::ensure!(value > 0, "server.{field} must be at least 1");
-        }
+        check::server(&config.server)?;
         check_limits("limits", &config.limits)?;
-        for (name, root) in &mut config.roots {
-            anyhow::ensure!(
-                valid_name(name),
-                "roots.{name}: a root name must be letters, digits, '-' or '_'"
-            );
-            let span = root.path.span();
-            let path = base.join(root.path.get_ref());
-            let path = path.canonicalize().with_context(|| {
-                format!("{}: roots.{name}.path {}", at(span.clone()), path.display())
-            })?;
-            anyhow::ensure!(
-                path.is_dir(),
-                "{}: roots.{name}.path {} is not a folder",
-                at(span),
-                path.display()
-            );
-            root.dir = Some(Arc::new(DirHandle::open(&path).with_context(|| {
-                format!(
-                    "{}: opening roots.{name}.path {}",
-                    at(span.clone()),
-                    path.display()
-                )
-            })?));
-            *root.path.get_mut() = path;
-        }
-        let roots: Vec<(&String, &PathBuf)> = config
-            .roots
-            .iter()
-            .map(|(name, root)| (name, root.path.get_ref()))
-            .collect();
-        for (i, (a, a_path)) in roots.iter().enumerate() {
-            for (b, b_path) in &roots[i + 1..] {
-                anyhow::ensure!(
-                    !overlap(a_path, b_path),
-                    "roots.{a} ({}) and roots.{b} ({}) overlap: one is inside the other, \
-                     so a plugin granted one could change what the other shows; \
-                     give each root a folder of its own",
-                    a_path.display(),
-                    b_path.display()
-                );
-            }
-        }
-        for (plugin, section) in &config.plugins {
-            for root in &section.roots {
-                anyhow::ensure!(
-                    config.roots.contains_key(root.get_ref()),
-                    "{}: plugins.{plugin}.roots names {:?}, which is not in [roots]",
-                    at(root.span()),
-                    root.get_ref()
-                );
-            }
-            for host in &section.hosts {
-                anyhow::ensure!(
-                    HostPattern::parse(host.get_ref()).is_some(),
-                    "{}: plugins.{plugin}.hosts: {:?} is not a host name or *.domain",
-                    at(host.span()),
-                    host.get_ref()
-                );
-            }
-            for var in &section.env {
-                let var_name = var.get_ref();
-                anyhow::ensure!(
-                    !var_name.is_empty() && !var_name.contains('='),
-                    "{}: plugins.{plugin}.env: {var_name:?} is not a variable name",
-                    at(var.span())
-                );
-            }
-            check_limits(
-                &format!("plugins.{plugin}.limits"),
-                &config.limits.with(&section.limits),
-            )?;
-        }
-        anyhow::ensure!(
-            config.http.path.starts_with('/'),
-            "http.path must start with /"
-        );
-        anyhow::ensure!(
-            config.http.max_body_mb > 0,
-            "http.max_body_mb must be at least 1"
-        );
-        let h = &config.http;
-        for (field, value) in [
-            ("session_idle_secs", h.session_idle_secs),
-            ("max_connections", h.max_connections as u64),
-            ("header_timeout_secs", h.header_timeout_secs),
-            ("body_timeout_secs", h.body_timeout_secs),
-            ("idle_timeout_secs", h.idle_timeout_secs),
-            ("max_sessions", h.max_sessions as u64),
-            (
-                "max_sessions_per_principal",
-                h.max_sessions_per_principal as u64,
-            ),
-        ] {
-            anyhow::ensure!(value > 0, "http.{field} must be at least 1");
-        }
-        anyhow::ensure!(
-            config.tasks.ttl_ms >= 1000 && config.tasks.max_ttl_ms >= config.tasks.ttl_ms,
-            "tasks.ttl_ms must be at least 1000, and tasks.max_ttl_ms at least tasks.ttl_ms"
-        );
-        anyhow::ensure!(
-            config.tasks.poll_interval_ms > 0 && config.tasks.max_running > 0,
-            "tasks.poll_interval_ms and tasks.max_running must be at least 1"
-        );
-        let t = &config.tasks;
-        for (field, value) in [
-            ("max_running_per_owner", t.max_running_per_owner),
-            ("max_stored_per_owner", t.max_stored_per_owner),
-            ("max_stored_mb_per_owner", t.max_stored_mb_per_owner),
-            ("max_stored", t.max_stored),
-            ("max_stored_mb", t.max_stored_mb),
-            ("max_result_mb", t.max_result_mb),
-        ] {
-            anyhow::ensure!(value > 0, "tasks.{field} must be at least 1");
-        }
-        if let Some(store) = &mut config.tasks.store {
-            if !store.as_os_str().is_empty() {
-                *store = base.join(&*store);
-            }
-        }
-        if let Some(jwt) = config.http.auth.as_mut().and_then(|a| a.jwt.as_mut()) {
-            anyhow::ensure!(
-                jwt.secret_env.is_some() != jwt.public_key_file.is_some(),
-                "http.auth.jwt needs exactly one of secret_env and public_key_file"
-            );
-            if let Some(file) = &mut jwt.public_key_file {
-                *file = base.join(&*file);
-            }
-        }
+        check::open_roots(&mut config.roots, base, text)?;
+        check::plugins(&config, text)?;
+        check::http(&mut config.http, base)?;
+        check::tasks(&mut config.tasks, base)?;
         Ok(config)
     }
 
@@ -466,11 +316,6 @@ impl Config {
     }
 }
 
-/// Whether one of two canonical paths is inside the other (or they are equal).
-fn overlap(a: &Path, b: &Path) -> bool {
-    a.starts_with(b) || b.starts_with(a)
-}
-
 /// `path` canonicalized, or for a path not made yet, its nearest existing
 /// ancestor canonicalized with the rest appended.
 fn canonical_or_nearest(path: &Path) -> PathBuf {
@@ -491,38 +336,12 @@ fn canonical_or_nearest(path: &Path) -> PathBuf {
     }
 }
 
-fn check_limits(section: &str, limits: &LimitsSection) -> Result<()> {
-    for (field, value) in [
-        ("memory_mb", limits.memory_mb as u64),
-        ("call_timeout_ms", limits.call_timeout_ms),
-        ("max_result_mb", limits.max_result_mb as u64),
-        ("max_concurrent_calls", limits.max_concurrent_calls as u64),
-        ("max_result_items", limits.max_result_items as u64),
-        ("max_message_kb", limits.max_message_kb as u64),
-        ("notifications_per_sec", limits.notifications_per_sec as u64),
-        ("load_timeout_ms", limits.load_timeout_ms),
-        ("max_blocking_threads", limits.max_blocking_threads as u64),
-    ] {
-        anyhow::ensure!(value > 0, "{section}.{field} must be at least 1");
-    }
-    anyhow::ensure!(
-        limits.memory_mb <= 4096,
-        "{section}.memory_mb must be at most 4096 (the wasm32 address space)"
-    );
-    Ok(())
-}
-
 /// Whether `name` may name a root or a plugin: letters, digits, `-`, `_`.
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
-/// The 1-based line of byte `offset` in `text`.
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ pub struct ToolEntry {
     pub input_schema: Arc<serde_json::Value>,
     /// The compiled input schema.
     pub validator: Arc<jsonschema::Validator>,
+    /// The output schema, if the tool has a readable one.
+    pub output_schema: Option<Arc<serde_json::Value>>,
 }
 
 /// A fixed-URI resource as offered to clients.
@@ -88,84 +90,112 @@ impl Catalogue {
         plugins.sort_by(|a, b| a.plugin.name().cmp(b.plugin.name()));
         let mut cat = Catalogue::default();
         for entry in &plugins {
-            let plugin = &entry.plugin;
-            for tool in &entry.listing.tools {
-                let (input_schema, validator) = match compile_schema(&tool.input_schema) {
-                    Ok((schema, v)) => (Arc::new(schema), Arc::new(v)),
-                    Err(e) => {
-                        tracing::error!(plugin = plugin.name(), tool = %tool.name, "tool skipped: its input schema is invalid: {e}");
-                        continue;
-                    }
-                };
-                let Some(name) = unique_name(&cat.tool_index, plugin.name(), &tool.name, "tool")
-                else {
-                    continue;
-                };
-                cat.tool_index.insert(name.clone(), cat.tools.len());
-                cat.tools.push(ToolEntry {
-                    name,
-                    tool: tool.clone(),
-                    plugin: plugin.clone(),
-                    input_schema,
-                    validator,
-                });
-            }
-            for resource in &entry.listing.resources {
-                if let Some(&i) = cat.resource_index.get(&resource.uri) {
-                    tracing::warn!(
-                        plugin = plugin.name(), uri = %resource.uri,
-                        "resource dropped: plugin {} already serves this URI", cat.resources[i].plugin.name()
-                    );
-                    continue;
-                }
-                cat.resource_index
-                    .insert(resource.uri.clone(), cat.resources.len());
-                cat.resources.push(ResourceEntry {
-                    resource: resource.clone(),
-                    plugin: plugin.clone(),
-                });
-            }
-            for template in &entry.listing.templates {
-                if let Some(other) = cat
-                    .templates
-                    .iter()
-                    .find(|t| t.template.uri_template == template.uri_template)
-                {
-                    tracing::warn!(
-                        plugin = plugin.name(), template = %template.uri_template,
-                        "resource template dropped: plugin {} already serves it", other.plugin.name()
-                    );
-                    continue;
-                }
-                let matcher = match UriTemplate::parse(&template.uri_template) {
-                    Ok(matcher) => matcher,
-                    Err(e) => {
-                        tracing::error!(plugin = plugin.name(), template = %template.uri_template, "resource template skipped: {e}");
-                        continue;
-                    }
-                };
-                cat.templates.push(TemplateEntry {
-                    matcher,
-                    template: template.clone(),
-                    plugin: plugin.clone(),
-                });
-            }
-            for prompt in &entry.listing.prompts {
-                let Some(name) =
-                    unique_name(&cat.prompt_index, plugin.name(), &prompt.name, "prompt")
-                else {
-                    continue;
-                };
-                cat.prompt_index.insert(name.clone(), cat.prompts.len());
-                cat.prompts.push(PromptEntry {
-                    name,
-                    prompt: prompt.clone(),
-                    plugin: plugin.clone(),
-                });
-            }
+            cat.add_tools(entry);
+            cat.add_resources(entry);
+            cat.add_templates(entry);
+            cat.add_prompts(entry);
         }
         cat.plugins = plugins;
         cat
+    }
+
+    /// The tools of `entry` whose input schema compiles, under unique names.
+    fn add_tools(&mut self, entry: &PluginEntry) {
+        let plugin = &entry.plugin;
+        for tool in &entry.listing.tools {
+            let (input_schema, validator) = match compile_schema(&tool.input_schema) {
+                Ok((schema, v)) => (Arc::new(schema), Arc::new(v)),
+                Err(e) => {
+                    tracing::error!(plugin = plugin.name(), tool = %tool.name, "tool skipped: its input schema is invalid: {e}");
+                    continue;
+                }
+            };
+            let Some(name) = unique_name(&self.tool_index, plugin.name(), &tool.name, "tool")
+            else {
+                continue;
+            };
+            let output_schema = tool
+                .output_schema
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .map(Arc::new);
+            self.tool_index.insert(name.clone(), self.tools.len());
+            self.tools.push(ToolEntry {
+                name,
+                tool: tool.clone(),
+                plugin: plugin.clone(),
+                input_schema,
+                validator,
+                output_schema,
+            });
+        }
+    }
+
+    /// The resources of `entry` whose URIs no earlier plugin serves.
+    fn add_resources(&mut self, entry: &PluginEntry) {
+        let plugin = &entry.plugin;
+        for resource in &entry.listing.resources {
+            if let Some(&i) = self.resource_index.get(&resource.uri) {
+                tracing::warn!(
+                    plugin = plugin.name(), uri = %resource.uri,
+                    "resource dropped: plugin {} already serves this URI", self.resources[i].plugin.name()
+                );
+                continue;
+            }
+            self.resource_index
+                .insert(resource.uri.clone(), self.resources.len());
+            self.resources.push(ResourceEntry {
+                resource: resource.clone(),
+                plugin: plugin.clone(),
+            });
+        }
+    }
+
+    /// The templates of `entry` that parse and no earlier plugin serves.
+    fn add_templates(&mut self, entry: &PluginEntry) {
+        let plugin = &entry.plugin;
+        for template in &entry.listing.templates {
+            if let Some(other) = self
+                .templates
+                .iter()
+                .find(|t| t.template.uri_template == template.uri_template)
+            {
+                tracing::warn!(
+                    plugin = plugin.name(), template = %template.uri_template,
+                    "resource template dropped: plugin {} already serves it", other.plugin.name()
+                );
+                continue;
+            }
+            let matcher = match UriTemplate::parse(&template.uri_template) {
+                Ok(matcher) => matcher,
+                Err(e) => {
+                    tracing::error!(plugin = plugin.name(), template = %template.uri_template, "resource template skipped: {e}");
+                    continue;
+                }
+            };
+            self.templates.push(TemplateEntry {
+                matcher,
+                template: template.clone(),
+                plugin: plugin.clone(),
+            });
+        }
+    }
+
+    /// The prompts of `entry`, under unique names.
+    fn add_prompts(&mut self, entry: &PluginEntry) {
+        let plugin = &entry.plugin;
+        for prompt in &entry.listing.prompts {
+            let Some(name) = unique_name(&self.prompt_index, plugin.name(), &prompt.name, "prompt")
+            else {
+                continue;
+            };
+            self.prompt_index.insert(name.clone(), self.prompts.len());
+            self.prompts.push(PromptEntry {
+                name,
+                prompt: prompt.clone(),
+                plugin: plugin.clone(),
+            });
+        }
     }
 
     /// The tool clients call `name`.
@@ -208,6 +238,8 @@ impl Catalogue {
     }
 }
 
+/// `name`, or `plugin.name` when an earlier plugin took `name`; `None`
+/// (logged) when both are taken.
 fn unique_name(
     index: &HashMap<String, usize>,
     plugin: &str,
@@ -235,6 +267,7 @@ fn unique_name(
 /// The largest compiled form of one schema `pattern`.
 const MAX_PATTERN_BYTES: usize = 1 << 20;
 
+/// An input schema parsed and compiled; it must describe an object.
 fn compile_schema(schema: &str) -> Result<(serde_json::Value, jsonschema::Validator), String> {
     let value: serde_json::Value = serde_json::from_str(schema).map_err(|e| e.to_string())?;
     if value.get("type").and_then(|t| t.as_str()) != Some("object") {

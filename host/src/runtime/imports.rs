@@ -8,7 +8,7 @@ use super::bindings::wasm_mcp::plugin::host::{self as wit, Answer, InputError};
 use super::bindings::wasm_mcp::plugin::types::LogLevel;
 use super::lift::{self, BoundedList, BoundedStr, GuestStr, IntoOwned};
 use super::state::CallState;
-use wasmtime::component::Linker;
+use wasmtime::component::{Linker, LinkerInstance};
 use wasmtime::StoreContextMut;
 
 type Store<'a> = StoreContextMut<'a, CallState>;
@@ -16,6 +16,13 @@ type Store<'a> = StoreContextMut<'a, CallState>;
 /// Defines `wasm-mcp:plugin/host@0.1.0` in `linker`.
 pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     let mut host = linker.instance("wasm-mcp:plugin/host@0.1.0")?;
+    add_notices(&mut host)?;
+    add_questions(&mut host)
+}
+
+/// What a plugin tells the client or the host: logs, progress, change
+/// notices, and its wish to go on as a task.
+fn add_notices(host: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
     host.func_wrap(
         "log",
         |mut store: Store<'_>, (level, message): (LogLevel, GuestStr)| {
@@ -70,6 +77,12 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     host.func_wrap("continue-as-task", |store: Store<'_>, (): ()| {
         Ok((store.data().context.continue_as_task(),))
     })?;
+    Ok(())
+}
+
+/// What a plugin asks the client: elicitation, sampling, roots, or several
+/// questions at once.
+fn add_questions(host: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
     host.func_wrap_async(
         "elicit",
         |mut store: Store<'_>, (request,): (lift::ElicitationRequest,)| {

@@ -1,5 +1,6 @@
 //! The contract's typed values in MCP's JSON shape.
 
+use crate::registry::ToolEntry;
 use crate::runtime::{completions, prompts, resources, tools, types};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
@@ -121,23 +122,20 @@ pub fn content(c: &types::Content) -> Value {
     Value::Object(obj)
 }
 
-/// A `Tool` as listed, under the name clients call it by.
-pub fn tool(name: &str, t: &tools::Tool, with_output_schema: bool) -> Value {
+/// A tool as listed, under the name clients call it by, with its schemas
+/// as parsed when its plugin loaded.
+pub fn tool(entry: &ToolEntry, with_output_schema: bool) -> Value {
+    let t = &entry.tool;
     let mut obj = Map::new();
-    obj.insert("name".into(), json!(name));
+    obj.insert("name".into(), json!(entry.name));
     put_str(&mut obj, "title", &t.title);
     put_str(&mut obj, "description", &t.description);
-    obj.insert(
-        "inputSchema".into(),
-        serde_json::from_str(&t.input_schema).unwrap_or_else(|_| json!({"type": "object"})),
-    );
+    obj.insert("inputSchema".into(), (*entry.input_schema).clone());
     if with_output_schema {
         put(
             &mut obj,
             "outputSchema",
-            t.output_schema
-                .as_deref()
-                .and_then(|s| serde_json::from_str(s).ok()),
+            entry.output_schema.as_deref().cloned(),
         );
     }
     if let Some(a) = &t.annotations {

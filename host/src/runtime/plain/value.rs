@@ -30,76 +30,21 @@ impl Lowering {
                 "the arguments are more than {MAX_ARGUMENT_VALUES} values"
             ));
         }
-        let int = |min: i128, max: i128| -> Result<i128, String> {
-            let n = json
-                .as_i64()
-                .map(i128::from)
-                .or_else(|| json.as_u64().map(i128::from))
-                .ok_or_else(|| format!("expected an integer, found {}", kind(json)))?;
-            if n < min || n > max {
-                return Err(format!("{n} is outside {min}..={max}"));
-            }
-            Ok(n)
-        };
-        // Each narrowing below is within the range just checked.
         Ok(match ty {
-            Type::Bool => Val::Bool(json.as_bool().ok_or_else(|| expected("a boolean", json))?),
-            Type::S8 => Val::S8(int(i8::MIN.into(), i8::MAX.into())? as i8),
-            Type::U8 => Val::U8(int(0, u8::MAX.into())? as u8),
-            Type::S16 => Val::S16(int(i16::MIN.into(), i16::MAX.into())? as i16),
-            Type::U16 => Val::U16(int(0, u16::MAX.into())? as u16),
-            Type::S32 => Val::S32(int(i32::MIN.into(), i32::MAX.into())? as i32),
-            Type::U32 => Val::U32(int(0, u32::MAX.into())? as u32),
-            Type::S64 => Val::S64(int(i64::MIN.into(), i64::MAX.into())? as i64),
-            Type::U64 => Val::U64(int(0, u64::MAX.into())? as u64),
-            Type::Float32 => Val::Float32(number(json)? as f32),
-            Type::Float64 => Val::Float64(number(json)?),
-            Type::Char => {
-                let text = string(json)?;
-                let mut chars = text.chars();
-                match (chars.next(), chars.next()) {
-                    (Some(c), None) => Val::Char(c),
-                    _ => return Err("expected a string of one character".to_owned()),
-                }
-            }
-            Type::String => Val::String(string(json)?.to_owned()),
             Type::List(list) => Val::List(self.items(&list.ty(), array(json)?)?),
             Type::FixedLengthList(list) => {
                 let items = array(json)?;
-                if items.len() != list.len() as usize {
-                    return Err(format!(
-                        "expected {} items, found {}",
-                        list.len(),
-                        items.len()
-                    ));
-                }
+                expect_len(list.len() as usize, items.len())?;
                 Val::FixedLengthList(self.items(&list.ty(), items)?)
             }
-            Type::Map(map) => {
-                let object = json
-                    .as_object()
-                    .ok_or_else(|| expected("an object", json))?;
-                let value_ty = map.value();
-                let mut pairs = Vec::with_capacity(object.len());
-                for (key, value) in object {
-                    let value = self.value(&value_ty, value).map_err(|e| at(key, e))?;
-                    pairs.push((Val::String(key.clone()), value));
-                }
-                Val::Map(pairs)
-            }
+            Type::Map(map) => self.map(&map.value(), json)?,
             Type::Record(record) => {
                 let fields = record.fields().map(|f| (f.name, f.ty));
                 Val::Record(self.members(fields, json)?)
             }
             Type::Tuple(tuple) => {
                 let items = array(json)?;
-                if items.len() != tuple.types().len() {
-                    return Err(format!(
-                        "expected {} items, found {}",
-                        tuple.types().len(),
-                        items.len()
-                    ));
-                }
+                expect_len(tuple.types().len(), items.len())?;
                 let mut values = Vec::with_capacity(items.len());
                 for (i, (ty, item)) in tuple.types().zip(items).enumerate() {
                     values.push(self.value(&ty, item).map_err(|e| at(&i.to_string(), e))?);
@@ -115,26 +60,6 @@ impl Lowering {
                 let payload = self.payload(case.ty.as_ref(), payload, name)?;
                 Val::Variant(name.to_owned(), payload)
             }
-            Type::Enum(e) => {
-                let name = string(json)?;
-                if !e.names().any(|n| n == name) {
-                    return Err(format!("`{name}` is not one of its cases"));
-                }
-                Val::Enum(name.to_owned())
-            }
-            Type::Flags(flags) => {
-                let mut set = Vec::new();
-                for item in array(json)? {
-                    let name = string(item)?;
-                    if !flags.names().any(|n| n == name) {
-                        return Err(format!("`{name}` is not one of its flags"));
-                    }
-                    if !set.iter().any(|s| s == name) {
-                        set.push(name.to_owned());
-                    }
-                }
-                Val::Flags(set)
-            }
             Type::Option(option) => match json {
                 Value::Null => Val::Option(None),
                 some => Val::Option(Some(Box::new(self.value(&option.ty(), some)?))),
@@ -149,12 +74,21 @@ impl Lowering {
                     _ => return Err("expected {\"ok\": …} or {\"err\": …}".to_owned()),
                 }
             }
-            Type::Own(_)
-            | Type::Borrow(_)
-            | Type::Future(_)
-            | Type::Stream(_)
-            | Type::ErrorContext => return Err("this type has no JSON form".to_owned()),
+            other => leaf(other, json)?,
         })
+    }
+
+    /// A `map<string, V>` from a JSON object.
+    fn map(&mut self, value_ty: &Type, json: &Value) -> Result<Val, String> {
+        let object = json
+            .as_object()
+            .ok_or_else(|| expected("an object", json))?;
+        let mut pairs = Vec::with_capacity(object.len());
+        for (key, value) in object {
+            let value = self.value(value_ty, value).map_err(|e| at(key, e))?;
+            pairs.push((Val::String(key.clone()), value));
+        }
+        Ok(Val::Map(pairs))
     }
 
     /// An object's members (a record's fields, a function's parameters) in
@@ -310,6 +244,74 @@ impl Serialize for Json<'_> {
             }
         }
     }
+}
+
+/// `found` items where `wanted` are needed: an error unless equal.
+fn expect_len(wanted: usize, found: usize) -> Result<(), String> {
+    if wanted == found {
+        return Ok(());
+    }
+    Err(format!("expected {wanted} items, found {found}"))
+}
+
+/// A value of a type with no values inside it (numbers, text, enums,
+/// flags), or why `json` is not one.
+fn leaf(ty: &Type, json: &Value) -> Result<Val, String> {
+    let int = |min: i128, max: i128| -> Result<i128, String> {
+        let n = json
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| json.as_u64().map(i128::from))
+            .ok_or_else(|| format!("expected an integer, found {}", kind(json)))?;
+        if n < min || n > max {
+            return Err(format!("{n} is outside {min}..={max}"));
+        }
+        Ok(n)
+    };
+    // Each narrowing below is within the range just checked.
+    Ok(match ty {
+        Type::Bool => Val::Bool(json.as_bool().ok_or_else(|| expected("a boolean", json))?),
+        Type::S8 => Val::S8(int(i8::MIN.into(), i8::MAX.into())? as i8),
+        Type::U8 => Val::U8(int(0, u8::MAX.into())? as u8),
+        Type::S16 => Val::S16(int(i16::MIN.into(), i16::MAX.into())? as i16),
+        Type::U16 => Val::U16(int(0, u16::MAX.into())? as u16),
+        Type::S32 => Val::S32(int(i32::MIN.into(), i32::MAX.into())? as i32),
+        Type::U32 => Val::U32(int(0, u32::MAX.into())? as u32),
+        Type::S64 => Val::S64(int(i64::MIN.into(), i64::MAX.into())? as i64),
+        Type::U64 => Val::U64(int(0, u64::MAX.into())? as u64),
+        Type::Float32 => Val::Float32(number(json)? as f32),
+        Type::Float64 => Val::Float64(number(json)?),
+        Type::Char => {
+            let text = string(json)?;
+            let mut chars = text.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => Val::Char(c),
+                _ => return Err("expected a string of one character".to_owned()),
+            }
+        }
+        Type::String => Val::String(string(json)?.to_owned()),
+        Type::Enum(e) => {
+            let name = string(json)?;
+            if !e.names().any(|n| n == name) {
+                return Err(format!("`{name}` is not one of its cases"));
+            }
+            Val::Enum(name.to_owned())
+        }
+        Type::Flags(flags) => {
+            let mut set = Vec::new();
+            for item in array(json)? {
+                let name = string(item)?;
+                if !flags.names().any(|n| n == name) {
+                    return Err(format!("`{name}` is not one of its flags"));
+                }
+                if !set.iter().any(|s| s == name) {
+                    set.push(name.to_owned());
+                }
+            }
+            Val::Flags(set)
+        }
+        _ => return Err("this type has no JSON form".to_owned()),
+    })
 }
 
 #[cfg(test)]

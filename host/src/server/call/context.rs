@@ -94,6 +94,40 @@ impl RequestScope {
         self.link.runs_as_task()
     }
 
+    /// The questions the client can be asked (`wanted`), and an answer
+    /// slot for each question: already filled with the refusal of one the
+    /// client cannot be asked (a capability it did not declare, or a
+    /// question that cannot be sent).
+    fn sort_questions(&self, questions: Vec<(String, Question)>) -> (Vec<Slot>, Vec<Wanted>) {
+        let mut answers = Vec::new();
+        let mut wanted = Vec::new();
+        for (index, (key, question)) in questions.into_iter().enumerate() {
+            let (capability, kind, method, params) = input::describe(&key, &question);
+            let params = if self.client_has(capability) {
+                params.map_err(|why| format!("the question cannot be sent: {why}"))
+            } else {
+                Err(format!(
+                    "the client did not declare the {} capability",
+                    capability.join(".")
+                ))
+            };
+            match params {
+                Err(why) => answers.push(Some(Err(InputError::Unsupported(why)))),
+                Ok(params) => {
+                    answers.push(None);
+                    wanted.push(Wanted {
+                        index,
+                        key,
+                        kind,
+                        method,
+                        params,
+                    });
+                }
+            }
+        }
+        (answers, wanted)
+    }
+
     fn notify(&self, method: &str, params: Value) {
         self.link.notify(method, params);
     }
@@ -172,66 +206,14 @@ impl CallContext for RequestScope {
         &self,
         questions: Vec<(String, Question)>,
     ) -> BoxFuture<Vec<Result<Answer, InputError>>> {
-        let mut answers: Vec<Option<Result<Answer, InputError>>> = Vec::new();
-        let mut wanted = Vec::new();
-        for (index, (key, question)) in questions.into_iter().enumerate() {
-            let (capability, kind, method, params) = input::describe(&key, &question);
-            let refusal = if !self.client_has(capability) {
-                Some(format!(
-                    "the client did not declare the {} capability",
-                    capability.join(".")
-                ))
-            } else if let Err(why) = &params {
-                Some(format!("the question cannot be sent: {why}"))
-            } else {
-                None
-            };
-            match refusal {
-                Some(why) => answers.push(Some(Err(InputError::Unsupported(why)))),
-                None => {
-                    answers.push(None);
-                    wanted.push(Wanted {
-                        index,
-                        key,
-                        kind,
-                        method,
-                        params: params.expect("checked above"),
-                    });
-                }
-            }
-        }
+        let (answers, wanted) = self.sort_questions(questions);
         tracing::debug!(plugin = %self.plugin, questions = wanted.len(), "asking the client");
-        let fill = move |mut answers: Vec<Option<Result<Answer, InputError>>>,
-                         wanted: &[Wanted],
-                         got: Vec<Result<Answer, InputError>>| {
-            for (w, answer) in wanted.iter().zip(got) {
-                answers[w.index] = Some(answer);
-            }
-            answers
-                .into_iter()
-                .map(|a| a.expect("every question answered"))
-                .collect::<Vec<_>>()
-        };
         match &self.questions {
             Questions::Requests(asker) => {
                 let asker = asker.clone();
                 let cancelled = self.cancelled.clone();
                 Box::pin(async move {
-                    let asks = wanted.iter().map(|w| {
-                        let asker = asker.clone();
-                        let mut cancelled = cancelled.clone();
-                        async move {
-                            let until_cancelled = Box::pin(async move {
-                                if cancelled.wait_for(|c| *c).await.is_err() {
-                                    std::future::pending::<()>().await;
-                                }
-                            });
-                            let answer = asker
-                                .ask(w.method, w.params.clone(), until_cancelled)
-                                .await?;
-                            w.parse(&answer).map_err(InputError::ClientError)
-                        }
-                    });
+                    let asks = wanted.iter().map(|w| ask_one(&asker, w, cancelled.clone()));
                     let got = futures_util::future::join_all(asks).await;
                     fill(answers, &wanted, got)
                 })
@@ -253,4 +235,40 @@ impl CallContext for RequestScope {
             }
         }
     }
+}
+
+/// One question's answer, once it has one.
+type Slot = Option<Result<Answer, InputError>>;
+
+/// `answers` with the answers `got` to the `wanted` questions filled in.
+fn fill(
+    mut answers: Vec<Slot>,
+    wanted: &[Wanted],
+    got: Vec<Result<Answer, InputError>>,
+) -> Vec<Result<Answer, InputError>> {
+    for (w, answer) in wanted.iter().zip(got) {
+        answers[w.index] = Some(answer);
+    }
+    answers
+        .into_iter()
+        .map(|a| a.expect("every question answered"))
+        .collect()
+}
+
+/// Asks the client one question as a request, until the call is
+/// cancelled.
+async fn ask_one(
+    asker: &Asker,
+    wanted: &Wanted,
+    mut cancelled: watch::Receiver<bool>,
+) -> Result<Answer, InputError> {
+    let until_cancelled = Box::pin(async move {
+        if cancelled.wait_for(|c| *c).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    });
+    let answer = asker
+        .ask(wanted.method, wanted.params.clone(), until_cancelled)
+        .await?;
+    wanted.parse(&answer).map_err(InputError::ClientError)
 }

@@ -27,7 +27,7 @@ pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
         request.params,
         &request.conn.server,
         "tools",
-        |t| convert::tool(&t.name, &t.tool, with_output_schema),
+        |t| convert::tool(t, with_output_schema),
     )
 }
 

@@ -1,0 +1,222 @@
+//! The checks a config passes before it is used: every count at least 1,
+//! roots that exist and do not overlap, plugins that name known roots and
+//! valid hosts, and relative paths resolved against the config's folder.
+
+use super::{
+    valid_name, Config, HttpSection, LimitsSection, RootSection, ServerSection, TasksSection,
+};
+use crate::runtime::{DirHandle, HostPattern};
+use anyhow::{Context as _, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `[server]`: every count at least 1.
+pub(super) fn server(server: &ServerSection) -> Result<()> {
+    for (field, value) in [
+        ("page_size", server.page_size as u64),
+        ("max_plugin_mb", server.max_plugin_mb),
+        (
+            "max_requests_per_connection",
+            server.max_requests_per_connection as u64,
+        ),
+        (
+            "max_requests_per_principal",
+            server.max_requests_per_principal as u64,
+        ),
+        ("max_requests", server.max_requests as u64),
+        (
+            "max_requests_mb_per_principal",
+            server.max_requests_mb_per_principal as u64,
+        ),
+        ("max_requests_mb", server.max_requests_mb as u64),
+        (
+            "max_waiting_per_principal",
+            server.max_waiting_per_principal as u64,
+        ),
+    ] {
+        anyhow::ensure!(value > 0, "server.{field} must be at least 1");
+    }
+    Ok(())
+}
+
+/// `[roots.NAME]`: each an existing folder (relative to `base`), opened
+/// now, and none inside another. `text` is the config, for line numbers.
+pub(super) fn open_roots(
+    roots: &mut BTreeMap<String, RootSection>,
+    base: &Path,
+    text: &str,
+) -> Result<()> {
+    let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
+    for (name, root) in roots.iter_mut() {
+        anyhow::ensure!(
+            valid_name(name),
+            "roots.{name}: a root name must be letters, digits, '-' or '_'"
+        );
+        let span = root.path.span();
+        let path = base.join(root.path.get_ref());
+        let path = path.canonicalize().with_context(|| {
+            format!("{}: roots.{name}.path {}", at(span.clone()), path.display())
+        })?;
+        anyhow::ensure!(
+            path.is_dir(),
+            "{}: roots.{name}.path {} is not a folder",
+            at(span),
+            path.display()
+        );
+        root.dir = Some(Arc::new(DirHandle::open(&path).with_context(|| {
+            format!(
+                "{}: opening roots.{name}.path {}",
+                at(span.clone()),
+                path.display()
+            )
+        })?));
+        *root.path.get_mut() = path;
+    }
+    let paths: Vec<(&String, &PathBuf)> = roots
+        .iter()
+        .map(|(name, root)| (name, root.path.get_ref()))
+        .collect();
+    for (i, (a, a_path)) in paths.iter().enumerate() {
+        for (b, b_path) in &paths[i + 1..] {
+            anyhow::ensure!(
+                !overlap(a_path, b_path),
+                "roots.{a} ({}) and roots.{b} ({}) overlap: one is inside the other, \
+                 so a plugin granted one could change what the other shows; \
+                 give each root a folder of its own",
+                a_path.display(),
+                b_path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `[plugins.NAME]`: known roots, valid host patterns and variable names,
+/// and limits that pass.
+pub(super) fn plugins(config: &Config, text: &str) -> Result<()> {
+    let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
+    for (plugin, section) in &config.plugins {
+        for root in &section.roots {
+            anyhow::ensure!(
+                config.roots.contains_key(root.get_ref()),
+                "{}: plugins.{plugin}.roots names {:?}, which is not in [roots]",
+                at(root.span()),
+                root.get_ref()
+            );
+        }
+        for host in &section.hosts {
+            anyhow::ensure!(
+                HostPattern::parse(host.get_ref()).is_some(),
+                "{}: plugins.{plugin}.hosts: {:?} is not a host name or *.domain",
+                at(host.span()),
+                host.get_ref()
+            );
+        }
+        for var in &section.env {
+            let var_name = var.get_ref();
+            anyhow::ensure!(
+                !var_name.is_empty() && !var_name.contains('='),
+                "{}: plugins.{plugin}.env: {var_name:?} is not a variable name",
+                at(var.span())
+            );
+        }
+        check_limits(
+            &format!("plugins.{plugin}.limits"),
+            &config.limits.with(&section.limits),
+        )?;
+    }
+    Ok(())
+}
+
+/// `[http]`: a path from `/`, counts at least 1, one JWT key source (a
+/// key file relative to `base`).
+pub(super) fn http(h: &mut HttpSection, base: &Path) -> Result<()> {
+    anyhow::ensure!(h.path.starts_with('/'), "http.path must start with /");
+    for (field, value) in [
+        ("max_body_mb", h.max_body_mb as u64),
+        ("session_idle_secs", h.session_idle_secs),
+        ("max_connections", h.max_connections as u64),
+        ("header_timeout_secs", h.header_timeout_secs),
+        ("body_timeout_secs", h.body_timeout_secs),
+        ("idle_timeout_secs", h.idle_timeout_secs),
+        ("max_sessions", h.max_sessions as u64),
+        (
+            "max_sessions_per_principal",
+            h.max_sessions_per_principal as u64,
+        ),
+    ] {
+        anyhow::ensure!(value > 0, "http.{field} must be at least 1");
+    }
+    if let Some(jwt) = h.auth.as_mut().and_then(|a| a.jwt.as_mut()) {
+        anyhow::ensure!(
+            jwt.secret_env.is_some() != jwt.public_key_file.is_some(),
+            "http.auth.jwt needs exactly one of secret_env and public_key_file"
+        );
+        if let Some(file) = &mut jwt.public_key_file {
+            *file = base.join(&*file);
+        }
+    }
+    Ok(())
+}
+
+/// `[tasks]`: times and counts that make sense, the store relative to
+/// `base`.
+pub(super) fn tasks(t: &mut TasksSection, base: &Path) -> Result<()> {
+    anyhow::ensure!(
+        t.ttl_ms >= 1000 && t.max_ttl_ms >= t.ttl_ms,
+        "tasks.ttl_ms must be at least 1000, and tasks.max_ttl_ms at least tasks.ttl_ms"
+    );
+    anyhow::ensure!(
+        t.poll_interval_ms > 0 && t.max_running > 0,
+        "tasks.poll_interval_ms and tasks.max_running must be at least 1"
+    );
+    for (field, value) in [
+        ("max_running_per_owner", t.max_running_per_owner),
+        ("max_stored_per_owner", t.max_stored_per_owner),
+        ("max_stored_mb_per_owner", t.max_stored_mb_per_owner),
+        ("max_stored", t.max_stored),
+        ("max_stored_mb", t.max_stored_mb),
+        ("max_result_mb", t.max_result_mb),
+    ] {
+        anyhow::ensure!(value > 0, "tasks.{field} must be at least 1");
+    }
+    if let Some(store) = &mut t.store {
+        if !store.as_os_str().is_empty() {
+            *store = base.join(&*store);
+        }
+    }
+    Ok(())
+}
+
+/// Whether one of two canonical paths is inside the other (or they are equal).
+pub(super) fn overlap(a: &Path, b: &Path) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// The limits of `section`: every count at least 1, memory within wasm32.
+pub(super) fn check_limits(section: &str, limits: &LimitsSection) -> Result<()> {
+    for (field, value) in [
+        ("memory_mb", limits.memory_mb as u64),
+        ("call_timeout_ms", limits.call_timeout_ms),
+        ("max_result_mb", limits.max_result_mb as u64),
+        ("max_concurrent_calls", limits.max_concurrent_calls as u64),
+        ("max_result_items", limits.max_result_items as u64),
+        ("max_message_kb", limits.max_message_kb as u64),
+        ("notifications_per_sec", limits.notifications_per_sec as u64),
+        ("load_timeout_ms", limits.load_timeout_ms),
+        ("max_blocking_threads", limits.max_blocking_threads as u64),
+    ] {
+        anyhow::ensure!(value > 0, "{section}.{field} must be at least 1");
+    }
+    anyhow::ensure!(
+        limits.memory_mb <= 4096,
+        "{section}.memory_mb must be at most 4096 (the wasm32 address space)"
+    );
+    Ok(())
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
