@@ -1,4 +1,6 @@
-//! Host-side bindings of the `wasm-mcp:plugin@0.1.0` contract.
+//! Host-side bindings of the `wasm-mcp:plugin@0.1.0` contract, generated
+//! from `wit/` (their docs are the WIT's).
+#![allow(missing_docs)]
 
 wasmtime::component::bindgen!({
     path: "../wit",

@@ -7,6 +7,7 @@
 pub mod bindings;
 mod blocking;
 mod cache;
+mod call_error;
 mod context;
 mod engine;
 mod grants;

@@ -4,10 +4,10 @@
 use super::bindings::exports::wasm_mcp::plugin::{completions, prompts, resources, tools};
 use super::bindings::wasm_mcp::plugin::types;
 use super::blocking::BlockingPool;
+pub use super::call_error::CallError;
 use super::context::{CallContext, Quiet};
 use super::grants::Grants;
-use super::lift::{self, BoundedList, Budget, Budgeted, IntoOwned, OverBudget};
-use super::log_pipe::Tail;
+use super::lift::{self, BoundedList, Budget, Budgeted, IntoOwned};
 use super::plain::PlainTools;
 use super::state::CallState;
 use super::tier::Tier;
@@ -33,63 +33,6 @@ pub struct Exports {
     pub prompts: bool,
     /// `completions`
     pub completions: bool,
-}
-
-/// Why a call into a plugin produced no answer. Each is contained to the
-/// one call: the plugin and the host keep serving.
-#[derive(Debug, thiserror::Error)]
-pub enum CallError {
-    /// The component does not export the interface the call needs.
-    #[error("the plugin does not export the `{0}` interface")]
-    NotExported(&'static str),
-    /// The plugin trapped (panic, `unreachable`, out of memory, ...).
-    #[error("the plugin failed: {0}")]
-    Trap(String),
-    /// The call ran past its deadline and was interrupted.
-    #[error("the call ran longer than {0:?} and was stopped")]
-    Timeout(Duration),
-    /// The caller cancelled the call and it was interrupted.
-    #[error("the call was cancelled")]
-    Cancelled,
-    /// The call could not be set up (a granted folder is missing, ...).
-    #[error("the call could not be prepared: {0}")]
-    Setup(String),
-    /// What the plugin handed the host was over its limits; nothing beyond
-    /// them was copied.
-    #[error("{0}")]
-    TooLarge(String),
-}
-
-impl CallError {
-    fn from_wasm(error: wasmtime::Error) -> Self {
-        if let Some(over) = error.chain().find_map(|e| e.downcast_ref::<OverBudget>()) {
-            return CallError::TooLarge(over.0.clone());
-        }
-        // A trap says what happened; any other error, its innermost cause
-        // (the outer ones are wasm backtraces).
-        let detail = match error.downcast_ref::<wasmtime::Trap>() {
-            Some(trap) => trap.to_string(),
-            None => error.root_cause().to_string(),
-        };
-        CallError::Trap(detail.lines().next().unwrap_or_default().to_owned())
-    }
-
-    /// A trap, with what the plugin wrote last on stderr (a panic message,
-    /// an exception), so the client sees why.
-    fn with_last_words(self, stderr: &std::sync::Weak<std::sync::Mutex<Tail>>) -> Self {
-        let CallError::Trap(detail) = self else {
-            return self;
-        };
-        let words = stderr
-            .upgrade()
-            .map(|tail| tail.lock().unwrap_or_else(|p| p.into_inner()).text())
-            .unwrap_or_default();
-        if words.is_empty() {
-            CallError::Trap(detail)
-        } else {
-            CallError::Trap(format!("{detail}; it wrote on stderr:\n{words}"))
-        }
-    }
 }
 
 /// Everything a plugin lists, asked once at load.

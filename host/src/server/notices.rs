@@ -31,7 +31,7 @@ pub struct Notices(Mutex<BTreeMap<String, String>>);
 
 impl Notices {
     /// Sets the notice `key` (`load:NAME`, `build:NAME`), or clears it
-    /// (`None`). Past [`MAX_NOTICES`], a new key is not recorded.
+    /// (`None`). Past `MAX_NOTICES`, a new key is not recorded.
     pub fn set(&self, key: &str, notice: Option<String>) {
         let mut notices = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match notice {

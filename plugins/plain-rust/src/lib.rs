@@ -37,7 +37,11 @@ impl Guest for Plain {
     }
 
     fn style_word(word: String, style: Style) -> (String, u32) {
-        let mut word = if style.contains(Style::LOUD) { word.to_uppercase() } else { word };
+        let mut word = if style.contains(Style::LOUD) {
+            word.to_uppercase()
+        } else {
+            word
+        };
         if style.contains(Style::BOLD) {
             word = format!("**{word}**");
         }

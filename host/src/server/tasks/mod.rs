@@ -4,7 +4,7 @@
 //!
 //! A task is stored (SQLite) before it is announced, and every change of
 //! its status is stored before anyone can observe it. The running call is
-//! a [`Execution`] owned by a supervisor task, which ends it when the task
+//! an `Execution` owned by a supervisor task, which ends it when the task
 //! is cancelled or expires (dropping the call stops the plugin and frees
 //! its instance).
 

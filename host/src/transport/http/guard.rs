@@ -12,7 +12,7 @@ pub struct Guard {
     pub loopback: bool,
     /// Extra `Host` names allowed (without port), lowercase.
     pub allowed_hosts: Vec<String>,
-    /// `Origin`s allowed (scheme://host[:port]), lowercase; `*` allows any.
+    /// `Origin`s allowed (`scheme://host[:port]`), lowercase; `*` allows any.
     pub allowed_origins: Vec<String>,
 }
 
