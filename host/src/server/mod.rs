@@ -14,6 +14,8 @@ mod request;
 mod roots;
 mod session;
 pub mod tasks;
+#[cfg(test)]
+pub(crate) mod tests;
 
 use crate::config::defaults;
 use crate::protocol::RpcError;

@@ -14,6 +14,8 @@ mod legacy_sse;
 mod listener;
 mod responses;
 mod sessions;
+#[cfg(test)]
+mod tests;
 
 pub use auth::{Auth, JwtCheck};
 pub use guard::Guard;

@@ -1,0 +1,105 @@
+//! In-process tests of the HTTP endpoint: the router answers requests
+//! built here (a tower `oneshot`), with no socket. Checked: the status
+//! each kind of answer gets, sessions opened by `initialize`, and the
+//! headers a stateless request must repeat.
+
+use super::{router, HttpOptions};
+use crate::server::tests::empty_server;
+use axum::body::Body;
+use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+/// POSTs `body` to the endpoint with `headers` (and a loopback Host).
+async fn post(body: &str, headers: &[(&str, &str)]) -> Response<Body> {
+    let (app, _) = router(empty_server(), HttpOptions::default());
+    let mut request = Request::post("/mcp")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    app.oneshot(request.body(Body::from(body.to_owned())).unwrap())
+        .await
+        .unwrap()
+}
+
+async fn json_of(response: Response<Body>) -> Value {
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// A stateless request of `method` with the headers it must repeat.
+async fn stateless(method: &str, params: Value) -> Response<Body> {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+    ];
+    post(&body.to_string(), &headers).await
+}
+
+#[tokio::test]
+async fn stateless_answers_carry_their_status() {
+    let listed = stateless("tools/list", json!({})).await;
+    assert_eq!(listed.status(), StatusCode::OK);
+    assert_eq!(json_of(listed).await["result"]["tools"], json!([]));
+    // A JSON-RPC error about the request itself is an HTTP client error.
+    let unknown = stateless("no/such", json!({})).await;
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    assert_eq!(json_of(unknown).await["error"]["code"], -32601);
+    let handshake_only = stateless("ping", json!({})).await;
+    assert_eq!(handshake_only.status(), StatusCode::NOT_FOUND);
+    // Bad params are answered in the body, with 200.
+    let bad = stateless("tools/list", json!({ "cursor": 1 })).await;
+    assert_eq!(bad.status(), StatusCode::OK);
+    assert_eq!(json_of(bad).await["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn a_stateless_request_must_repeat_its_method_in_the_headers() {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    } } });
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+    ];
+    let answer = post(&body.to_string(), &headers).await;
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(json_of(answer).await["error"]["code"], -32020);
+    let unknown_version = post(&body.to_string(), &[("mcp-protocol-version", "2030-01-01")]).await;
+    assert_eq!(unknown_version.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(json_of(unknown_version).await["error"]["code"], -32022);
+}
+
+#[tokio::test]
+async fn initialize_opens_a_session_and_malformed_json_is_a_bad_request() {
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" },
+    } });
+    let answer = post(&init.to_string(), &[]).await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    let session = answer
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id");
+    assert_eq!(session.len(), 32);
+    let broken = post("{\"jsonrpc\": \"2.0\", ", &[]).await;
+    assert_eq!(broken.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(json_of(broken).await["error"]["code"], -32700);
+    let sessionless = post(
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string(),
+        &[],
+    )
+    .await;
+    assert_eq!(sessionless.status(), StatusCode::BAD_REQUEST);
+}
