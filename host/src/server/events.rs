@@ -1,11 +1,9 @@
-//! Server-wide events on their way to clients: forwarded to handshake
-//! sessions (2026-07-28 listeners are served in
-//! [`super::methods`]), and the re-listing of a plugin that said a list
-//! changed.
+//! Server-wide events on their way to handshake sessions (2026-07-28
+//! listeners are served in [`super::methods`]).
 
-use super::{convert, Connection, Server, ServerEvent};
+use super::{convert, Connection, ServerEvent};
 use crate::protocol::notification;
-use crate::registry::{Catalogue, Registry};
+use crate::registry::Catalogue;
 use crate::runtime::host_types::ListKind;
 use serde_json::json;
 use std::sync::Weak;
@@ -124,20 +122,4 @@ pub(super) fn served_by<'a>(
                 .is_some_and(|p| p.name() == plugin)
         })
         .collect()
-}
-
-/// Re-asks a plugin for its lists, swaps the catalogue, and announces the
-/// lists that really changed.
-pub(super) async fn relist(server: &Server, plugin: &str) {
-    let Some(entry) = server.registry.catalogue().plugin(plugin).cloned() else {
-        return;
-    };
-    match Registry::describe(entry.plugin).await {
-        Ok(fresh) => {
-            if let Some(change) = server.registry.relisted(fresh) {
-                server.announce(&change);
-            }
-        }
-        Err(e) => tracing::error!(plugin, "could not re-list the plugin: {e:#}"),
-    }
 }

@@ -6,6 +6,8 @@ mod admission;
 mod call;
 mod connection;
 pub mod convert;
+mod dispatch;
+mod event;
 mod events;
 mod methods;
 mod notices;
@@ -13,252 +15,17 @@ mod outbox;
 mod request;
 mod roots;
 mod session;
+mod shared;
 pub mod tasks;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use crate::config::defaults;
-use crate::protocol::RpcError;
-use crate::registry::{Change, Registry, Reload};
-use crate::runtime::host_types::ListKind;
-use crate::runtime::types::LogLevel;
-use serde_json::{json, Map, Value};
-use session::Session;
-use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::broadcast;
-
-/// What serving a request comes to: its result, `Ok(None)` for no response
-/// at all (it was cancelled), or a JSON-RPC error.
-pub type Outcome = Result<Option<Value>, RpcError>;
-
-/// Something that changed server-wide, fanned out to every connection.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ServerEvent {
-    /// The catalogue's list of `kind` changed.
-    ListChanged(ListKind),
-    /// The contents of the resource at this URI changed.
-    ResourceUpdated(String),
-    /// A new version of this plugin replaced the old one: every subscribed
-    /// URI it serves may read differently now.
-    PluginReplaced(String),
-    /// A message for the log of every session that set a log level.
-    Log {
-        /// Its level.
-        level: LogLevel,
-        /// Who says it.
-        logger: String,
-        /// What it says.
-        message: String,
-    },
-    /// The status of this task changed.
-    TaskChanged(String),
-    /// The server is shutting down.
-    Shutdown,
-}
-
-/// Settings of the server.
-#[derive(Debug, Clone)]
-pub struct ServerOptions {
-    /// The name in `serverInfo`.
-    pub name: String,
-    /// The version in `serverInfo`.
-    pub version: String,
-    /// Instructions for the model.
-    pub instructions: Option<String>,
-    /// Items per list page.
-    pub page_size: usize,
-    /// `ttlMs` of list results (2026-07-28).
-    pub list_ttl_ms: u64,
-    /// How long a plugin waits for the client to answer its question.
-    pub input_timeout: Duration,
-    /// How tasks are kept and when calls become tasks.
-    pub tasks: tasks::TaskOptions,
-    /// Requests in progress at once.
-    pub admission: AdmissionLimits,
-    /// Calls of one principal waiting for its answers at once.
-    pub max_waiting_per_principal: usize,
-    /// Offer only the handshake revisions (a client that would pick the
-    /// stateless one falls back to `initialize`, and hears `list_changed`).
-    pub handshake_only: bool,
-    /// Plugins not served as their sources stand, added to `instructions`.
-    pub notices: Arc<notices::Notices>,
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        ServerOptions {
-            name: "wasm-mcp".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            instructions: None,
-            page_size: defaults::PAGE_SIZE,
-            list_ttl_ms: defaults::LIST_TTL_MS,
-            input_timeout: Duration::from_millis(defaults::INPUT_TIMEOUT_MS),
-            tasks: tasks::TaskOptions::default(),
-            admission: AdmissionLimits::default(),
-            max_waiting_per_principal: defaults::MAX_WAITING_PER_PRINCIPAL,
-            handshake_only: false,
-            notices: Arc::default(),
-        }
-    }
-}
-
-/// What every connection shares: the registry, the settings, and the
-/// channel of server-wide events.
-pub struct Server {
-    registry: Arc<Registry>,
-    options: ServerOptions,
-    events: broadcast::Sender<ServerEvent>,
-    /// Calls parked until the client's input arrives (2026-07-28).
-    parking: Arc<call::Parking>,
-    /// Tasks, stored and running.
-    tasks: Arc<tasks::Tasks>,
-    /// Re-listings of plugins that said a list changed: one at a time per
-    /// plugin, a burst coalesced.
-    relists: Arc<crate::coalesce::Coalescer>,
-    /// Requests in progress, counted against their caps.
-    admission: Arc<admission::Admission>,
-    /// Calls waiting for their client's answers, counted against a cap.
-    waiting: Arc<call::Waiting>,
-}
-
-impl Server {
-    /// A server over `registry`.
-    pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {
-        let (events, _) = broadcast::channel(1024);
-        let waiting = call::Waiting::new(options.max_waiting_per_principal);
-        let parking = call::Parking::new(options.input_timeout, waiting.clone());
-        let tasks = tasks::Tasks::open(options.tasks.clone(), events.clone());
-        Arc::new(Server {
-            registry,
-            events,
-            parking,
-            tasks,
-            relists: Arc::default(),
-            waiting,
-            admission: Arc::new(admission::Admission::new(options.admission.clone())),
-            options,
-        })
-    }
-
-    /// Re-asks plugin `plugin` for its lists (it said one changed), swaps
-    /// the catalogue and announces the lists that really changed. At most
-    /// one re-listing per plugin runs at a time; requests meanwhile make it
-    /// run once more.
-    pub fn relist(self: &Arc<Self>, plugin: &str) {
-        let server = Arc::downgrade(self);
-        let name = plugin.to_owned();
-        self.relists.request(plugin, move || {
-            let (server, plugin) = (server.clone(), name.clone());
-            async move {
-                if let Some(server) = server.upgrade() {
-                    events::relist(&server, &plugin).await;
-                }
-            }
-        });
-    }
-
-    /// Whether plugin `plugin` serves the resource at `uri` (a listed
-    /// resource or one of its templates).
-    pub fn serves(&self, plugin: &str, uri: &str) -> bool {
-        self.registry
-            .catalogue()
-            .resource_owner(uri)
-            .is_some_and(|p| p.name() == plugin)
-    }
-
-    /// The registry.
-    pub fn registry(&self) -> &Arc<Registry> {
-        &self.registry
-    }
-
-    /// The input schema of the tool clients call `name`, if there is one.
-    pub fn tool_input_schema(&self, name: &str) -> Option<Arc<Value>> {
-        self.registry
-            .catalogue()
-            .tool(name)
-            .map(|t| t.input_schema.clone())
-    }
-
-    /// Publishes a server-wide event to every connection.
-    pub fn publish(&self, event: ServerEvent) {
-        let _ = self.events.send(event);
-    }
-
-    /// Tells every connection which lists a registry change changed.
-    pub fn announce(&self, change: &Change) {
-        for kind in &change.lists {
-            self.publish(ServerEvent::ListChanged(*kind));
-        }
-    }
-
-    /// Announces a plugin file's reload: changed lists, and for a replaced
-    /// plugin, the subscribed resources it serves.
-    pub fn announce_reload(&self, plugin: &str, reload: &Reload) {
-        match reload {
-            Reload::Unchanged => {}
-            Reload::Added(change) | Reload::Removed(change) => self.announce(change),
-            Reload::Replaced(change) => {
-                self.announce(change);
-                self.publish(ServerEvent::PluginReplaced(plugin.to_owned()));
-            }
-        }
-    }
-
-    /// Logs an error server-side (`detail`, which may name host paths) and
-    /// tells every session that set a log level `summary` (which must not).
-    pub fn log_error(&self, logger: &str, detail: String, summary: String) {
-        tracing::error!(logger, "{detail}");
-        self.publish(ServerEvent::Log {
-            level: LogLevel::Error,
-            logger: logger.to_owned(),
-            message: summary,
-        });
-    }
-
-    /// Listens to server-wide events.
-    pub fn subscribe(&self) -> broadcast::Receiver<ServerEvent> {
-        self.events.subscribe()
-    }
-
-    /// What clients are told of plugins not served as their files stand.
-    pub fn notices(&self) -> &Notices {
-        &self.options.notices
-    }
-
-    /// `instructions`: the configured ones, then the plugins' notices.
-    fn instructions(&self) -> Option<String> {
-        let base = self.options.instructions.as_deref();
-        self.options.notices.instructions(base)
-    }
-
-    /// `serverInfo`.
-    fn server_info(&self) -> Value {
-        json!({ "name": self.options.name, "version": self.options.version })
-    }
-}
-
 pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
+pub use call::Outcome;
 pub use connection::{Canceller, Connection};
+pub use event::ServerEvent;
 pub use notices::Notices;
 /// Notice keys.
 pub use notices::{build_key as build_notice_key, load_key as load_notice_key};
 pub use outbox::{Outbox, OutboxReceiver};
-
-impl Server {
-    /// Checks the `_meta` of a stateless request (its revision and the
-    /// client's capabilities) without serving it.
-    pub fn check_stateless_meta(&self, params: &Map<String, Value>) -> Result<(), RpcError> {
-        session::era_of(params, &Session::default(), self.options.handshake_only).map(|_| ())
-    }
-
-    /// Whether the stateless revision is offered.
-    pub fn offers_stateless(&self) -> bool {
-        !self.options.handshake_only
-    }
-
-    /// -32022 for a request of `requested`, listing the revisions offered.
-    pub fn unsupported_version(&self, requested: &Value) -> RpcError {
-        session::unsupported_version(requested, self.options.handshake_only)
-    }
-}
+pub use shared::{Server, ServerOptions};

@@ -1,19 +1,37 @@
 //! Questions asked as requests to the client (handshake revisions, and
 //! 2025-11-25 tasks): sent on the call's stream, withdrawn unless answered.
 
-use super::Link;
+use super::{Link, WaitSlot};
 use crate::runtime::host_types::InputError;
 use crate::runtime::BoxFuture;
-use crate::server::Connection;
+use crate::server::Outbox;
 use serde_json::{json, Value};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// The connection a call's questions go out on.
+pub trait Client: Send + Sync {
+    /// A slot for one more call waiting for this client's answers, or why
+    /// not.
+    fn wait_slot(&self) -> Result<WaitSlot, String>;
+    /// Sends the client request `method` on `out`: its id, and where its
+    /// answer (a result or an error object) arrives.
+    fn request(
+        &self,
+        out: &Outbox,
+        method: &str,
+        params: Value,
+    ) -> (Value, oneshot::Receiver<Result<Value, Value>>);
+    /// Stops waiting for the answer to request `id`.
+    fn forget(&self, id: &Value);
+}
 
 /// Asks the client questions for one request: on that request's outbox
 /// (over HTTP, the SSE stream of the POST that made it).
 #[derive(Clone)]
 pub struct Asker {
-    pub(super) conn: Weak<Connection>,
+    pub(super) conn: Weak<dyn Client>,
     pub(super) link: Arc<Link>,
     pub(super) timeout: Duration,
     /// Told when the call starts (`true`) and stops (`false`) waiting for an
@@ -36,7 +54,7 @@ impl Asker {
     /// Asks on `link` for a call of `conn`, waiting at most `timeout` for
     /// each answer; `on_wait` hears when the call starts and stops waiting.
     pub fn new(
-        conn: Weak<Connection>,
+        conn: Weak<dyn Client>,
         link: Arc<Link>,
         timeout: Duration,
         on_wait: Option<Arc<dyn Fn(bool) + Send + Sync>>,
@@ -61,10 +79,7 @@ impl Asker {
             let Some(conn) = self.conn.upgrade() else {
                 return Err(InputError::Cancelled);
             };
-            conn.server
-                .waiting
-                .take(conn.principal.as_deref())
-                .map_err(InputError::Unsupported)?
+            conn.wait_slot().map_err(InputError::Unsupported)?
         };
         if let Some(on_wait) = &self.on_wait {
             on_wait(true);
@@ -81,7 +96,7 @@ impl Asker {
         let Some(conn) = self.conn.upgrade() else {
             return Err(InputError::Cancelled);
         };
-        let (id, answer) = conn.ask(&out, method, self.link.tag(params));
+        let (id, answer) = conn.request(&out, method, self.link.tag(params));
         drop(conn);
         // Withdrawn unless answered, even when this future is dropped.
         let mut pending = Withdraw {

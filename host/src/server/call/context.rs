@@ -8,7 +8,6 @@ use crate::protocol::notification;
 use crate::runtime::host_types::{Answer, InputError, ListKind, Question};
 use crate::runtime::{types::LogLevel, BoxFuture, CallContext};
 use crate::server::convert::{log_level_name, severity};
-use crate::server::{Server, ServerEvent};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -23,6 +22,15 @@ pub enum Questions {
     Rounds(Arc<Rounds>),
     /// Not at all, for this reason.
     Refused(&'static str),
+}
+
+/// Where a plugin's change notices go.
+pub trait PluginNotices: Send + Sync {
+    /// `plugin` said one of its lists changed: ask it again.
+    fn relist(self: Arc<Self>, plugin: &str);
+    /// `plugin` said the resource at `uri` changed (heard only if it
+    /// serves that resource).
+    fn resource_updated(&self, plugin: &str, uri: String);
 }
 
 /// Whether a call may go on as a task.
@@ -48,8 +56,8 @@ pub struct RequestScope {
     pub progress_token: Option<Value>,
     /// Becomes `true` when the call is cancelled.
     pub cancelled: watch::Receiver<bool>,
-    /// The server: where the plugin's change notices go.
-    pub server: Arc<Server>,
+    /// Where the plugin's change notices go (the server).
+    pub notices: Arc<dyn PluginNotices>,
     /// The client's roots, when it declared them.
     pub client_roots: Option<Arc<Vec<PathBuf>>>,
     /// The capabilities the client declared.
@@ -179,16 +187,11 @@ impl CallContext for RequestScope {
     }
 
     fn list_changed(&self, _: ListKind) {
-        self.server.relist(&self.plugin);
+        self.notices.clone().relist(&self.plugin);
     }
 
     fn resource_updated(&self, uri: String) {
-        // A plugin speaks only for the resources it serves.
-        if self.server.serves(&self.plugin, &uri) {
-            self.server.publish(ServerEvent::ResourceUpdated(uri));
-        } else {
-            tracing::debug!(plugin = %self.plugin, %uri, "resources/updated for a URI the plugin does not serve: dropped");
-        }
+        self.notices.resource_updated(&self.plugin, uri);
     }
 
     fn continue_as_task(&self) -> bool {

@@ -15,23 +15,26 @@ mod parking;
 mod rounds;
 mod waiting;
 
-pub use asker::Asker;
-pub use context::{Questions, RequestScope, TaskRole};
+pub use asker::{Asker, Client};
+pub use context::{PluginNotices, Questions, RequestScope, TaskRole};
 pub use execution::{Driven, Escalation, Execution};
 pub use link::Link;
 pub use parking::{Binding, Parking};
 pub use rounds::{Round, Rounds};
-pub use waiting::Waiting;
+pub use waiting::{WaitSlot, Waiting};
 
-use super::request::Request;
-use super::session::Era;
-use super::Outcome;
-use crate::protocol::{meta, Method, RpcError};
-use crate::runtime::{types, LoadedPlugin};
-use serde_json::{json, Map, Value};
+use super::Outbox;
+use crate::protocol::{Method, RpcError};
+use crate::runtime::LoadedPlugin;
+use serde_json::{Map, Value};
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
+
+/// What serving a request comes to: its result, `Ok(None)` for no response
+/// at all (it was cancelled), or a JSON-RPC error.
+pub type Outcome = Result<Option<Value>, RpcError>;
 
 /// What a call is about: the method, the tool or prompt name or resource
 /// URI, and the arguments (what an input-required state is bound to).
@@ -44,82 +47,37 @@ pub struct Target<'a> {
     pub arguments: &'a Value,
 }
 
-/// The call context of a request to `plugin`: notifications go through
-/// `link`, `cancelled` stops it, `questions` says how it asks the client.
-pub fn context(
-    request: &Request<'_>,
-    plugin: &LoadedPlugin,
-    link: Arc<Link>,
-    cancelled: watch::Receiver<bool>,
-    questions: Questions,
-    task_role: TaskRole,
-) -> Arc<RequestScope> {
-    let Request {
-        conn, params, era, ..
-    } = request;
-    let log_level = match era {
-        Era::Modern { log_level, .. } => *log_level,
-        Era::Legacy { .. } => Some(conn.session().log_level.unwrap_or(types::LogLevel::Debug)),
-    };
-    let progress_token = params
-        .get("_meta")
-        .and_then(|m| m.get("progressToken"))
-        .cloned();
-    let (client_roots, client_capabilities) = match era {
-        Era::Legacy { .. } => {
-            let session = conn.session();
-            (
-                session.client_roots.clone(),
-                session.client_capabilities.clone(),
-            )
-        }
-        Era::Modern { .. } => (
-            None,
-            params
-                .get("_meta")
-                .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
-                .cloned()
-                .unwrap_or_else(|| json!({})),
-        ),
-    };
-    Arc::new(RequestScope {
-        plugin: plugin.name().to_owned(),
-        client_roots,
-        link,
-        log_level,
-        progress_token,
-        cancelled,
-        server: conn.server.clone(),
-        client_capabilities,
-        missing_capability: Default::default(),
-        questions,
-        task_role,
-    })
-}
-
-/// The context of a call within its request that asks the client as a
-/// handshake revision allows: requests on the request's own stream. On
-/// 2026-07-28 it cannot ask (see [`run`] for the calls that can).
-pub fn inline_context(request: &Request<'_>, plugin: &LoadedPlugin) -> Arc<RequestScope> {
-    let (link, _) = Link::new(request.reply.clone());
-    let questions = if request.era.is_modern() {
-        Questions::Refused("this request cannot ask the client for input")
-    } else {
-        Questions::Requests(Asker {
-            conn: Arc::downgrade(request.conn),
-            link: link.clone(),
-            timeout: request.conn.server.options.input_timeout,
-            on_wait: None,
-        })
-    };
-    context(
-        request,
-        plugin,
-        link,
-        request.cancel.clone(),
-        questions,
-        TaskRole::Never,
-    )
+/// The request a call comes from, as the call sees it.
+pub trait Origin {
+    /// Where the request's answer and the messages about it go.
+    fn reply(&self) -> &Outbox;
+    /// Becomes `true` when the request is cancelled.
+    fn cancelled(&self) -> watch::Receiver<bool>;
+    /// The request's params.
+    fn params(&self) -> &Map<String, Value>;
+    /// Who the request acts for.
+    fn principal(&self) -> Option<&str>;
+    /// Whether the request is of the stateless revision (its calls ask
+    /// with input-required rounds).
+    fn is_stateless(&self) -> bool;
+    /// Where calls wait for the client's retry.
+    fn parking(&self) -> &Parking;
+    /// How long a call waits for an answer.
+    fn input_timeout(&self) -> Duration;
+    /// The context of a call to `plugin`: notifications go through `link`,
+    /// `cancelled` stops it, `questions` says how it asks the client.
+    fn context(
+        &self,
+        plugin: &LoadedPlugin,
+        link: Arc<Link>,
+        cancelled: watch::Receiver<bool>,
+        questions: Questions,
+        task_role: TaskRole,
+    ) -> Arc<RequestScope>;
+    /// The context of a call within the request, asking the client as a
+    /// handshake revision allows (requests on the request's own stream);
+    /// on the stateless revision it cannot ask.
+    fn inline_context(&self, plugin: &LoadedPlugin) -> Arc<RequestScope>;
 }
 
 /// Runs a plugin call (`call`, given its context) for `request`. On the
@@ -130,7 +88,7 @@ pub fn inline_context(request: &Request<'_>, plugin: &LoadedPlugin) -> Arc<Reque
 /// and `requestState` resumes it); with `escalation`, it is detached when
 /// the plugin asks to go on as a task or runs past the threshold.
 pub async fn run<F, Fut>(
-    request: &Request<'_>,
+    request: &(dyn Origin + Sync),
     plugin: &LoadedPlugin,
     target: Target<'_>,
     escalation: Option<Escalation>,
@@ -140,25 +98,24 @@ where
     F: FnOnce(Arc<RequestScope>) -> Fut,
     Fut: Future<Output = Outcome> + Send + 'static,
 {
-    if !request.era.is_modern() {
-        return Ok(Driven::Done(call(inline_context(request, plugin)).await));
+    if !request.is_stateless() {
+        return Ok(Driven::Done(call(request.inline_context(plugin)).await));
     }
-    let conn = request.conn;
     let binding = Binding::new(
-        conn.principal.as_deref(),
+        request.principal(),
         target.method.as_str(),
         target.name,
         target.arguments,
     );
     let may_detach = escalation.is_some();
     let execution = start_or_resume(request, plugin, &binding, may_detach, call)?;
-    conn.server
-        .parking
+    request
+        .parking()
         .drive(
             execution,
             binding,
-            request.reply,
-            request.cancel.clone(),
+            request.reply(),
+            request.cancelled(),
             escalation,
         )
         .await
@@ -167,7 +124,7 @@ where
 /// The parked call the request's `requestState` resumes, given its
 /// `inputResponses`; else the call, started afresh with those answers.
 fn start_or_resume<F, Fut>(
-    request: &Request<'_>,
+    request: &(dyn Origin + Sync),
     plugin: &LoadedPlugin,
     binding: &Binding,
     may_detach: bool,
@@ -177,8 +134,8 @@ where
     F: FnOnce(Arc<RequestScope>) -> Fut,
     Fut: Future<Output = Outcome> + Send + 'static,
 {
-    let server = &request.conn.server;
-    let responses = match request.params.get("inputResponses") {
+    let params = request.params();
+    let responses = match params.get("inputResponses") {
         None => Map::new(),
         Some(Value::Object(responses)) => responses.clone(),
         Some(_) => {
@@ -187,16 +144,19 @@ where
             ))
         }
     };
-    if let Some(state) = request.params.get("requestState") {
+    if let Some(state) = params.get("requestState") {
         let state = state.as_str().ok_or_else(|| {
             RpcError::invalid_params("Invalid params: \"requestState\" must be a string")
         })?;
-        if let Some(parked) = server.parking.resume(state, binding, responses.clone())? {
+        if let Some(parked) = request
+            .parking()
+            .resume(state, binding, responses.clone())?
+        {
             return Ok(parked);
         }
     }
-    let (rounds, needs) = Rounds::new(responses, server.options.input_timeout);
-    let (link, cancelled) = Link::new(request.reply.clone());
+    let (rounds, needs) = Rounds::new(responses, request.input_timeout());
+    let (link, cancelled) = Link::new(request.reply().clone());
     let (detach, task_role) = if may_detach {
         let (wanted, detach) = watch::channel(false);
         (Some(detach), TaskRole::Possible(wanted))
@@ -204,13 +164,6 @@ where
         (None, TaskRole::Never)
     };
     let questions = Questions::Rounds(rounds);
-    let context = context(
-        request,
-        plugin,
-        link.clone(),
-        cancelled,
-        questions,
-        task_role,
-    );
+    let context = request.context(plugin, link.clone(), cancelled, questions, task_role);
     Ok(Execution::start(call(context), needs, link, detach))
 }

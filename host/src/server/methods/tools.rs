@@ -8,10 +8,16 @@ use crate::runtime::{types, LoadedPlugin};
 use crate::server::call::outcome::{
     call_failed, failed_request, missing_capability, plugin_error, within_result_limit,
 };
-use crate::server::call::{self, Escalation, RequestScope, Target};
+use crate::server::call::{
+    self, Driven, Escalation, Execution, Link, Origin as _, Questions, RequestScope, Target,
+    TaskRole,
+};
+use crate::server::tasks::{NewTask, Wire};
 use crate::server::{convert, Outcome};
 use serde_json::{json, Map, Value};
+use std::future::Future;
 use std::sync::Arc;
+use tokio::sync::mpsc;
 
 /// Schema problems reported for one call, at most.
 const MAX_REPORTED_PROBLEMS: usize = 16;
@@ -58,7 +64,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
     let run = move |context| call_plugin(plugin, context, tool, text, modern);
     let tasks = &request.conn.server.tasks;
     match plan {
-        Plan::RequestedTask => tasks.start_requested(request, &entry.plugin, name, run),
+        Plan::RequestedTask => start_requested_task(request, &entry.plugin, name, run),
         Plan::Request => call::run(request, &entry.plugin, target, None, run)
             .await?
             .into_outcome(),
@@ -67,9 +73,73 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
                 after: tasks.options().after,
             };
             let driven = call::run(request, &entry.plugin, target, Some(escalation), run).await?;
-            tasks.answer(request, name, required, driven)
+            answer(request, name, required, driven)
         }
     }
+}
+
+/// The answer to a 2026-07-28 request for `tool` whose call came to
+/// `driven`: its result, an input-required result, or a task (the store
+/// adopts a call that goes on). A tool that only runs as a task
+/// (`required`) answers with one even when it finished at once.
+fn answer(request: &Request<'_>, tool: &str, required: bool, driven: Driven) -> Outcome {
+    let tasks = &request.conn.server.tasks;
+    let new_task = || NewTask {
+        owner: request.conn.task_owner.clone(),
+        wire: Wire::V2,
+        target: tool.to_owned(),
+        ttl_ms: None,
+    };
+    let record = match driven {
+        Driven::Done(outcome) if required && !matches!(outcome, Ok(None)) => {
+            tasks.finished(new_task(), outcome)?
+        }
+        Driven::Detached(execution) => tasks.adopt(execution, new_task())?,
+        other => return other.into_outcome(),
+    };
+    let mut created = tasks.summary(&record, Wire::V2);
+    created.insert("resultType".into(), json!("task"));
+    Ok(Some(Value::Object(created)))
+}
+
+/// Starts a call the client asked to run as a 2025-11-25 task: stored,
+/// then started, and answered at once with the task. Its questions go to
+/// the session (or to a `tasks/result` stream while one is open), tagged
+/// with the task.
+fn start_requested_task<F, Fut>(
+    request: &Request<'_>,
+    plugin: &LoadedPlugin,
+    tool: &str,
+    call: F,
+) -> Outcome
+where
+    F: FnOnce(Arc<RequestScope>) -> Fut,
+    Fut: Future<Output = Outcome> + Send + 'static,
+{
+    let (conn, tasks) = (request.conn, &request.conn.server.tasks);
+    let ttl_ms = request
+        .params
+        .get("task")
+        .and_then(|t| t.get("ttl"))
+        .and_then(Value::as_u64);
+    let live = tasks.prepare(Wire::V1, Some(conn.out.clone()), conn.task_owner.clone());
+    let (link, cancelled) = Link::for_task(conn.out.clone(), live.id());
+    live.set_link(link.clone());
+    let asker = request.asker(link.clone(), Some(tasks.waiting_hook(&live)));
+    let questions = Questions::Requests(asker);
+    let context = request.context(plugin, link.clone(), cancelled, questions, TaskRole::Task);
+    let new = NewTask {
+        owner: conn.task_owner.clone(),
+        wire: Wire::V1,
+        target: tool.to_owned(),
+        ttl_ms,
+    };
+    let record = tasks.launch(live, new, move || {
+        // No rounds: this wire asks with requests.
+        let (_, rounds) = mpsc::unbounded_channel();
+        Execution::start(call(context), rounds, link, None)
+    })?;
+    Ok(Some(json!({ "task": tasks.summary(&record, Wire::V1) })))
 }
 
 /// -32602 listing (some of) the schema problems of `arguments`.

@@ -1,0 +1,198 @@
+//! Serving a connection: its messages dispatched as they arrive (each
+//! request concurrently, to [`super::methods`]), its answers shaped for
+//! their revision, and the client's notifications acted on.
+
+use super::connection::{Connection, SESSION_OWNER};
+use super::session::{self, Era};
+use super::{events, methods, roots, Outbox, Outcome, Server};
+use crate::protocol::{meta, notification, parse_message, Caching, Incoming, Method, RequestId};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+impl Connection {
+    /// A new session whose messages go to `out`, acting for `principal`
+    /// when the transport authenticated one. Starts forwarding server-wide
+    /// events to it.
+    pub fn new(server: Arc<Server>, out: Outbox, principal: Option<String>) -> Arc<Self> {
+        let owner = match &principal {
+            Some(p) => format!("principal:{p}"),
+            None => format!("{SESSION_OWNER}{}", crate::protocol::random_id()),
+        };
+        let conn = Self::build(server, out, principal, Some(owner));
+        tokio::spawn(events::forward_legacy_events(
+            Arc::downgrade(&conn),
+            conn.server.subscribe(),
+            conn.closed.subscribe(),
+        ));
+        conn
+    }
+
+    /// Handles one line of stdio: responses and request-related messages go
+    /// to the connection's own outbox.
+    pub fn handle_text(self: &Arc<Self>, text: &str) {
+        match parse_message(text) {
+            Ok(message) => self.handle(message, text.len(), self.out.clone()),
+            Err((id, error)) => {
+                tracing::warn!("bad message: {}", error.message);
+                self.out.send(error.response(&id));
+            }
+        }
+    }
+
+    /// Handles one message, `size` bytes as received. A request runs
+    /// concurrently; its response and the notifications about it go to
+    /// `reply`, which is dropped when the request is done.
+    pub fn handle(self: &Arc<Self>, message: Incoming, size: usize, reply: Outbox) {
+        match message {
+            Incoming::Request { id, method, params } => {
+                // The era and the handshake are settled in arrival order;
+                // everything else runs concurrently.
+                let handshake_only = self.server.options.handshake_only;
+                let era = match session::era_of(&params, &self.session(), handshake_only) {
+                    Ok(era) => era,
+                    Err(error) => return reply.send(error.response(&id)),
+                };
+                let parsed = Method::parse(&method);
+                if parsed == Some(Method::Initialize) && !era.is_modern() {
+                    let outcome = methods::lifecycle::initialize(self, &params);
+                    if let Some(response) = self.respond(&id, &era, parsed, outcome) {
+                        reply.send(response);
+                    }
+                    return;
+                }
+                let on_connection = self.in_flight_count();
+                let admitted = match self.server.admission.admit(
+                    self.principal.as_deref(),
+                    on_connection,
+                    size,
+                ) {
+                    Ok(admitted) => admitted,
+                    Err(error) => {
+                        tracing::warn!(method, "request refused: {}", error.message);
+                        return reply.send(error.response(&id));
+                    }
+                };
+                let this = self.clone();
+                let cancel = self.track(&id);
+                tokio::spawn(async move {
+                    let _admitted = admitted;
+                    let request = super::request::Request {
+                        conn: &this,
+                        id: &id,
+                        params: &params,
+                        era: &era,
+                        cancel: cancel.clone(),
+                        reply: &reply,
+                    };
+                    let outcome = methods::handle(request, &method, parsed).await;
+                    let response = this.respond(&id, &era, parsed, outcome);
+                    this.untrack(&id);
+                    // A cancelled request gets no response.
+                    if *cancel.borrow() {
+                        tracing::debug!(%id, method, "request cancelled");
+                    } else if let Some(response) = response {
+                        reply.send(response);
+                    }
+                });
+            }
+            Incoming::Notification { method, params } => self.notification(&method, &params),
+            Incoming::Response { id, outcome } => {
+                let waiting = self
+                    .asked
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id.to_string());
+                match waiting {
+                    Some(answer) => {
+                        let _ = answer.send(outcome);
+                    }
+                    None => {
+                        tracing::debug!(%id, "ignoring a response to no request of this server")
+                    }
+                }
+            }
+        }
+    }
+
+    fn notification(self: &Arc<Self>, method: &str, params: &Map<String, Value>) {
+        match method {
+            notification::CANCELLED => {
+                let Some(id) = params.get("requestId") else {
+                    return;
+                };
+                if let Some(cancel) = self
+                    .in_flight
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&id.to_string())
+                {
+                    tracing::debug!(%id, "request cancelled by the client");
+                    let _ = cancel.send(true);
+                }
+            }
+            notification::INITIALIZED => {
+                let wants_roots = {
+                    let mut session = self.session();
+                    session.initialized = true;
+                    session.client_roots.is_some()
+                };
+                if wants_roots {
+                    tokio::spawn(roots::refresh(self.clone()));
+                }
+            }
+            notification::ROOTS_LIST_CHANGED => {
+                if self.session().client_roots.is_some() {
+                    tokio::spawn(roots::refresh(self.clone()));
+                }
+            }
+            notification::PROGRESS => {}
+            other => tracing::debug!(method = other, "ignoring notification"),
+        }
+    }
+
+    /// The response to request `id`, shaped for its era; `None` means no
+    /// response (a cancelled request).
+    fn respond(
+        &self,
+        id: &RequestId,
+        era: &Era,
+        method: Option<Method>,
+        outcome: Outcome,
+    ) -> Option<Value> {
+        match outcome {
+            Ok(None) => None,
+            Ok(Some(result)) => Some(json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "result": shape_result(&self.server, era, method, result),
+            })),
+            Err(error) => Some(error.response(id)),
+        }
+    }
+}
+
+/// Adds what 2026-07-28 requires on every result (`resultType`, server
+/// identity, and caching hints on cacheable ones).
+fn shape_result(server: &Server, era: &Era, method: Option<Method>, mut result: Value) -> Value {
+    let Era::Modern { .. } = era else {
+        return result;
+    };
+    let Some(obj) = result.as_object_mut() else {
+        return result;
+    };
+    obj.entry("resultType").or_insert_with(|| json!("complete"));
+    let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(meta::SERVER_INFO.into(), server.server_info());
+    }
+    let ttl = match method.map_or(Caching::None, Method::caching) {
+        Caching::List => Some((server.options.list_ttl_ms, "public")),
+        Caching::Private => Some((0, "private")),
+        Caching::None => None,
+    };
+    if let Some((ttl, scope)) = ttl {
+        obj.entry("ttlMs").or_insert_with(|| json!(ttl));
+        obj.entry("cacheScope").or_insert_with(|| json!(scope));
+    }
+    result
+}

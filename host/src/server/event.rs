@@ -1,0 +1,29 @@
+//! What changed server-wide, fanned out to every connection.
+
+use crate::runtime::host_types::ListKind;
+use crate::runtime::types::LogLevel;
+
+/// Something that changed server-wide, fanned out to every connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    /// The catalogue's list of `kind` changed.
+    ListChanged(ListKind),
+    /// The contents of the resource at this URI changed.
+    ResourceUpdated(String),
+    /// A new version of this plugin replaced the old one: every subscribed
+    /// URI it serves may read differently now.
+    PluginReplaced(String),
+    /// A message for the log of every session that set a log level.
+    Log {
+        /// Its level.
+        level: LogLevel,
+        /// Who says it.
+        logger: String,
+        /// What it says.
+        message: String,
+    },
+    /// The status of this task changed.
+    TaskChanged(String),
+    /// The server is shutting down.
+    Shutdown,
+}
