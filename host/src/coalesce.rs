@@ -4,9 +4,10 @@
 //! file written in many steps) must cost one job at a time, and where one
 //! key's slow job must not delay another key's.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Jobs by key, each running at most once at a time.
 #[derive(Default)]
@@ -49,8 +50,8 @@ impl Coalescer {
         });
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, bool>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<String, bool>> {
+        self.running.lock()
     }
 }
 
@@ -77,7 +78,7 @@ mod tests {
         let (done, other) = tokio::sync::oneshot::channel();
         let done = Mutex::new(Some(done));
         coalescer.request("other", move || {
-            let done = done.lock().unwrap().take();
+            let done = done.lock().take();
             async move {
                 if let Some(done) = done {
                     let _ = done.send(());

@@ -11,7 +11,8 @@ pub use uri_template::UriTemplate;
 use crate::runtime::host_types::ListKind;
 use crate::runtime::{ComponentSource, Grants, LoadedPlugin, Runtime};
 use anyhow::{Context as _, Result};
-use std::sync::{Arc, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
+use std::sync::Arc;
 
 /// The plugins the host serves.
 pub struct Registry {
@@ -52,10 +53,7 @@ impl Registry {
 
     /// The catalogue as it is now.
     pub fn catalogue(&self) -> Arc<Catalogue> {
-        self.current
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.current.read().clone()
     }
 
     /// The runtime plugins run in.
@@ -223,7 +221,7 @@ impl Registry {
         name: &str,
         f: impl FnOnce(&PluginEntry) -> Option<PluginEntry>,
     ) -> Option<Change> {
-        let _writing = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let _writing = self.writer.lock();
         let old = self.catalogue();
         let replacement = f(old.plugin(name)?)?;
         let mut entries = others(&old, name);
@@ -233,7 +231,7 @@ impl Registry {
 
     /// Removes the plugin called `name`, if loaded.
     pub fn remove(&self, name: &str) -> Option<Change> {
-        let _writing = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let _writing = self.writer.lock();
         let old = self.catalogue();
         old.plugin(name)?;
         let entries = others(&old, name);
@@ -243,7 +241,7 @@ impl Registry {
     /// Builds a new catalogue from the plugins `f` returns for the current
     /// one, and installs it.
     fn update(&self, f: impl FnOnce(&Catalogue) -> Vec<PluginEntry>) -> Change {
-        let _writing = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let _writing = self.writer.lock();
         let old = self.catalogue();
         let new = Catalogue::build(f(&old));
         self.swap(old, new)
@@ -252,7 +250,7 @@ impl Registry {
     /// Installs `new` in place of `old`; the caller holds `writer`.
     fn swap(&self, old: Arc<Catalogue>, new: Catalogue) -> Change {
         let lists = changed_lists(&old, &new);
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(new);
+        *self.current.write() = Arc::new(new);
         Change { lists }
     }
 }

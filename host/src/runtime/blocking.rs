@@ -86,15 +86,12 @@ mod tests {
             tokio::task::spawn_blocking(job)
         };
         let (release, wait) = std::sync::mpsc::channel::<()>();
-        let wait = std::sync::Arc::new(std::sync::Mutex::new(wait));
+        let wait = std::sync::Arc::new(parking_lot::Mutex::new(wait));
         // Two stuck jobs fill the pool.
         for _ in 0..2 {
             let wait = wait.clone();
             spawn_in_pool(Box::new(move || {
-                let _ = wait
-                    .lock()
-                    .unwrap()
-                    .recv_timeout(std::time::Duration::from_secs(30));
+                let _ = wait.lock().recv_timeout(std::time::Duration::from_secs(30));
                 0
             }));
         }

@@ -46,13 +46,16 @@ impl CallError {
 
     /// A trap, with what the plugin wrote last on stderr (a panic message,
     /// an exception), so the client sees why.
-    pub(super) fn with_last_words(self, stderr: &std::sync::Weak<std::sync::Mutex<Tail>>) -> Self {
+    pub(super) fn with_last_words(
+        self,
+        stderr: &std::sync::Weak<parking_lot::Mutex<Tail>>,
+    ) -> Self {
         let CallError::Trap(detail) = self else {
             return self;
         };
         let words = stderr
             .upgrade()
-            .map(|tail| tail.lock().unwrap_or_else(|p| p.into_inner()).text())
+            .map(|tail| tail.lock().text())
             .unwrap_or_default();
         if words.is_empty() {
             CallError::Trap(detail)

@@ -10,7 +10,8 @@
 
 use super::quota::Quota;
 use bytes::Bytes;
-use std::sync::{Arc, Mutex, Weak};
+use parking_lot::Mutex;
+use std::sync::{Arc, Weak};
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
@@ -102,7 +103,7 @@ impl LogPipe {
     }
 
     fn write_bytes(&self, mut buf: &[u8]) {
-        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tail = self.tail.lock();
         while let Some(nl) = buf.iter().position(|&b| b == b'\n') {
             let room = MAX_LINE.saturating_sub(tail.line.len());
             tail.line.extend_from_slice(&buf[..nl.min(room)]);
@@ -120,7 +121,7 @@ impl Drop for LogPipe {
     fn drop(&mut self) {
         // The last clone flushes an unterminated line.
         if Arc::strong_count(&self.tail) == 1 {
-            let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+            let mut tail = self.tail.lock();
             let line = std::mem::take(&mut tail.line);
             if !line.is_empty() {
                 self.emit(&line);
@@ -199,7 +200,7 @@ mod tests {
             pipe.write_bytes(b"filler line of some length\n");
         }
         pipe.write_bytes(b"panicked at src/lib.rs:1:1:\nthe message");
-        let text = tail.upgrade().unwrap().lock().unwrap().text();
+        let text = tail.upgrade().unwrap().lock().text();
         assert!(text.len() <= TAIL_BYTES + 4, "{}", text.len());
         assert!(
             text.ends_with("panicked at src/lib.rs:1:1:\nthe message"),

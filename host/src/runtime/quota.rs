@@ -3,7 +3,7 @@
 //! lines). What is over the rate is dropped and counted, and the count is
 //! logged when the call ends.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::time::Instant;
 
 /// A call's notification allowance: `rate` per second, and a burst of as
@@ -34,7 +34,7 @@ impl Quota {
 
     /// Whether one more notification may go; if not, it is counted as dropped.
     pub fn take(&self) -> bool {
-        let mut b = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut b = self.state.lock();
         let now = Instant::now();
         let refill = now.duration_since(b.at).as_secs_f64() * self.rate;
         b.tokens = (b.tokens + refill).min(self.rate);
@@ -51,12 +51,12 @@ impl Quota {
     /// Counts a notification dropped for another reason (too large, not the
     /// plugin's to send).
     pub fn drop_one(&self) {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).dropped += 1;
+        self.state.lock().dropped += 1;
     }
 
     /// How many were dropped so far.
     pub fn dropped(&self) -> u64 {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).dropped
+        self.state.lock().dropped
     }
 }
 

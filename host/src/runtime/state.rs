@@ -41,7 +41,7 @@ pub struct CallState {
     /// Questions asked one at a time so far (for their keys).
     asked: u32,
     /// What the plugin wrote last on stderr, for the error if it fails.
-    pub(super) stderr: std::sync::Weak<std::sync::Mutex<super::log_pipe::Tail>>,
+    pub(super) stderr: std::sync::Weak<parking_lot::Mutex<super::log_pipe::Tail>>,
 }
 
 impl CallState {

@@ -1,7 +1,7 @@
 //! Time a call spends waiting for the client (a user filling in a form, a
 //! model sampling), which the call's deadline does not count.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long a call has waited for the client so far.
@@ -20,8 +20,8 @@ struct State {
 }
 
 impl WaitClock {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn state(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.state.lock()
     }
 
     /// A question went out; the clock runs until the guard drops.

@@ -7,9 +7,10 @@
 //! with 429 and `Retry-After`); nothing is queued.
 
 use crate::protocol::{ErrorCode, RpcError};
+use parking_lot::Mutex;
 use serde_json::json;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// When a refused client may try again, in milliseconds.
 pub const RETRY_AFTER_MS: u64 = 1000;
@@ -81,7 +82,7 @@ impl Admission {
     ) -> Result<Admitted, RpcError> {
         let principal = principal.unwrap_or_default().to_owned();
         let limits = &self.limits;
-        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut counts = self.counts.lock();
         let theirs = counts.1.get(&principal).copied().unwrap_or_default();
         let all = counts.0;
         let over = if on_connection >= limits.per_connection {
@@ -115,11 +116,7 @@ impl Admission {
 
 impl Drop for Admitted {
     fn drop(&mut self) {
-        let mut counts = self
-            .admission
-            .counts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut counts = self.admission.counts.lock();
         counts.0.requests -= 1;
         counts.0.bytes -= self.bytes;
         if let Some(load) = counts.1.get_mut(&self.principal) {

@@ -5,19 +5,21 @@ use super::call::{Client, WaitSlot};
 use super::session::Session;
 use super::{Outbox, Server};
 use crate::protocol::RequestId;
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use tokio::sync::{oneshot, watch};
+use std::sync::Arc;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 /// Cancels one request; a no-op once it ended.
-pub struct Canceller(Arc<watch::Sender<bool>>);
+pub struct Canceller(CancellationToken);
 
 impl Canceller {
     /// Cancels the request: it stops, and gets no response.
     pub fn cancel(&self) {
-        let _ = self.0.send(true);
+        self.0.cancel();
     }
 }
 
@@ -30,12 +32,12 @@ pub struct Connection {
     pub(super) server: Arc<Server>,
     pub(super) out: Outbox,
     session: Mutex<Session>,
-    pub(super) in_flight: Mutex<HashMap<String, Arc<watch::Sender<bool>>>>,
+    pub(super) in_flight: Mutex<HashMap<String, CancellationToken>>,
     /// Requests this server sent the client, by id, awaiting an answer.
     pub(super) asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
     next_ask: AtomicU64,
-    /// Becomes `true` when the connection is closed.
-    pub(super) closed: watch::Sender<bool>,
+    /// Cancelled when the connection is closed.
+    pub(super) closed: CancellationToken,
     /// Who the connection acts for, when the transport authenticated it.
     pub(super) principal: Option<String>,
     /// Whose tasks this connection sees: its principal's, else its
@@ -65,7 +67,7 @@ impl Connection {
             in_flight: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
-            closed: watch::channel(false).0,
+            closed: CancellationToken::new(),
             principal,
             task_owner,
         })
@@ -79,7 +81,7 @@ impl Connection {
     /// Ends every request and subscription of this connection, and the
     /// tasks only its session could see.
     pub fn close(&self) {
-        let _ = self.closed.send(true);
+        self.closed.cancel();
         if let Some(owner) = self
             .task_owner
             .as_deref()
@@ -87,30 +89,19 @@ impl Connection {
         {
             self.server.tasks.cancel_owned(owner);
         }
-        for (_, cancel) in self
-            .in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-        {
-            let _ = cancel.send(true);
+        for (_, cancel) in self.in_flight.lock().drain() {
+            cancel.cancel();
         }
     }
 
     pub(super) fn in_flight_count(&self) -> usize {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+        self.in_flight.lock().len()
     }
 
-    pub(super) fn track(&self, id: &RequestId) -> watch::Receiver<bool> {
-        let (tx, rx) = watch::channel(false);
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.to_string(), Arc::new(tx));
-        rx
+    pub(super) fn track(&self, id: &RequestId) -> CancellationToken {
+        let token = CancellationToken::new();
+        self.in_flight.lock().insert(id.to_string(), token.clone());
+        token
     }
 
     /// What cancels the request `id` now in progress (and no later request
@@ -118,16 +109,12 @@ impl Connection {
     pub fn canceller(&self, id: &RequestId) -> Option<Canceller> {
         self.in_flight
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .get(&id.to_string())
-            .map(|tx| Canceller(tx.clone()))
+            .map(|token| Canceller(token.clone()))
     }
 
     pub(super) fn untrack(&self, id: &RequestId) {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id.to_string());
+        self.in_flight.lock().remove(&id.to_string());
     }
 
     /// Sends the client a request on the connection's own outbox; its
@@ -153,24 +140,18 @@ impl Connection {
             self.next_ask.fetch_add(1, Ordering::Relaxed)
         ));
         let (tx, rx) = oneshot::channel();
-        self.asked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.to_string(), tx);
+        self.asked.lock().insert(id.to_string(), tx);
         out.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
         (id, rx)
     }
 
     /// Stops waiting for the answer to request `id`.
     pub(super) fn forget(&self, id: &Value) {
-        self.asked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id.to_string());
+        self.asked.lock().remove(&id.to_string());
     }
 
-    pub(super) fn session(&self) -> std::sync::MutexGuard<'_, Session> {
-        self.session.lock().unwrap_or_else(|p| p.into_inner())
+    pub(super) fn session(&self) -> parking_lot::MutexGuard<'_, Session> {
+        self.session.lock()
     }
 }
 

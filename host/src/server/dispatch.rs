@@ -22,7 +22,7 @@ impl Connection {
         tokio::spawn(events::forward_legacy_events(
             Arc::downgrade(&conn),
             conn.server.subscribe(),
-            conn.closed.subscribe(),
+            conn.closed.clone(),
         ));
         conn
     }
@@ -88,7 +88,7 @@ impl Connection {
                     let response = this.respond(&id, &era, parsed, outcome);
                     this.untrack(&id);
                     // A cancelled request gets no response.
-                    if *cancel.borrow() {
+                    if cancel.is_cancelled() {
                         tracing::debug!(%id, method, "request cancelled");
                     } else if let Some(response) = response {
                         reply.send(response);
@@ -97,11 +97,7 @@ impl Connection {
             }
             Incoming::Notification { method, params } => self.notification(&method, &params),
             Incoming::Response { id, outcome } => {
-                let waiting = self
-                    .asked
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id.to_string());
+                let waiting = self.asked.lock().remove(&id.to_string());
                 match waiting {
                     Some(answer) => {
                         let _ = answer.send(outcome);
@@ -120,14 +116,9 @@ impl Connection {
                 let Some(id) = params.get("requestId") else {
                     return;
                 };
-                if let Some(cancel) = self
-                    .in_flight
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&id.to_string())
-                {
+                if let Some(cancel) = self.in_flight.lock().get(&id.to_string()) {
                     tracing::debug!(%id, "request cancelled by the client");
-                    let _ = cancel.send(true);
+                    cancel.cancel();
                 }
             }
             notification::INITIALIZED => {

@@ -7,7 +7,8 @@ use crate::registry::Catalogue;
 use crate::runtime::host_types::ListKind;
 use serde_json::json;
 use std::sync::Weak;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 /// Sends change notifications to a handshake-revision connection once it is
 /// initialized: list changes always, resource updates for subscribed URIs,
@@ -15,12 +16,12 @@ use tokio::sync::{broadcast, watch};
 pub(super) async fn forward_legacy_events(
     conn: Weak<Connection>,
     mut events: broadcast::Receiver<ServerEvent>,
-    mut closed: watch::Receiver<bool>,
+    closed: CancellationToken,
 ) {
     loop {
         let event = tokio::select! {
             event = events.recv() => event,
-            _ = closed.wait_for(|c| *c) => return,
+            () = closed.cancelled() => return,
         };
         let event = match event {
             Ok(event) => event,

@@ -5,8 +5,8 @@
 //! Notices are keyed by what failed and the plugin (`load:NAME`,
 //! `build:NAME`), so each kind is set and cleared on its own.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 /// The most notices kept (each at most [`MAX_NOTICE_BYTES`]); more failing
 /// plugins are only logged, so the instructions stay small.
@@ -33,7 +33,7 @@ impl Notices {
     /// Sets the notice `key` (`load:NAME`, `build:NAME`), or clears it
     /// (`None`). Past `MAX_NOTICES`, a new key is not recorded.
     pub fn set(&self, key: &str, notice: Option<String>) {
-        let mut notices = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut notices = self.0.lock();
         match notice {
             Some(mut text) if notices.len() < MAX_NOTICES || notices.contains_key(key) => {
                 if text.len() > MAX_NOTICE_BYTES {
@@ -56,7 +56,7 @@ impl Notices {
     /// `base` followed by every notice, one paragraph each; `None` when
     /// both are empty.
     pub fn instructions(&self, base: Option<&str>) -> Option<String> {
-        let notices = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let notices = self.0.lock();
         let parts: Vec<&str> = base
             .into_iter()
             .chain(notices.values().map(String::as_str))

@@ -10,7 +10,7 @@ use crate::runtime::LoadedPlugin;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// One request being served.
 pub struct Request<'a> {
@@ -22,8 +22,8 @@ pub struct Request<'a> {
     pub params: &'a Map<String, Value>,
     /// How it is to be served.
     pub era: &'a Era,
-    /// Becomes `true` when it is cancelled.
-    pub cancel: watch::Receiver<bool>,
+    /// Cancelled when the request is.
+    pub cancel: CancellationToken,
     /// Where its response and the notifications about it go.
     pub reply: &'a Outbox,
 }
@@ -33,7 +33,7 @@ impl Origin for Request<'_> {
         self.reply
     }
 
-    fn cancelled(&self) -> watch::Receiver<bool> {
+    fn cancelled(&self) -> CancellationToken {
         self.cancel.clone()
     }
 
@@ -61,7 +61,7 @@ impl Origin for Request<'_> {
         &self,
         plugin: &LoadedPlugin,
         link: Arc<Link>,
-        cancelled: watch::Receiver<bool>,
+        cancelled: CancellationToken,
         questions: Questions,
         task_role: TaskRole,
     ) -> Arc<RequestScope> {

@@ -8,10 +8,12 @@ use crate::protocol::notification;
 use crate::runtime::host_types::{Answer, InputError, ListKind, Question};
 use crate::runtime::{types::LogLevel, BoxFuture, CallContext};
 use crate::server::convert::{log_level_name, severity};
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// How a call's questions reach the client.
 pub enum Questions {
@@ -54,8 +56,8 @@ pub struct RequestScope {
     pub log_level: Option<LogLevel>,
     /// The request's progress token, if it asked for progress.
     pub progress_token: Option<Value>,
-    /// Becomes `true` when the call is cancelled.
-    pub cancelled: watch::Receiver<bool>,
+    /// Cancelled when the call is.
+    pub cancelled: CancellationToken,
     /// Where the plugin's change notices go (the server).
     pub notices: Arc<dyn PluginNotices>,
     /// The client's roots, when it declared them.
@@ -80,20 +82,14 @@ impl RequestScope {
             .try_fold(&self.client_capabilities, |caps, key| caps.get(key))
             .is_some();
         if !declared {
-            self.missing_capability
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_or_insert(capability[0]);
+            self.missing_capability.lock().get_or_insert(capability[0]);
         }
         declared
     }
 
     /// The client capability the request needed and did not have, if any.
     pub fn missing_capability(&self) -> Option<&'static str> {
-        *self
-            .missing_capability
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        *self.missing_capability.lock()
     }
 
     /// Whether the call runs as a task (then a crash fails the task rather
@@ -174,16 +170,11 @@ impl CallContext for RequestScope {
     }
 
     fn is_cancelled(&self) -> bool {
-        *self.cancelled.borrow()
+        self.cancelled.is_cancelled()
     }
 
     fn cancelled(&self) -> BoxFuture<()> {
-        let mut rx = self.cancelled.clone();
-        Box::pin(async move {
-            if rx.wait_for(|c| *c).await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        })
+        Box::pin(self.cancelled.clone().cancelled_owned())
     }
 
     fn list_changed(&self, _: ListKind) {
@@ -263,13 +254,9 @@ fn fill(
 async fn ask_one(
     asker: &Asker,
     wanted: &Wanted,
-    mut cancelled: watch::Receiver<bool>,
+    cancelled: CancellationToken,
 ) -> Result<Answer, InputError> {
-    let until_cancelled = Box::pin(async move {
-        if cancelled.wait_for(|c| *c).await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    });
+    let until_cancelled = Box::pin(cancelled.cancelled_owned());
     let answer = asker
         .ask(wanted.method, wanted.params.clone(), until_cancelled)
         .await?;

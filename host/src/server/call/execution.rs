@@ -77,7 +77,7 @@ pub struct Escalation {
 
 impl Drop for Execution {
     fn drop(&mut self) {
-        let _ = self.link.cancel.send(true);
+        self.link.cancel.cancel();
         self.task.abort();
     }
 }

@@ -3,9 +3,11 @@
 //! to a `tasks/result` stream while one is open).
 
 use crate::server::Outbox;
+use parking_lot::Mutex;
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// What a 2025-11-25 task's link knows of its client.
 #[derive(Default)]
@@ -22,7 +24,7 @@ pub struct Link {
     /// The current request's outbox (a dead one while parked).
     out: Mutex<Outbox>,
     /// Cancels the call.
-    pub cancel: watch::Sender<bool>,
+    pub cancel: CancellationToken,
     /// The 2025-11-25 task the call runs as: every message about it says so.
     related_task: Option<String>,
     /// For such a task, whether the client knows of it yet and the
@@ -34,17 +36,18 @@ pub struct Link {
 
 impl Link {
     /// A link to `out`, and the call's cancellation receiver.
-    pub fn new(out: Outbox) -> (Arc<Self>, watch::Receiver<bool>) {
+    pub fn new(out: Outbox) -> (Arc<Self>, CancellationToken) {
         Self::build(out, None)
     }
 
     /// A link for a call that runs as the 2025-11-25 task `task_id`.
-    pub fn for_task(out: Outbox, task_id: &str) -> (Arc<Self>, watch::Receiver<bool>) {
+    pub fn for_task(out: Outbox, task_id: &str) -> (Arc<Self>, CancellationToken) {
         Self::build(out, Some(task_id.to_owned()))
     }
 
-    fn build(out: Outbox, related_task: Option<String>) -> (Arc<Self>, watch::Receiver<bool>) {
-        let (cancel, cancelled) = watch::channel(false);
+    fn build(out: Outbox, related_task: Option<String>) -> (Arc<Self>, CancellationToken) {
+        let cancel = CancellationToken::new();
+        let cancelled = cancel.clone();
         let link = Link {
             client: watch::channel(TaskClient::default()).0,
             as_task: (related_task.is_some()).into(),
@@ -57,12 +60,12 @@ impl Link {
 
     /// Where messages go now.
     pub fn outbox(&self) -> Outbox {
-        self.out.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.out.lock().clone()
     }
 
     /// Sends messages to `out` from now on.
     pub fn relink(&self, out: Outbox) {
-        *self.out.lock().unwrap_or_else(|p| p.into_inner()) = out;
+        *self.out.lock() = out;
     }
 
     /// Sends a task's messages to `out` (a `tasks/result` stream) until

@@ -31,6 +31,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// What serving a request comes to: its result, `Ok(None)` for no response
 /// at all (it was cancelled), or a JSON-RPC error.
@@ -51,8 +52,8 @@ pub struct Target<'a> {
 pub trait Origin {
     /// Where the request's answer and the messages about it go.
     fn reply(&self) -> &Outbox;
-    /// Becomes `true` when the request is cancelled.
-    fn cancelled(&self) -> watch::Receiver<bool>;
+    /// Cancelled when the request is.
+    fn cancelled(&self) -> CancellationToken;
     /// The request's params.
     fn params(&self) -> &Map<String, Value>;
     /// Who the request acts for.
@@ -70,7 +71,7 @@ pub trait Origin {
         &self,
         plugin: &LoadedPlugin,
         link: Arc<Link>,
-        cancelled: watch::Receiver<bool>,
+        cancelled: CancellationToken,
         questions: Questions,
         task_role: TaskRole,
     ) -> Arc<RequestScope>;

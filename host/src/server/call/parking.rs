@@ -15,13 +15,14 @@ use crate::protocol::{random_id, RpcError};
 use crate::server::{Outbox, Outcome};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// Calls parked at once, at most.
 pub const MAX_PARKED: usize = 1024;
@@ -109,18 +110,15 @@ impl Parking {
         parking
     }
 
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Parked>> {
-        self.parked.lock().unwrap_or_else(|p| p.into_inner())
+    fn table(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Parked>> {
+        self.parked.lock()
     }
 
     /// Drops parked calls whose time is up (aborting them), and forgets
     /// used states that expired.
     fn expire(&self) {
         let unix = unix_now();
-        self.spent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|_, expires| *expires >= unix);
+        self.spent.lock().retain(|_, expires| *expires >= unix);
         let now = Instant::now();
         let expired: Vec<Parked> = {
             let mut table = self.table();
@@ -180,7 +178,7 @@ impl Parking {
 
     /// Records that the state of `id` was used; an error if it was before.
     fn spend(&self, id: &str, expires: u64) -> Result<(), RpcError> {
-        let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
+        let mut spent = self.spent.lock();
         if spent.contains_key(id) {
             return Err(invalid_state("it was used already"));
         }
@@ -230,7 +228,7 @@ impl Parking {
         mut execution: Execution,
         binding: Binding,
         reply: &Outbox,
-        mut cancel: watch::Receiver<bool>,
+        cancel: CancellationToken,
         escalation: Option<Escalation>,
     ) -> Result<Driven, RpcError> {
         enum Next {
@@ -248,7 +246,7 @@ impl Parking {
         let threshold = escalation.map_or(Duration::MAX, |e| e.after);
         let next = tokio::select! {
             biased;
-            _ = cancel.wait_for(|c| *c) => Next::Cancelled,
+            () = cancel.cancelled() => Next::Cancelled,
             Ok(_) = detach.wait_for(|d| *d) => Next::Detach,
             joined = &mut execution.task => Next::Done(joined.unwrap_or_else(|e| {
                 Err(RpcError::internal(format!("the call failed: {e}")))

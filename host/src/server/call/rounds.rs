@@ -3,8 +3,9 @@
 
 use super::input::Wanted;
 use crate::runtime::host_types::{Answer, InputError};
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -48,7 +49,7 @@ impl Rounds {
             wanted.iter().map(|_| None).collect();
         loop {
             {
-                let responses = self.responses.lock().unwrap_or_else(|p| p.into_inner());
+                let responses = self.responses.lock();
                 for (answer, w) in answers.iter_mut().zip(wanted) {
                     if answer.is_none() {
                         if let Some(parsed) = responses.get(&w.key).and_then(|v| w.parse(v).ok()) {
@@ -76,10 +77,7 @@ impl Rounds {
             } else {
                 match tokio::time::timeout(self.timeout, rx).await {
                     Ok(Ok(new)) => {
-                        self.responses
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .extend(new);
+                        self.responses.lock().extend(new);
                         None
                     }
                     Ok(Err(_)) => Some(InputError::Cancelled),

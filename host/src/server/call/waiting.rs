@@ -4,8 +4,9 @@
 //! slot, but it keeps an instance and its memory: the cap bounds what one
 //! client that never answers can keep alive.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The waiting calls, by principal.
 pub struct Waiting {
@@ -31,7 +32,7 @@ impl Waiting {
     /// A slot for one more waiting call of `principal`, or why not.
     pub fn take(self: &Arc<Self>, principal: Option<&str>) -> Result<WaitSlot, String> {
         let principal = principal.unwrap_or_default().to_owned();
-        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut counts = self.counts.lock();
         let theirs = counts.entry(principal.clone()).or_default();
         if *theirs >= self.cap {
             return Err(format!(
@@ -50,11 +51,7 @@ impl Waiting {
 
 impl Drop for WaitSlot {
     fn drop(&mut self) {
-        let mut counts = self
-            .waiting
-            .counts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut counts = self.waiting.counts.lock();
         if let Some(n) = counts.get_mut(&self.principal) {
             *n -= 1;
             if *n == 0 {

@@ -31,7 +31,6 @@ pub(super) async fn listen(request: &Request<'_>) -> Outcome {
     let tag = json!({ meta::SUBSCRIPTION_ID: request.id });
     let out = request.reply;
     let mut events = request.conn.server.subscribe();
-    let mut cancel = request.cancel.clone();
     out.notify(
         notification::SUBSCRIPTION_ACKNOWLEDGED,
         json!({ "_meta": tag, "notifications": filter.honored }),
@@ -44,7 +43,7 @@ pub(super) async fn listen(request: &Request<'_>) -> Outcome {
     loop {
         let event = tokio::select! {
             event = events.recv() => event,
-            _ = cancel.wait_for(|c| *c) => return Ok(None),
+            () = request.cancel.cancelled() => return Ok(None),
         };
         match event {
             Ok(ServerEvent::Shutdown) | Err(RecvError::Closed) => {

@@ -103,10 +103,9 @@ async fn result(request: &Request<'_>) -> Outcome {
     let record = record(request)?;
     if !record.status.is_terminal() {
         let _attached = tasks.attach(&record.id, request.reply);
-        let mut cancel = request.cancel.clone();
         tokio::select! {
             () = tasks.wait_over(&record.id) => {}
-            _ = cancel.wait_for(|c| *c) => return Ok(None),
+            () = request.cancel.cancelled() => return Ok(None),
         }
     }
     let record = lookup(request, &record.id)?;

@@ -7,10 +7,12 @@ use super::{conclusion, store_error, Status, Tasks, Wire};
 use crate::protocol::RpcError;
 use crate::server::call::{Execution, Link, Round};
 use crate::server::{Outbox, Outcome as CallOutcome, ServerEvent};
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
 /// The client's answers to a task's outstanding questions (2026-07-28
 /// `tasks/update`), and where to say whether they were taken.
@@ -28,8 +30,8 @@ pub struct Live {
     /// The questions the client has not answered yet (2026-07-28).
     pub(super) requests: Mutex<Map<String, Value>>,
     pub(super) updates: mpsc::UnboundedSender<Update>,
-    /// Set to stop the call.
-    pub(super) stop: watch::Sender<bool>,
+    /// Cancelled to stop the call.
+    pub(super) stop: CancellationToken,
     /// Becomes `true` when the task is over.
     pub(super) over: watch::Sender<bool>,
     /// Where the session that made a 2025-11-25 task hears of it.
@@ -46,7 +48,7 @@ impl Tasks {
     /// The outstanding questions of task `id` (2026-07-28), if it runs here.
     pub fn input_requests(&self, id: &str) -> Option<Map<String, Value>> {
         let live = self.live_task(id)?;
-        let requests = live.requests.lock().unwrap_or_else(|p| p.into_inner());
+        let requests = live.requests.lock();
         Some(requests.clone())
     }
 
@@ -169,10 +171,7 @@ impl Tasks {
     }
 
     pub(super) fn forget(&self, id: &str) {
-        self.live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+        self.live.lock().remove(id);
     }
 }
 
@@ -211,18 +210,16 @@ struct Pending {
 /// answers (2026-07-28), stops it when the task is cancelled or expires,
 /// and stores how it ended.
 pub(super) async fn supervise(tasks: Arc<Tasks>, live: Arc<Live>, mut execution: Execution) {
-    let mut stop = live.stop.subscribe();
     let mut updates = live
         .updates_rx
         .lock()
-        .unwrap_or_else(|p| p.into_inner())
         .take()
         .expect("a task is supervised once");
     let mut pending: Option<Pending> = None;
     loop {
         tokio::select! {
             biased;
-            _ = stop.wait_for(|s| *s) => break,
+            () = live.stop.cancelled() => break,
             joined = &mut execution.task => {
                 let outcome = joined.unwrap_or_else(|e| {
                     Err(RpcError::internal(format!("the call failed: {e}")))
@@ -296,7 +293,7 @@ impl Live {
     }
 
     fn show_requests(&self, requests: &Map<String, Value>) {
-        *self.requests.lock().unwrap_or_else(|p| p.into_inner()) = requests.clone();
+        *self.requests.lock() = requests.clone();
     }
 }
 

@@ -25,13 +25,15 @@ use super::call::Execution;
 use super::Outcome as CallOutcome;
 use super::{Outbox, ServerEvent};
 use crate::protocol::{random_id, RpcError};
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 use store::Store;
 use tokio::sync::{broadcast, mpsc, watch};
+use tokio_util::sync::CancellationToken;
 /// Every task: the store, and the ones running here.
 pub struct Tasks {
     store: Mutex<Store>,
@@ -84,16 +86,12 @@ impl Tasks {
         tasks
     }
 
-    pub(super) fn store(&self) -> std::sync::MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    pub(super) fn store(&self) -> parking_lot::MutexGuard<'_, Store> {
+        self.store.lock()
     }
 
     pub(super) fn live_task(&self, id: &str) -> Option<Arc<Live>> {
-        self.live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-            .cloned()
+        self.live.lock().get(id).cloned()
     }
 
     /// The settings.
@@ -104,7 +102,7 @@ impl Tasks {
     /// Whether `owner` may start another task now; the refusal says why not.
     pub fn room_for(&self, owner: Option<&str>) -> Result<(), RpcError> {
         let running = {
-            let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            let live = self.live.lock();
             if live.len() >= self.options.max_running {
                 return Err(RpcError::internal(
                     "too many tasks are running; try again later",
@@ -138,7 +136,7 @@ impl Tasks {
             owner,
             requests: Mutex::new(Map::new()),
             updates,
-            stop: watch::channel(false).0,
+            stop: CancellationToken::new(),
             over: watch::channel(false).0,
             home,
             asking: AtomicUsize::new(0),
@@ -182,10 +180,7 @@ impl Tasks {
         let record = self.record(&live.id, &new, Status::Working);
         self.store().insert(&record).map_err(store_error)?;
         let execution = start();
-        self.live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(live.id.clone(), live.clone());
+        self.live.lock().insert(live.id.clone(), live.clone());
         tracing::debug!(task = %live.id, tool = %new.target, "task created");
         tokio::spawn(live::supervise(self.clone(), live, execution));
         Ok(record)
@@ -275,7 +270,6 @@ impl Tasks {
         let owned: Vec<Arc<Live>> = self
             .live
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .values()
             .filter(|l| l.owner.as_deref() == Some(owner))
             .cloned()
@@ -290,7 +284,7 @@ impl Tasks {
             match cancelled {
                 Ok(true) => {
                     tracing::debug!(task = %live.id, "task cancelled: its session ended");
-                    live.stop.send_replace(true);
+                    live.stop.cancel();
                     self.announce(&live);
                 }
                 Ok(false) => {}
@@ -316,7 +310,7 @@ impl Tasks {
         if cancelled {
             tracing::debug!(task = %record.id, "task cancelled");
             if let Some(live) = self.live_task(&record.id) {
-                live.stop.send_replace(true);
+                live.stop.cancel();
                 self.announce(&live);
             } else {
                 let _ = self
@@ -353,7 +347,7 @@ impl Tasks {
         tracing::debug!(expired = ids.len(), "expired tasks deleted");
         for id in ids {
             if let Some(live) = self.live_task(&id) {
-                live.stop.send_replace(true);
+                live.stop.cancel();
             }
         }
     }

@@ -3,10 +3,11 @@
 
 use axum::response::sse::Event;
 use futures_util::Stream;
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -115,18 +116,14 @@ impl EventLog {
     /// reader for `grace` (a client may resume meanwhile), or closed
     /// because its reader fell too far behind.
     pub fn on_abandoned(&self, grace: Duration, then: impl FnOnce() + Send + 'static) {
-        *self.abandon.lock().unwrap_or_else(|p| p.into_inner()) = Some(Abandon {
+        *self.abandon.lock() = Some(Abandon {
             grace,
             then: Box::new(then),
         });
     }
 
     fn abandoned(&self) {
-        let abandon = self
-            .abandon
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let abandon = self.abandon.lock().take();
         if let Some(abandon) = abandon {
             (abandon.then)();
         }
@@ -140,12 +137,7 @@ impl EventLog {
             state.readers -= 1;
             state.readers == 0 && !(state.closed && state.undelivered == state.next)
         };
-        let grace = self
-            .abandon
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|a| a.grace);
+        let grace = self.abandon.lock().as_ref().map(|a| a.grace);
         let (true, Some(grace), Ok(runtime)) = (idle, grace, tokio::runtime::Handle::try_current())
         else {
             return;
@@ -184,8 +176,8 @@ impl EventLog {
         log
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn state(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.state.lock()
     }
 
     /// Unread notifications dropped so far.

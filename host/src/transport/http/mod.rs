@@ -29,9 +29,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use legacy_sse::LegacyConnection;
+use parking_lot::Mutex;
 use sessions::SessionTable;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
@@ -124,8 +125,8 @@ impl App {
         }
     }
 
-    fn legacy_table(&self) -> std::sync::MutexGuard<'_, HashMap<String, LegacyConnection>> {
-        self.legacy.lock().unwrap_or_else(|p| p.into_inner())
+    fn legacy_table(&self) -> parking_lot::MutexGuard<'_, HashMap<String, LegacyConnection>> {
+        self.legacy.lock()
     }
 }
 

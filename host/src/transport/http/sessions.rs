@@ -5,9 +5,10 @@
 use super::event_log::EventLog;
 use crate::protocol::random_id;
 use crate::server::{Connection, Outbox, Server};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Finished streams kept per session for a late resume.
@@ -35,7 +36,7 @@ pub struct HttpSession {
 impl HttpSession {
     /// Notes activity.
     pub fn touch(&self) {
-        *self.last_seen.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        *self.last_seen.lock() = Instant::now();
     }
 
     /// A new response stream of this session: `first`, then `messages`
@@ -47,7 +48,7 @@ impl HttpSession {
     ) -> Arc<EventLog> {
         let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let log = EventLog::pumped(id, Some(first), messages);
-        let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let mut streams = self.streams.lock();
         streams.retain(|s| !s.finished());
         if streams.len() >= KEPT_STREAMS {
             streams.remove(0);
@@ -61,7 +62,7 @@ impl HttpSession {
         if id == self.standalone.id {
             return Some(self.standalone.clone());
         }
-        let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let streams = self.streams.lock();
         streams.iter().find(|s| s.id == id).cloned()
     }
 
@@ -76,12 +77,7 @@ impl HttpSession {
         if self.busy.load(Ordering::Relaxed) > 0 {
             return None;
         }
-        Some(
-            self.last_seen
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .elapsed(),
-        )
+        Some(self.last_seen.lock().elapsed())
     }
 }
 
@@ -135,8 +131,8 @@ pub struct SessionTable {
 }
 
 impl SessionTable {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    fn map(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
+        self.sessions.lock()
     }
 
     /// A table with these limits.
