@@ -79,12 +79,17 @@ pub struct Server {
 }
 
 impl Server {
-    /// A server over `registry`.
+    /// A server over `registry`, with its background loops running (the
+    /// expiry of parked calls and of tasks).
     pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {
         let (events, _) = broadcast::channel(1024);
         let waiting = call::Waiting::new(options.max_waiting_per_principal);
         let parking = call::Parking::new(options.input_timeout, waiting.clone());
         let tasks = tasks::Tasks::open(options.tasks.clone(), events.clone());
+        // The background loops: each holds a weak reference and ends with
+        // what it tends.
+        tokio::spawn(call::Parking::expire_now_and_then(Arc::downgrade(&parking)));
+        tokio::spawn(tasks::sweep(Arc::downgrade(&tasks)));
         Arc::new(Server {
             registry,
             events,

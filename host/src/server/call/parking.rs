@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -96,18 +96,23 @@ impl Parking {
             ttl,
             waiting,
         });
-        let weak = Arc::downgrade(&parking);
-        let every = (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                let Some(parking) = weak.upgrade() else {
-                    return;
-                };
-                parking.expire();
-            }
-        });
         parking
+    }
+
+    /// Drops abandoned calls now and then, for as long as `parking` exists
+    /// (the server spawns it).
+    pub async fn expire_now_and_then(parking: Weak<Parking>) {
+        let Some(ttl) = parking.upgrade().map(|p| p.ttl) else {
+            return;
+        };
+        let every = (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(parking) = parking.upgrade() else {
+                return;
+            };
+            parking.expire();
+        }
     }
 
     fn table(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Parked>> {

@@ -61,7 +61,7 @@ pub(super) fn store_error(error: anyhow::Error) -> RpcError {
 
 impl Tasks {
     /// Opens the store (falling back to memory, with an error in the log,
-    /// when it cannot be opened) and starts the sweeper of expired tasks.
+    /// when it cannot be opened). [`sweep`] deletes expired tasks.
     pub fn open(options: TaskOptions, events: broadcast::Sender<ServerEvent>) -> Arc<Self> {
         let instance = random_id();
         let store = match Store::open(options.store.as_deref(), &instance) {
@@ -82,7 +82,6 @@ impl Tasks {
             options,
             events,
         });
-        tokio::spawn(sweep(Arc::downgrade(&tasks)));
         tasks
     }
 
@@ -386,8 +385,9 @@ pub(super) fn conclusion(wire: Wire, outcome: CallOutcome) -> Conclusion {
     }
 }
 
-/// Deletes expired tasks now and then, for as long as the tasks exist.
-async fn sweep(tasks: Weak<Tasks>) {
+/// Deletes expired tasks now and then, for as long as the tasks exist
+/// (the server spawns it).
+pub async fn sweep(tasks: Weak<Tasks>) {
     loop {
         let every = match tasks.upgrade() {
             Some(tasks) => {
