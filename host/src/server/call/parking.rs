@@ -89,14 +89,13 @@ impl Parking {
     pub fn new(ttl: Duration, waiting: Arc<Waiting>) -> Arc<Self> {
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret).expect("the OS random source is available");
-        let parking = Arc::new(Parking {
+        Arc::new(Parking {
             key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
             parked: Mutex::new(HashMap::new()),
             spent: Mutex::new(HashMap::new()),
             ttl,
             waiting,
-        });
-        parking
+        })
     }
 
     /// Drops abandoned calls now and then, for as long as `parking` exists

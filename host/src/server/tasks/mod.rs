@@ -76,13 +76,12 @@ impl Tasks {
         if let Some(path) = &options.store {
             tracing::debug!(store = %path.display(), "tasks store open");
         }
-        let tasks = Arc::new(Tasks {
+        Arc::new(Tasks {
             store: Mutex::new(store),
             live: Mutex::new(HashMap::new()),
             options,
             events,
-        });
-        tasks
+        })
     }
 
     pub(super) fn store(&self) -> parking_lot::MutexGuard<'_, Store> {
