@@ -107,12 +107,7 @@ const GO: &[File] = &[
 /// Writes plugin `name` in `language` into a new folder `parent/name`;
 /// the folder.
 pub fn create(language: Language, name: &str, parent: &Path) -> Result<PathBuf> {
-    if name.is_empty()
-        || !name.starts_with(|c: char| c.is_ascii_alphabetic())
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if !crate::names::is_valid(name) || !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
         bail!("a plugin name starts with a letter and has only letters, digits, '-' and '_': {name:?}");
     }
     let dir = parent.join(name);

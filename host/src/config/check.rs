@@ -2,9 +2,7 @@
 //! roots that exist and do not overlap, plugins that name known roots and
 //! valid hosts, and relative paths resolved against the config's folder.
 
-use super::{
-    valid_name, Config, HttpSection, LimitsSection, RootSection, ServerSection, TasksSection,
-};
+use super::{Config, HttpSection, LimitsSection, RootSection, ServerSection, TasksSection};
 use crate::runtime::{DirHandle, HostPattern};
 use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;
@@ -50,7 +48,7 @@ pub(super) fn open_roots(
     let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
     for (name, root) in roots.iter_mut() {
         anyhow::ensure!(
-            valid_name(name),
+            crate::names::is_valid(name),
             "roots.{name}: a root name must be letters, digits, '-' or '_'"
         );
         let span = root.path.span();

@@ -336,14 +336,6 @@ fn canonical_or_nearest(path: &Path) -> PathBuf {
     }
 }
 
-/// Whether `name` may name a root or a plugin: letters, digits, `-`, `_`.
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
 #[cfg(test)]
 mod tests {
     use super::{Config, Mode};

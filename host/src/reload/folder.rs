@@ -62,10 +62,7 @@ pub fn plugin_name(path: &Path) -> Result<String> {
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default();
-    let valid = !stem.is_empty()
-        && stem
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let valid = crate::names::is_valid(stem);
     anyhow::ensure!(
         valid,
         "{}: a plugin file name must be letters, digits, '-' or '_' before .wasm",

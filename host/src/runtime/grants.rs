@@ -151,13 +151,7 @@ impl HostPattern {
     pub fn parse(text: &str) -> Option<Self> {
         let text = text.trim().to_ascii_lowercase();
         let name = text.strip_prefix("*.").unwrap_or(&text);
-        let valid = !name.is_empty()
-            && name.split('.').all(|label| {
-                !label.is_empty()
-                    && label
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            });
+        let valid = !name.is_empty() && name.split('.').all(crate::names::is_valid);
         valid.then_some(HostPattern(text))
     }
 
