@@ -213,7 +213,7 @@ pub fn parse_message(text: &str) -> Result<Incoming, (RequestId, RpcError)> {
                 Some(_) => {
                     return Err((
                         id_value,
-                        RpcError::invalid_params("Invalid params: \"params\" must be an object"),
+                        super::params::invalid("\"params\" must be an object"),
                     ))
                 }
             };

@@ -3,10 +3,12 @@
 
 mod jsonrpc;
 mod method;
+pub mod params;
 mod version;
 
 pub use jsonrpc::{parse_message, ErrorCode, Incoming, RequestId, RpcError};
 pub use method::{client, notification, Availability, Caching, Method};
+pub use params::Params;
 pub use version::{negotiate_handshake, Revision};
 
 /// An unguessable id for the wire (session ids, elicitation ids, parked

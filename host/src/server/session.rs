@@ -100,21 +100,21 @@ pub fn era_of(
         return Err(unsupported_version(requested, handshake_only));
     }
     let Some(client_capabilities) = request_meta.get(meta::CLIENT_CAPABILITIES) else {
-        return Err(RpcError::invalid_params(format!(
-            "Invalid params: missing _meta keys: {}",
+        return Err(crate::protocol::params::invalid(format!(
+            "missing _meta keys: {}",
             meta::CLIENT_CAPABILITIES
         )));
     };
     if !client_capabilities.is_object() {
-        return Err(RpcError::invalid_params(format!(
-            "Invalid params: _meta.{} must be an object",
+        return Err(crate::protocol::params::invalid(format!(
+            "_meta.{} must be an object",
             meta::CLIENT_CAPABILITIES
         )));
     }
     let log_level = match request_meta.get(meta::LOG_LEVEL) {
         None => None,
         Some(level) => Some(level.as_str().and_then(parse_log_level).ok_or_else(|| {
-            RpcError::invalid_params(format!("Invalid params: unknown log level {level}"))
+            crate::protocol::params::invalid(format!("unknown log level {level}"))
         })?),
     };
     Ok(Era::Modern { log_level })

@@ -24,7 +24,7 @@ pub use rounds::{Round, Rounds};
 pub use waiting::{WaitSlot, Waiting};
 
 use super::Outbox;
-use crate::protocol::{Method, RpcError};
+use crate::protocol::{params, Method, RpcError};
 use crate::runtime::LoadedPlugin;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -135,20 +135,17 @@ where
     F: FnOnce(Arc<RequestScope>) -> Fut,
     Fut: Future<Output = Outcome> + Send + 'static,
 {
+    // Present means present here: a null is refused, not taken as absent.
     let params = request.params();
     let responses = match params.get("inputResponses") {
         None => Map::new(),
         Some(Value::Object(responses)) => responses.clone(),
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "Invalid params: \"inputResponses\" must be an object",
-            ))
-        }
+        Some(_) => return Err(params::invalid("\"inputResponses\" must be an object")),
     };
     if let Some(state) = params.get("requestState") {
-        let state = state.as_str().ok_or_else(|| {
-            RpcError::invalid_params("Invalid params: \"requestState\" must be a string")
-        })?;
+        let state = state
+            .as_str()
+            .ok_or_else(|| params::invalid("\"requestState\" must be a string"))?;
         if let Some(parked) = request
             .parking()
             .resume(state, binding, responses.clone())?

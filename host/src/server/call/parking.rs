@@ -73,7 +73,7 @@ pub struct Parking {
 const MAX_SPENT: usize = 16 * MAX_PARKED;
 
 fn invalid_state(why: &str) -> RpcError {
-    RpcError::invalid_params(format!("Invalid params: invalid requestState ({why})"))
+    crate::protocol::params::invalid(format_args!("invalid requestState ({why})"))
 }
 
 /// Milliseconds since the Unix epoch.

@@ -1,6 +1,7 @@
 //! `completion/complete`.
 
-use super::{clip, invalid, required_str, Request};
+use super::{clip, invalid, Request};
+use crate::protocol::params::{self, Params};
 use crate::protocol::ErrorCode;
 use crate::registry::Catalogue;
 use crate::runtime::completions;
@@ -12,17 +13,11 @@ use serde_json::{json, Value};
 /// `completion/complete`: suggestions for a prompt's or a resource
 /// template's argument, from the plugin that serves it.
 pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
-    let params = request.params;
-    let reference = params
-        .get("ref")
-        .and_then(Value::as_object)
-        .ok_or_else(|| invalid("Invalid params: \"ref\" must be an object"))?;
-    let argument = params
-        .get("argument")
-        .and_then(Value::as_object)
-        .ok_or_else(|| invalid("Invalid params: \"argument\" must be an object"))?;
-    let argument_name = required_str(argument, "name")?.to_owned();
-    let argument_value = required_str(argument, "value")?.to_owned();
+    let params = Params(request.params);
+    let reference = params.object("ref")?;
+    let argument = params.object("argument")?;
+    let argument_name = argument.str("name")?.to_owned();
+    let argument_value = argument.str("value")?.to_owned();
     let context_arguments: Vec<(String, String)> = params
         .get("context")
         .and_then(|c| c.get("arguments"))
@@ -35,7 +30,7 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
         .unwrap_or_default();
     let (plugin, reference) = match reference.get("type").and_then(Value::as_str) {
         Some("ref/prompt") => {
-            let name = required_str(reference, "name")?;
+            let name = reference.str("name")?;
             let entry = catalogue
                 .prompt(name)
                 .ok_or_else(|| invalid(format!("Unknown prompt: {}", clip(name))))?;
@@ -45,7 +40,7 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
             )
         }
         Some("ref/resource") => {
-            let uri = required_str(reference, "uri")?;
+            let uri = reference.str("uri")?;
             let entry = catalogue
                 .template(uri)
                 .ok_or_else(|| invalid(format!("Unknown resource template: {}", clip(uri))))?;
@@ -55,8 +50,8 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
             )
         }
         _ => {
-            return Err(invalid(
-                "Invalid params: \"ref.type\" must be \"ref/prompt\" or \"ref/resource\"",
+            return Err(params::invalid(
+                "\"ref.type\" must be \"ref/prompt\" or \"ref/resource\"",
             ))
         }
     };

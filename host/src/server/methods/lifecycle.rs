@@ -1,7 +1,8 @@
 //! The lifecycle: `initialize`, `server/discover`, `ping` (answered in
 //! [`super::handle`]) and `logging/setLevel`, and what the server offers.
 
-use super::{invalid, required_str, Request};
+use super::Request;
+use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, negotiate_handshake, ErrorCode, Revision, RpcError};
 use crate::registry::Catalogue;
 use crate::server::session::Era;
@@ -27,8 +28,7 @@ pub(super) fn set_level(request: &Request<'_>) -> Outcome {
         .get("level")
         .and_then(Value::as_str)
         .and_then(convert::parse_log_level);
-    let level =
-        level.ok_or_else(|| invalid("Invalid params: \"level\" must be an MCP log level"))?;
+    let level = level.ok_or_else(|| params::invalid("\"level\" must be an MCP log level"))?;
     request.conn.session().log_level = Some(level);
     Ok(Some(json!({})))
 }
@@ -47,7 +47,7 @@ pub(in crate::server) fn initialize(
     conn: &Arc<Connection>,
     params: &Map<String, Value>,
 ) -> Outcome {
-    let requested = required_str(params, "protocolVersion")?;
+    let requested = Params(params).str("protocolVersion")?;
     let client_capabilities = params
         .get("capabilities")
         .cloned()

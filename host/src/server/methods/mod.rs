@@ -15,6 +15,7 @@ mod tools;
 pub(super) use super::request::Request;
 use super::session::Era;
 use super::{Outcome, Server};
+use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, Availability, ErrorCode, Method, Revision, RpcError};
 use crate::registry::pagination;
 use serde_json::{json, Map, Value};
@@ -80,17 +81,10 @@ fn check_era(era: &Era, name: &str, method: Option<Method>) -> Result<(), RpcErr
     }
 }
 
-/// Shorthand for a `-32602` error.
+/// Shorthand for a `-32602` error about what the params name (the shape
+/// of params is checked through [`Params`]).
 fn invalid(message: impl Into<String>) -> RpcError {
     RpcError::invalid_params(message)
-}
-
-/// The string param `key`, or -32602.
-fn required_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<&'a str, RpcError> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid(format!("Invalid params: \"{key}\" must be a string")))
 }
 
 /// One page of `items` (after the request's `cursor`) as `{ key: [...] }`,
@@ -102,13 +96,9 @@ fn page<T>(
     key: &str,
     render: impl Fn(&T) -> Value,
 ) -> Outcome {
-    let cursor = match params.get("cursor") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(c)) => Some(c.as_str()),
-        Some(_) => return Err(invalid("Invalid params: \"cursor\" must be a string")),
-    };
-    let (page, next) = pagination::page(items, cursor, server.options.page_size)
-        .map_err(|e| invalid(format!("Invalid params: {e}")))?;
+    let cursor = Params(params).optional_str("cursor")?;
+    let (page, next) =
+        pagination::page(items, cursor, server.options.page_size).map_err(params::invalid)?;
     let mut result = json!({ key: page.iter().map(render).collect::<Vec<_>>() });
     if let Some(next) = next {
         result["nextCursor"] = json!(next);

@@ -1,6 +1,7 @@
 //! `prompts/list` and `prompts/get`.
 
-use super::{clip, invalid, page, required_str, Request};
+use super::{clip, invalid, page, Request};
+use crate::protocol::params::{self, Params};
 use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
@@ -23,7 +24,7 @@ pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
 /// are there, then runs the call.
 pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let params = request.params;
-    let name = required_str(params, "name")?;
+    let name = Params(params).str("name")?;
     let entry = catalogue
         .prompt(name)
         .ok_or_else(|| invalid(format!("Unknown prompt: {}", clip(name))))?;
@@ -33,14 +34,12 @@ pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome
         Some(Value::Object(args)) => {
             for (key, value) in args {
                 let value = value.as_str().ok_or_else(|| {
-                    invalid(format!(
-                        "Invalid params: prompt argument \"{key}\" must be a string"
-                    ))
+                    params::invalid(format!("prompt argument \"{key}\" must be a string"))
                 })?;
                 arguments.push((key.clone(), value.to_owned()));
             }
         }
-        Some(_) => return Err(invalid("Invalid params: \"arguments\" must be an object")),
+        Some(_) => return Err(params::invalid("\"arguments\" must be an object")),
     }
     let missing: Vec<&str> = entry
         .prompt

@@ -1,7 +1,8 @@
 //! `resources/list`, `resources/templates/list`, `resources/read`, and
 //! the handshake's `resources/subscribe` and `resources/unsubscribe`.
 
-use super::{clip, invalid, page, required_str, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
+use super::{clip, invalid, page, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
+use crate::protocol::params::{self, Params};
 use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
 use crate::runtime::types;
@@ -36,15 +37,15 @@ pub(super) fn list_templates(request: &Request<'_>, catalogue: &Catalogue) -> Ou
 /// `resources/subscribe` (`on`) and `resources/unsubscribe`: the session's
 /// subscriptions, bounded in number and URI length.
 pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Outcome {
-    let uri = required_str(request.params, "uri")?;
+    let uri = Params(request.params).str("uri")?;
     let mut session = request.conn.session();
     if !on {
         session.subscriptions.remove(uri);
         return Ok(Some(json!({})));
     }
     if uri.len() > MAX_SUBSCRIBED_URI {
-        return Err(invalid(format!(
-            "Invalid params: a subscribed URI may have at most {MAX_SUBSCRIBED_URI} bytes"
+        return Err(params::invalid(format!(
+            "a subscribed URI may have at most {MAX_SUBSCRIBED_URI} bytes"
         )));
     }
     if session.subscriptions.len() >= MAX_SUBSCRIPTIONS && !session.subscriptions.contains(uri) {
@@ -68,7 +69,7 @@ fn not_found_code(era: &Era) -> ErrorCode {
 /// `resources/read`.
 pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let (params, era) = (request.params, request.era);
-    let uri = required_str(params, "uri")?;
+    let uri = Params(params).str("uri")?;
     let not_found = || {
         RpcError::new(
             not_found_code(era),

@@ -2,7 +2,8 @@
 //! the notifications the client asked for, until it cancels or the server
 //! shuts down.
 
-use super::{invalid, tasks as tasks_ext, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
+use super::{tasks as tasks_ext, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
+use crate::protocol::params;
 use crate::protocol::{meta, notification, RpcError};
 use crate::runtime::host_types::ListKind;
 use crate::server::events::{list_changed_method, served_by};
@@ -92,8 +93,8 @@ fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
     if filter.uris.len() > MAX_SUBSCRIPTIONS
         || filter.uris.iter().any(|u| u.len() > MAX_SUBSCRIBED_URI)
     {
-        return Err(invalid(format!(
-            "Invalid params: at most {MAX_SUBSCRIPTIONS} resourceSubscriptions of at most {MAX_SUBSCRIBED_URI} bytes each"
+        return Err(params::invalid(format!(
+            "at most {MAX_SUBSCRIPTIONS} resourceSubscriptions of at most {MAX_SUBSCRIBED_URI} bytes each"
         )));
     }
     for (key, on) in [
@@ -129,7 +130,7 @@ fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
             })
             .map(str::to_owned)
             .collect(),
-        Some(_) => return Err(invalid("Invalid params: \"taskIds\" must be an array")),
+        Some(_) => return Err(params::invalid("\"taskIds\" must be an array")),
     };
     if asked.contains_key("taskIds") {
         filter

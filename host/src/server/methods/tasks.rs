@@ -4,6 +4,7 @@
 //! the extension. Each wire answers the other's methods with -32601.
 
 use super::Request;
+use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, ErrorCode, Method, RpcError};
 use crate::server::session::Era;
 use crate::server::tasks::{Record, Status, Wire};
@@ -63,11 +64,9 @@ pub(super) async fn handle(request: &Request<'_>, method: Method) -> Outcome {
     }
 }
 
+/// The `taskId` param.
 fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
-    params
-        .get("taskId")
-        .and_then(Value::as_str)
-        .ok_or_else(|| RpcError::invalid_params("Invalid params: \"taskId\" must be a string"))
+    Params(params).str("taskId")
 }
 
 /// The task the request names, as its requester may see it (who thereby
@@ -129,7 +128,7 @@ async fn result(request: &Request<'_>) -> Outcome {
 /// `tasks/list`: the session's (or principal's) tasks, oldest first.
 fn list(request: &Request<'_>) -> Outcome {
     let server = &request.conn.server;
-    let bad_cursor = || RpcError::invalid_params("Invalid params: invalid cursor");
+    let bad_cursor = || params::invalid("invalid cursor");
     let after = match request.params.get("cursor") {
         None | Some(Value::Null) => None,
         Some(Value::String(cursor)) => {
@@ -199,14 +198,7 @@ fn cancel_v2(request: &Request<'_>) -> Outcome {
 /// `tasks/update`: the client's answers to the task's questions; an empty
 /// acknowledgement.
 async fn update(request: &Request<'_>) -> Outcome {
-    let responses = match request.params.get("inputResponses") {
-        Some(Value::Object(responses)) => responses.clone(),
-        _ => {
-            return Err(RpcError::invalid_params(
-                "Invalid params: \"inputResponses\" must be an object",
-            ))
-        }
-    };
+    let responses = Params(request.params).object("inputResponses")?.0.clone();
     let record = record(request)?;
     if !record.status.is_terminal() {
         request

@@ -1,7 +1,8 @@
 //! `tools/list` and `tools/call`.
 
 use super::plan::{plan_tool, Plan};
-use super::{clip, invalid, page, required_str, Request};
+use super::{clip, invalid, page, Request};
+use crate::protocol::Params;
 use crate::protocol::{ErrorCode, Method, Revision, RpcError};
 use crate::registry::{Catalogue, ToolEntry};
 use crate::runtime::{types, LoadedPlugin};
@@ -41,11 +42,10 @@ pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
 /// runs the call as its plan says.
 pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let params = request.params;
-    let name = required_str(params, "name")?;
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(Value::Object(a)) => Value::Object(a.clone()),
-        Some(_) => return Err(invalid("Invalid params: \"arguments\" must be an object")),
+    let name = Params(params).str("name")?;
+    let arguments = match Params(params).optional_object("arguments")? {
+        None => Value::Object(Map::new()),
+        Some(arguments) => Value::Object(arguments.0.clone()),
     };
     let entry = catalogue
         .tool(name)

@@ -186,8 +186,8 @@ fn take_answers(pending: &mut Pending, responses: Map<String, Value>) -> Result<
         };
         let method = request.get("method").and_then(Value::as_str).unwrap_or("");
         if let Err(why) = crate::server::call::input::check_response(method, &response) {
-            return Err(RpcError::invalid_params(format!(
-                "Invalid params: inputResponses.{key}: {why}"
+            return Err(crate::protocol::params::invalid(format!(
+                "inputResponses.{key}: {why}"
             )));
         }
         taken.insert(key, response);

@@ -58,8 +58,8 @@ pub fn validate(
         .and_then(|m| m.get(meta::PROTOCOL_VERSION))
         .and_then(Value::as_str);
     let Some(body_version) = body_version else {
-        return Err(RpcError::invalid_params(format!(
-            "Invalid params: missing _meta keys: {}",
+        return Err(crate::protocol::params::invalid(format!(
+            "missing _meta keys: {}",
             meta::PROTOCOL_VERSION
         )));
     };
