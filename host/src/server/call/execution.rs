@@ -39,6 +39,11 @@ impl Execution {
         }
     }
 
+    /// Where the call sends its messages.
+    pub fn link(&self) -> &Arc<Link> {
+        &self.link
+    }
+
     /// Marks the call as running as a task from now on.
     pub fn mark_task(&self) {
         self.link.mark_task();

@@ -3,7 +3,7 @@
 use super::plan::{plan_tool, Plan};
 use super::{clip, invalid, page, Request};
 use crate::protocol::Params;
-use crate::protocol::{ErrorCode, Method, Revision, RpcError};
+use crate::protocol::{random_id, ErrorCode, Method, Revision, RpcError};
 use crate::registry::{Catalogue, ToolEntry};
 use crate::runtime::{types, LoadedPlugin};
 use crate::server::call::outcome::{
@@ -122,10 +122,9 @@ where
         .get("task")
         .and_then(|t| t.get("ttl"))
         .and_then(Value::as_u64);
-    let live = tasks.prepare(Wire::V1, Some(conn.out.clone()), conn.task_owner.clone());
-    let (link, cancelled) = Link::for_task(conn.out.clone(), live.id());
-    live.set_link(link.clone());
-    let asker = request.asker(link.clone(), Some(tasks.waiting_hook(&live)));
+    let id = random_id();
+    let (link, cancelled) = Link::for_task(conn.out.clone(), &id);
+    let asker = request.asker(link.clone(), Some(tasks.waiting_hook(id.clone())));
     let questions = Questions::Requests(asker);
     let context = request.context(plugin, link.clone(), cancelled, questions, TaskRole::Task);
     let new = NewTask {
@@ -134,7 +133,8 @@ where
         target: tool.to_owned(),
         ttl_ms,
     };
-    let record = tasks.launch(live, new, move || {
+    let home = Some(conn.out.clone());
+    let record = tasks.launch(id, new, home, link.clone(), move || {
         // No rounds: this wire asks with requests.
         let (_, rounds) = mpsc::unbounded_channel();
         Execution::start(call(context), rounds, link, None)

@@ -3,14 +3,14 @@
 //! a 2025-11-25 task's messages to a `tasks/result` stream.
 
 use super::store;
-use super::{conclusion, store_error, Status, Tasks, Wire};
-use crate::protocol::RpcError;
+use super::{conclusion, store_error, NewTask, Record, Status, Tasks, Wire};
+use crate::protocol::{random_id, RpcError};
 use crate::server::call::{Execution, Link, Round};
 use crate::server::{Outbox, Outcome as CallOutcome, ServerEvent};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -40,11 +40,57 @@ pub struct Live {
     pub(super) asking: AtomicUsize,
     /// The receiving end of `updates`, until the supervisor takes it.
     pub(super) updates_rx: Mutex<Option<mpsc::UnboundedReceiver<Update>>>,
-    /// Where a 2025-11-25 task's call sends its messages.
-    pub(super) link: OnceLock<Arc<Link>>,
+    /// Where the call sends its messages (a 2025-11-25 task's go to a
+    /// `tasks/result` stream while one is open).
+    pub(super) link: Arc<Link>,
 }
 
 impl Tasks {
+    /// Stores task `id` for `new`, then starts its call (`start`, which may
+    /// hand over one already running; its messages go through `link`) and
+    /// supervises it: the record as created. The task is stored, and known
+    /// as running here, before its call can change it. `home` is where a
+    /// 2025-11-25 session hears of the task.
+    pub fn launch(
+        self: &Arc<Self>,
+        id: String,
+        new: NewTask,
+        home: Option<Outbox>,
+        link: Arc<Link>,
+        start: impl FnOnce() -> Execution,
+    ) -> Result<Record, RpcError> {
+        self.room_for(new.owner.as_deref())?;
+        let record = self.record(&id, &new, Status::Working);
+        self.store().insert(&record).map_err(store_error)?;
+        let (updates, updates_rx) = mpsc::unbounded_channel();
+        let live = Arc::new(Live {
+            id: id.clone(),
+            wire: new.wire,
+            owner: new.owner.clone(),
+            requests: Mutex::new(Map::new()),
+            updates,
+            stop: CancellationToken::new(),
+            over: watch::channel(false).0,
+            home,
+            asking: AtomicUsize::new(0),
+            updates_rx: Mutex::new(Some(updates_rx)),
+            link,
+        });
+        self.live.lock().insert(id, live.clone());
+        let execution = start();
+        tracing::debug!(task = %live.id, tool = %new.target, "task created");
+        tokio::spawn(supervise(self.clone(), live, execution));
+        Ok(record)
+    }
+
+    /// Takes over a running 2026-07-28 call as a task of `new`: stored,
+    /// then supervised until it ends.
+    pub fn adopt(self: &Arc<Self>, execution: Execution, new: NewTask) -> Result<Record, RpcError> {
+        execution.mark_task();
+        let link = execution.link().clone();
+        self.launch(random_id(), new, None, link, || execution)
+    }
+
     /// The outstanding questions of task `id` (2026-07-28), if it runs here.
     pub fn input_requests(&self, id: &str) -> Option<Map<String, Value>> {
         let live = self.live_task(id)?;
@@ -55,8 +101,8 @@ impl Tasks {
     /// Notes that the client asked about task `id`: a 2025-11-25 task's
     /// questions wait for that.
     pub fn known(&self, id: &str) {
-        if let Some(link) = self.live_task(id).and_then(|l| l.link.get().cloned()) {
-            link.known();
+        if let Some(live) = self.live_task(id) {
+            live.link.known();
         }
     }
 
@@ -64,7 +110,7 @@ impl Tasks {
     /// `tasks/result` stream) until the returned guard is dropped.
     pub fn attach(&self, id: &str, out: &Outbox) -> Option<Attached> {
         let live = self.live_task(id)?;
-        let link = live.link.get()?.clone();
+        let link = live.link.clone();
         link.attach(out.clone());
         Some(Attached {
             link,
@@ -108,12 +154,16 @@ impl Tasks {
         }
     }
 
-    /// The hook that marks a 2025-11-25 task `input_required` while its
-    /// call waits for the client's answers.
-    pub fn waiting_hook(self: &Arc<Self>, live: &Arc<Live>) -> Arc<dyn Fn(bool) + Send + Sync> {
-        let (tasks, live) = (Arc::downgrade(self), live.clone());
+    /// The hook that marks 2025-11-25 task `id` `input_required` while its
+    /// call waits for the client's answers (the call starts after the task
+    /// is stored, so the task is there when it asks).
+    pub fn waiting_hook(self: &Arc<Self>, id: String) -> Arc<dyn Fn(bool) + Send + Sync> {
+        let tasks = Arc::downgrade(self);
         Arc::new(move |waiting| {
             let Some(tasks) = tasks.upgrade() else { return };
+            let Some(live) = tasks.live_task(&id) else {
+                return;
+            };
             let status = if waiting {
                 (live.asking.fetch_add(1, Ordering::SeqCst) == 0).then_some(Status::InputRequired)
             } else {
@@ -285,11 +335,6 @@ impl Live {
     /// The task's id.
     pub fn id(&self) -> &str {
         &self.id
-    }
-
-    /// Where the call of a 2025-11-25 task sends its messages.
-    pub fn set_link(&self, link: Arc<Link>) {
-        let _ = self.link.set(link);
     }
 
     fn show_requests(&self, requests: &Map<String, Value>) {

@@ -8,7 +8,6 @@
 //! is cancelled or expires (dropping the call stops the plugin and frees
 //! its instance).
 
-mod adopt;
 mod live;
 mod options;
 mod quota;
@@ -21,19 +20,16 @@ pub use options::{now_ms, TaskOptions};
 pub use quota::TaskQuotas;
 pub use store::{Record, Status, Wire};
 
-use super::call::Execution;
 use super::Outcome as CallOutcome;
-use super::{Outbox, ServerEvent};
+use super::ServerEvent;
 use crate::protocol::{random_id, RpcError};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use store::Store;
-use tokio::sync::{broadcast, mpsc, watch};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::broadcast;
 /// Every task: the store, and the ones running here.
 pub struct Tasks {
     store: Mutex<Store>,
@@ -123,26 +119,6 @@ impl Tasks {
         }
     }
 
-    /// A fresh task id and its live state, before its call starts (a
-    /// 2025-11-25 call needs the id to tag its messages). `home` is where a
-    /// 2025-11-25 session hears of the task; `owner` who may see it.
-    pub fn prepare(&self, wire: Wire, home: Option<Outbox>, owner: Option<String>) -> Arc<Live> {
-        let (updates, updates_rx) = mpsc::unbounded_channel();
-        Arc::new(Live {
-            id: random_id(),
-            wire,
-            owner,
-            requests: Mutex::new(Map::new()),
-            updates,
-            stop: CancellationToken::new(),
-            over: watch::channel(false).0,
-            home,
-            asking: AtomicUsize::new(0),
-            updates_rx: Mutex::new(Some(updates_rx)),
-            link: OnceLock::new(),
-        })
-    }
-
     pub(super) fn record(&self, id: &str, new: &NewTask, status: Status) -> Record {
         let now = now_ms();
         let max = self.options.max_ttl.as_millis() as u64;
@@ -163,25 +139,6 @@ impl Tasks {
             ttl_ms: ttl,
             outcome: None,
         }
-    }
-
-    /// Stores the task `live` for `new`, then hands it its call (`start`
-    /// starts it, or gives the one already running): its record as
-    /// created. The task is stored before its call can change it.
-    pub fn launch(
-        self: &Arc<Self>,
-        live: Arc<Live>,
-        new: NewTask,
-        start: impl FnOnce() -> Execution,
-    ) -> Result<Record, RpcError> {
-        self.room_for(new.owner.as_deref())?;
-        let record = self.record(&live.id, &new, Status::Working);
-        self.store().insert(&record).map_err(store_error)?;
-        let execution = start();
-        self.live.lock().insert(live.id.clone(), live.clone());
-        tracing::debug!(task = %live.id, tool = %new.target, "task created");
-        tokio::spawn(live::supervise(self.clone(), live, execution));
-        Ok(record)
     }
 
     /// Stores a task whose call already finished with `outcome` (a tool that
