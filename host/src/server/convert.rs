@@ -312,3 +312,109 @@ pub fn parse_log_level(name: &str) -> Option<types::LogLevel> {
 pub fn severity(level: types::LogLevel) -> u8 {
     level as u8
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use types::{Annotations, Content, MediaContent, ResourceBody, ResourceContents, Role};
+
+    fn text(text: &str) -> Content {
+        Content::Text(types::TextContent {
+            text: text.into(),
+            annotations: None,
+            meta: None,
+        })
+    }
+
+    #[test]
+    fn a_call_result_carries_content_structure_errors_and_object_meta_only() {
+        let result = tools::CallResult {
+            content: vec![text("hi")],
+            structured_content: Some(r#"{"n":1}"#.into()),
+            is_error: true,
+            meta: Some("[1]".into()),
+        };
+        let json = call_result(&result).unwrap();
+        assert_eq!(
+            json,
+            json!({ "content": [{ "type": "text", "text": "hi" }], "structuredContent": { "n": 1 }, "isError": true })
+        );
+        let broken = tools::CallResult {
+            structured_content: Some("{".into()),
+            ..result
+        };
+        let error = call_result(&broken).unwrap_err();
+        assert!(
+            error.contains("invalid JSON for structured-content"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn media_and_blobs_are_base64_and_annotations_keep_what_is_set() {
+        let image = Content::Image(MediaContent {
+            data: vec![0, 1, 2],
+            mime_type: "image/png".into(),
+            annotations: Some(Annotations {
+                audience: vec![Role::User],
+                priority: Some(0.5),
+                last_modified: None,
+            }),
+            meta: Some(r#"{"k":"v"}"#.into()),
+        });
+        assert_eq!(
+            content(&image),
+            json!({ "type": "image", "data": "AAEC", "mimeType": "image/png",
+                    "annotations": { "audience": ["user"], "priority": 0.5 }, "_meta": { "k": "v" } })
+        );
+        let blob = ResourceContents {
+            uri: "x:y".into(),
+            mime_type: None,
+            body: ResourceBody::Blob(vec![255]),
+            meta: None,
+        };
+        assert_eq!(
+            resource_contents(&blob),
+            json!({ "uri": "x:y", "blob": "/w==" })
+        );
+    }
+
+    #[test]
+    fn completions_are_capped_at_a_hundred_and_say_so() {
+        let many = completions::Completion {
+            values: (0..150).map(|i| i.to_string()).collect(),
+            total: Some(3),
+            has_more: false,
+        };
+        let json = completion(&many);
+        assert_eq!(
+            json["completion"]["values"].as_array().unwrap().len(),
+            MAX_COMPLETIONS
+        );
+        assert_eq!(json["completion"]["hasMore"], true);
+        assert_eq!(
+            json["completion"]["total"], 100,
+            "total is never below what was sent"
+        );
+    }
+
+    #[test]
+    fn log_levels_round_trip_and_rank_by_severity() {
+        for name in [
+            "debug",
+            "info",
+            "notice",
+            "warning",
+            "error",
+            "critical",
+            "alert",
+            "emergency",
+        ] {
+            let level = parse_log_level(name).unwrap();
+            assert_eq!(log_level_name(level), name);
+        }
+        assert!(parse_log_level("verbose").is_none());
+        let rank = |n| severity(parse_log_level(n).unwrap());
+        assert!(rank("debug") < rank("warning") && rank("warning") < rank("emergency"));
+    }
+}
