@@ -1,5 +1,7 @@
 //! One client connection: its session, its requests in flight (each run
-//! concurrently, cancellable), and the requests it was sent.
+//! concurrently, cancellable), and the requests it was sent. It is made
+//! (with its event forwarding) and driven in [`super::dispatch`], which
+//! sits above the methods.
 
 use super::call::{Client, WaitSlot};
 use super::session::Session;
