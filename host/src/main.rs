@@ -356,7 +356,11 @@ async fn serve_folder(
         .await
         .with_context(|| format!("listening on {listen}"))?;
     let local = listener.local_addr()?;
-    let options = settings::http_options(&config, local, http.json_response, http.legacy_sse)?;
+    // Reads a JWT key file, if one is configured: off the async workers.
+    let options = tokio::task::spawn_blocking(move || {
+        settings::http_options(&config, local, http.json_response, http.legacy_sse)
+    })
+    .await??;
     let url = format!("http://{local}{}", options.path);
     tracing::info!(plugins = %dir.display(), %url, "serving Streamable HTTP");
     // One line on stdout says where, for scripts that picked port 0.

@@ -59,6 +59,12 @@ impl Era {
             Era::Modern { .. } => Some(Revision::LATEST_STATELESS),
         }
     }
+
+    /// Whether the request speaks the 2025-11-25 tasks wire (a handshake
+    /// session of 2025-11-25 or later).
+    pub fn has_handshake_tasks(&self) -> bool {
+        self.revision().is_some_and(Revision::has_handshake_tasks)
+    }
 }
 
 /// The revisions offered, newest first: all, or the handshake ones only.

@@ -32,6 +32,8 @@ impl Rounds {
         responses: Map<String, Value>,
         timeout: Duration,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<Round>) {
+        // Holds at most one round: the call waits for its answers before
+        // it can ask again.
         let (needs, rounds) = mpsc::unbounded_channel();
         let this = Rounds {
             responses: Mutex::new(responses),

@@ -99,9 +99,7 @@ fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
         caps.insert("completions".into(), json!({}));
     }
     match era {
-        Era::Legacy {
-            version: Some(version),
-        } if version.has_handshake_tasks() => {
+        era if era.has_handshake_tasks() => {
             caps.insert(
                 "tasks".into(),
                 json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),

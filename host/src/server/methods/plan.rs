@@ -33,9 +33,7 @@ pub(super) fn plan_tool(
     let tasks = &request.conn.server.tasks;
     let room = || tasks.room_for(request.conn.task_owner.as_deref());
     match request.era {
-        Era::Legacy {
-            version: Some(version),
-        } if version.has_handshake_tasks() => {
+        era if era.has_handshake_tasks() => {
             let asked = matches!(request.params.get("task"), Some(Value::Object(_)));
             match (support, asked) {
                 (TaskSupport::Forbidden, true) => Err(RpcError::new(

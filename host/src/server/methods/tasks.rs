@@ -40,9 +40,7 @@ pub(super) async fn handle(request: &Request<'_>, method: Method) -> Outcome {
     let params = request.params;
     let name = method.as_str();
     match request.era {
-        Era::Legacy {
-            version: Some(version),
-        } if version.has_handshake_tasks() => match method {
+        era if era.has_handshake_tasks() => match method {
             Method::GetTask => get(request, Wire::V1),
             Method::TaskResult => result(request).await,
             Method::ListTasks => list(request),

@@ -136,7 +136,7 @@ where
     let home = Some(conn.out.clone());
     let record = tasks.launch(id, new, home, link.clone(), move || {
         // No rounds: this wire asks with requests.
-        let (_, rounds) = mpsc::unbounded_channel();
+        let (_, rounds) = mpsc::unbounded_channel(); // never sent on
         Execution::start(call(context), rounds, link, None)
     })?;
     Ok(Some(json!({ "task": tasks.summary(&record, Wire::V1) })))

@@ -62,6 +62,8 @@ impl Tasks {
         self.room_for(new.owner.as_deref())?;
         let record = self.record(&id, &new, Status::Working);
         self.store().insert(&record).map_err(store_error)?;
+        // Each update is a `tasks/update` request waiting for its reply, so
+        // admission's caps on requests in progress bound this queue.
         let (updates, updates_rx) = mpsc::unbounded_channel();
         let live = Arc::new(Live {
             id: id.clone(),
