@@ -69,6 +69,22 @@ const RUST: &[File] = &[
         "wasm-mcp-sdk/src/tool.rs",
         include_str!("../../sdk-guest/src/tool.rs"),
     ),
+    (
+        "wasm-mcp-sdk/common/Cargo.toml",
+        include_str!("../../sdk-guest/common/Cargo.toml"),
+    ),
+    (
+        "wasm-mcp-sdk/common/src/lib.rs",
+        include_str!("../../sdk-guest/common/src/lib.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/common/src/uri_template.rs",
+        include_str!("../../sdk-guest/common/src/uri_template.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/common/src/uri_template/tests.rs",
+        include_str!("../../sdk-guest/common/src/uri_template/tests.rs"),
+    ),
 ];
 
 const PYTHON: &[File] = &[
@@ -159,11 +175,21 @@ mod tests {
 
     #[test]
     fn the_rust_template_carries_every_file_of_the_sdk() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk-guest/src");
-        for entry in std::fs::read_dir(src).unwrap() {
-            let name = entry.unwrap().file_name().into_string().unwrap();
-            let path = format!("wasm-mcp-sdk/src/{name}");
-            assert!(RUST.iter().any(|(p, _)| *p == path), "{path} is missing");
+        let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk-guest");
+        let mut folders = vec![sdk.join("src"), sdk.join("common")];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    if !path.ends_with("target") {
+                        folders.push(path);
+                    }
+                    continue;
+                }
+                let inside = path.strip_prefix(&sdk).unwrap().to_str().unwrap();
+                let path = format!("wasm-mcp-sdk/{inside}");
+                assert!(RUST.iter().any(|(p, _)| *p == path), "{path} is missing");
+            }
         }
     }
 

@@ -32,7 +32,7 @@ pub fn read_resource(plugin: &Plugin, uri: &str) -> Result<Vec<ResourceContents>
         return (resource.read)(uri, &UriVars::default());
     }
     for template in &plugin.templates {
-        if let Some(vars) = template.pattern.matches(uri) {
+        if let Some(vars) = UriVars::of(&template.pattern, uri) {
             return (template.read)(uri, &vars);
         }
     }

@@ -3,6 +3,7 @@
 use crate::bindings::exports::wasm_mcp::plugin::resources as wit;
 use crate::bindings::wasm_mcp::plugin::types::Error;
 use crate::content::ResourceContents;
+use wasm_mcp_common::UriTemplate;
 
 /// What a resource reader may return: text, contents, or a list of contents.
 pub trait IntoContents {
@@ -116,7 +117,7 @@ impl Resource {
 /// A family of resources named by a URI template such as `notes://{id}`.
 pub struct Template {
     pub(crate) meta: wit::ResourceTemplate,
-    pub(crate) pattern: UriPattern,
+    pub(crate) pattern: UriTemplate,
     pub(crate) read: Reader,
 }
 
@@ -131,7 +132,7 @@ impl Template {
         let uri_template = uri_template.into();
         let read = reader(f);
         Template {
-            pattern: UriPattern::parse(&uri_template),
+            pattern: UriTemplate::parse(&uri_template),
             meta: wit::ResourceTemplate {
                 uri_template,
                 name: name.into(),
@@ -186,81 +187,16 @@ impl UriVars {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
-}
 
-#[derive(Debug, Clone)]
-enum Part {
-    Literal(String),
-    /// A variable; `reserved` (`{+x}`) values may contain `/`.
-    Var {
-        name: String,
-        reserved: bool,
-    },
-}
-
-/// A parsed URI template that can match URIs.
-#[derive(Debug, Clone)]
-pub(crate) struct UriPattern(Vec<Part>);
-
-impl UriPattern {
-    pub(crate) fn parse(template: &str) -> Self {
-        let mut parts = Vec::new();
-        let mut rest = template;
-        while let Some(open) = rest.find('{') {
-            let Some(close) = rest[open..].find('}') else {
-                break;
-            };
-            if open > 0 {
-                parts.push(Part::Literal(rest[..open].to_owned()));
-            }
-            let expr = &rest[open + 1..open + close];
-            let (reserved, name) = match expr.strip_prefix(['+', '#']) {
-                Some(name) => (true, name),
-                None => (false, expr),
-            };
-            parts.push(Part::Var {
-                name: name.to_owned(),
-                reserved,
-            });
-            rest = &rest[open + close + 1..];
-        }
-        if !rest.is_empty() {
-            parts.push(Part::Literal(rest.to_owned()));
-        }
-        UriPattern(parts)
-    }
-
-    /// The variables of `uri` if it matches the template.
-    pub(crate) fn matches(&self, uri: &str) -> Option<UriVars> {
-        let mut vars = Vec::new();
-        match_parts(&self.0, uri, &mut vars).then_some(UriVars(vars))
-    }
-}
-
-fn match_parts(parts: &[Part], uri: &str, vars: &mut Vec<(String, String)>) -> bool {
-    match parts.split_first() {
-        None => uri.is_empty(),
-        Some((Part::Literal(lit), rest)) => uri
-            .strip_prefix(lit.as_str())
-            .is_some_and(|tail| match_parts(rest, tail, vars)),
-        Some((Part::Var { name, reserved }, rest)) => {
-            // Try the shortest value first so that a following literal anchors it.
-            for end in 1..=uri.len() {
-                if !uri.is_char_boundary(end) {
-                    continue;
-                }
-                let value = &uri[..end];
-                if !reserved && value.ends_with('/') {
-                    return false;
-                }
-                vars.push((name.clone(), value.to_owned()));
-                if match_parts(rest, &uri[end..], vars) {
-                    return true;
-                }
-                vars.pop();
-            }
-            false
-        }
+    /// The variables of `uri` if it matches `template`.
+    pub(crate) fn of(template: &UriTemplate, uri: &str) -> Option<UriVars> {
+        let captures = template.captures(uri)?;
+        Some(UriVars(
+            captures
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                .collect(),
+        ))
     }
 }
 

@@ -1,11 +1,13 @@
-//! Matching URIs against RFC 6570 templates (simple `{var}` and reserved
-//! `{+var}` expressions), to route a read to the template that serves it.
+//! Routing a read to the resource template that serves its URI.
 //!
-//! A template is compiled once, at load, into a regular expression that the
-//! `regex` crate matches in time linear in the URI, whatever the template
-//! (a backtracking matcher is exponential in adjacent variables).
+//! The template grammar is `wasm_mcp_common`'s, shared with the Rust SDK
+//! (which also extracts the variables). Routing needs only yes or no, for
+//! every template of every plugin on every read, so the host compiles each
+//! template once, at load, into a regular expression that the `regex` crate
+//! matches with a DFA: time linear in the URI whatever the template.
 
 use regex::Regex;
+use wasm_mcp_common::uri_template::Part;
 
 /// The largest compiled form of one template; a larger one is refused.
 const MAX_COMPILED_BYTES: usize = 256 << 10;
@@ -20,21 +22,15 @@ impl UriTemplate {
     /// reserved one (`{+x}`, `{#x}`) one or more of any.
     pub fn parse(template: &str) -> Result<Self, String> {
         let mut pattern = String::from("^");
-        let mut rest = template;
-        while let Some(open) = rest.find('{') {
-            let Some(len) = rest[open..].find('}') else {
-                break;
-            };
-            pattern.push_str(&regex::escape(&rest[..open]));
-            let expr = &rest[open + 1..open + len];
-            pattern.push_str(if expr.starts_with(['+', '#']) {
-                "(?:.+)"
-            } else {
-                "(?:[^/]+)"
-            });
-            rest = &rest[open + len + 1..];
+        for part in wasm_mcp_common::UriTemplate::parse(template).parts() {
+            match part {
+                Part::Literal(text) => pattern.push_str(&regex::escape(text)),
+                Part::Variable { reserved: true, .. } => pattern.push_str("(?:.+)"),
+                Part::Variable {
+                    reserved: false, ..
+                } => pattern.push_str("(?:[^/]+)"),
+            }
         }
-        pattern.push_str(&regex::escape(rest));
         pattern.push('$');
         regex::RegexBuilder::new(&pattern)
             .dot_matches_new_line(true)
@@ -86,6 +82,39 @@ mod tests {
         assert!(!matcher.matches("x://a"));
         // A generous liveness bound: an exponential matcher never finishes.
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+
+    #[test]
+    fn routes_exactly_the_uris_the_sdk_matches() {
+        // Every template and URI over a small alphabet, up to a small size:
+        // the host's regex and the SDK's matcher agree on every pair.
+        let grow = |seeds: &[&str], atoms: &[&str], rounds| {
+            let mut all = vec![String::new()];
+            for _ in 0..rounds {
+                let longer: Vec<String> = all
+                    .iter()
+                    .flat_map(|s| atoms.iter().map(move |a| format!("{s}{a}")))
+                    .collect();
+                all.extend(longer);
+            }
+            all.extend(seeds.iter().map(|s| s.to_string()));
+            all.sort();
+            all.dedup();
+            all
+        };
+        let templates = grow(&["{", "}{x}", "a{#y}"], &["a", "/", "é", "{x}", "{+y}"], 4);
+        let uris = grow(&["\n", "{x}"], &["a", "/", "é", "\n"], 5);
+        for template in &templates {
+            let host = t(template);
+            let sdk = wasm_mcp_common::UriTemplate::parse(template);
+            for uri in &uris {
+                assert_eq!(
+                    host.matches(uri),
+                    sdk.matches(uri),
+                    "{template:?} against {uri:?}"
+                );
+            }
+        }
     }
 
     #[test]
