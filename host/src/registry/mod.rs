@@ -5,6 +5,9 @@ mod catalogue;
 pub mod pagination;
 mod uri_template;
 
+#[cfg(test)]
+mod tests;
+
 pub use catalogue::{Catalogue, PluginEntry, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
 pub use uri_template::UriTemplate;
 

@@ -1,0 +1,139 @@
+//! The registry and its catalogue with real components: the example
+//! plugins that `scripts/build` puts in `dist/` (run it first).
+
+use super::{Registry, Reload};
+use crate::runtime::host_types::ListKind;
+use crate::runtime::{ComponentSource, Grants, Runtime, RuntimeConfig};
+use std::sync::Arc;
+
+fn registry() -> Arc<Registry> {
+    let runtime = Runtime::new(RuntimeConfig {
+        max_instances: 8,
+        ..RuntimeConfig::default()
+    })
+    .expect("the runtime starts");
+    Arc::new(Registry::new(runtime))
+}
+
+/// An example component from `dist/` (`hello` has the tools `greet`,
+/// `add` and `countdown`;
+/// `notes` the resource `notes://index`, the template `notes://note/{id}`
+/// and the prompt `summarize`).
+fn component(name: &str) -> ComponentSource {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../dist/plugins")
+        .join(format!("{name}.wasm"));
+    let bytes = std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (scripts/build makes it)", path.display()));
+    ComponentSource::new(bytes)
+}
+
+async fn entry(registry: &Registry, name: &str, component_name: &str) -> super::PluginEntry {
+    registry
+        .load(name, component(component_name), Grants::default(), true)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn later_plugins_by_name_yield_names_and_uris_to_earlier_ones() {
+    let registry = registry();
+    let entries = vec![
+        entry(&registry, "b-hello", "hello").await,
+        entry(&registry, "z-notes", "notes").await,
+        entry(&registry, "a-hello", "hello").await,
+        entry(&registry, "notes", "notes").await,
+    ];
+    registry.install_all(entries);
+    let catalogue = registry.catalogue();
+    let plugins: Vec<_> = catalogue.plugins.iter().map(|p| p.plugin.name()).collect();
+    assert_eq!(plugins, ["a-hello", "b-hello", "notes", "z-notes"]);
+
+    // A clashing tool or prompt is offered as `<plugin>.<name>`.
+    let tools: Vec<_> = catalogue.tools.iter().map(|t| t.name.as_str()).collect();
+    let hello = ["greet", "add", "countdown"];
+    let later = hello.map(|tool| format!("b-hello.{tool}"));
+    assert_eq!(
+        tools,
+        [&hello[..], &later.each_ref().map(String::as_str)[..]].concat()
+    );
+    assert_eq!(catalogue.tool("greet").unwrap().plugin.name(), "a-hello");
+    assert_eq!(catalogue.tool("b-hello.greet").unwrap().tool.name, "greet");
+    let prompts: Vec<_> = catalogue.prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(prompts, ["summarize", "z-notes.summarize"]);
+    assert_eq!(
+        catalogue.prompt("z-notes.summarize").unwrap().plugin.name(),
+        "z-notes"
+    );
+
+    // A clashing URI or template is dropped from the later plugin.
+    assert_eq!(catalogue.resources.len(), 1);
+    assert_eq!(catalogue.templates.len(), 1);
+    assert_eq!(catalogue.templates[0].plugin.name(), "notes");
+    let owner = |uri| catalogue.resource_owner(uri).map(|p| p.name().to_owned());
+    assert_eq!(owner("notes://index").as_deref(), Some("notes"));
+    assert_eq!(owner("notes://note/7").as_deref(), Some("notes"));
+    assert_eq!(owner("notes://note/7/x"), None);
+    assert_eq!(owner("notes://other"), None);
+    // The input schema is parsed once, at load.
+    let schema = &catalogue.tool("greet").unwrap().input_schema;
+    assert_eq!(schema["required"], serde_json::json!(["name"]));
+}
+
+#[tokio::test]
+async fn a_change_names_exactly_the_lists_that_differ() {
+    let registry = registry();
+    let hello = entry(&registry, "hello", "hello").await;
+    let notes = entry(&registry, "notes", "notes").await;
+    assert_eq!(registry.install(hello.clone()).lists, [ListKind::Tools]);
+    assert_eq!(
+        registry.install(notes.clone()).lists,
+        [ListKind::Resources, ListKind::Prompts]
+    );
+    // The same plugin again, or its same listing again: nothing to tell.
+    assert!(registry.install(notes.clone()).lists.is_empty());
+    assert!(registry.relisted(notes).unwrap().lists.is_empty());
+    assert_eq!(registry.remove("hello").unwrap().lists, [ListKind::Tools]);
+    assert!(registry.remove("hello").is_none());
+    // A listing of a version no longer loaded changes nothing.
+    assert!(registry.relisted(hello).is_none());
+    assert!(registry.catalogue().tools.is_empty());
+}
+
+#[tokio::test]
+async fn an_update_adds_keeps_replaces_and_removes_and_a_bad_version_changes_nothing() {
+    let registry = registry();
+    let hello = || Some((component("hello"), Grants::default()));
+    let added = registry.update_plugin("p", hello()).await.unwrap();
+    assert!(matches!(added, Reload::Added(ref c) if c.lists == [ListKind::Tools]));
+    assert!(matches!(
+        registry.update_plugin("p", hello()).await.unwrap(),
+        Reload::Unchanged
+    ));
+
+    let broken = Some((
+        ComponentSource::new(b"\0asm not a component".to_vec()),
+        Grants::default(),
+    ));
+    assert!(registry.update_plugin("p", broken).await.is_err());
+    assert_eq!(
+        registry.catalogue().tool("greet").unwrap().plugin.name(),
+        "p"
+    );
+
+    let notes = Some((component("notes"), Grants::default()));
+    let replaced = registry.update_plugin("p", notes).await.unwrap();
+    let everything = [ListKind::Tools, ListKind::Resources, ListKind::Prompts];
+    assert!(matches!(replaced, Reload::Replaced(ref c) if c.lists == everything));
+    assert!(registry.catalogue().tool("greet").is_none());
+
+    let removed = registry.update_plugin("p", None).await.unwrap();
+    assert!(
+        matches!(removed, Reload::Removed(ref c) if c.lists == [ListKind::Resources, ListKind::Prompts])
+    );
+    assert!(matches!(
+        registry.update_plugin("p", None).await.unwrap(),
+        Reload::Unchanged
+    ));
+    assert!(registry.catalogue().plugins.is_empty());
+}
