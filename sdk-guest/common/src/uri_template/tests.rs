@@ -112,31 +112,27 @@ fn backtrack<'u>(parts: &[Part], uri: &'u str, out: &mut Vec<&'u str>) -> bool {
     }
 }
 
+/// Every string of at most `most` atoms, each once.
+fn words(atoms: &[&str], most: usize) -> Vec<String> {
+    let mut all = vec![String::new()];
+    let mut last = all.clone();
+    for _ in 0..most {
+        last = last
+            .iter()
+            .flat_map(|w| atoms.iter().map(move |a| format!("{w}{a}")))
+            .collect();
+        all.extend(last.iter().cloned());
+    }
+    all.sort();
+    all.dedup();
+    all
+}
+
 #[test]
 fn agrees_with_a_backtracking_matcher_on_small_cases() {
     // Every template and URI over a small alphabet, up to a small size.
-    let atoms = ["a", "/", "é", "{x}", "{+y}"];
-    let letters = ["a", "/", "é", "b"];
-    let mut templates = vec![String::new()];
-    for _ in 0..4 {
-        let longer: Vec<String> = templates
-            .iter()
-            .flat_map(|t| atoms.iter().map(move |a| format!("{t}{a}")))
-            .collect();
-        templates.extend(longer);
-    }
-    let mut uris = vec![String::new()];
-    for _ in 0..5 {
-        let longer: Vec<String> = uris
-            .iter()
-            .flat_map(|u| letters.iter().map(move |l| format!("{u}{l}")))
-            .collect();
-        uris.extend(longer);
-    }
-    templates.sort();
-    templates.dedup();
-    uris.sort();
-    uris.dedup();
+    let templates = words(&["a", "/", "é", "{x}", "{+y}"], 4);
+    let uris = words(&["a", "/", "é", "b"], 5);
     for template in &templates {
         let t = UriTemplate::parse(template);
         for uri in &uris {
