@@ -15,10 +15,9 @@ fn registry() -> Arc<Registry> {
     Arc::new(Registry::new(runtime))
 }
 
-/// An example component from `dist/` (`hello` has the tools `greet`,
-/// `add` and `countdown`;
-/// `notes` the resource `notes://index`, the template `notes://note/{id}`
-/// and the prompt `summarize`).
+/// An example component from `dist/`: `hello` has the tools `greet`, `add`
+/// and `countdown`; `notes` the resource `notes://index`, the template
+/// `notes://note/{id}` and the prompt `summarize`.
 fn component(name: &str) -> ComponentSource {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../dist/plugins")
