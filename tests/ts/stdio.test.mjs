@@ -52,8 +52,11 @@ test("receives progress and log notifications", async () => {
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params.data));
     await client.setLoggingLevel("info");
     const progress = [];
+    // Steps 200 ms apart: the SDK drops a progress notification it reads in
+    // the same chunk as the response (it handles notifications a microtask
+    // later), which a busy machine makes likely for back-to-back messages.
     const result = await client.callTool(
-      { name: "countdown", arguments: { steps: 2 } },
+      { name: "countdown", arguments: { steps: 2, delay_ms: 200 } },
       undefined,
       { onprogress: (p) => progress.push(p.progress) },
     );

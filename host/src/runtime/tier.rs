@@ -17,10 +17,16 @@ impl Tier {
     /// An engine compiling with `strategy`, its instances allocated by
     /// `allocation`, and a linker with every import plugins may use.
     pub(super) fn new(strategy: Strategy, allocation: InstanceAllocationStrategy) -> Result<Self> {
+        // The baseline compiler builds each component on the thread that
+        // asks: at startup many compile at once, and in the shared thread
+        // pool a small component's job would wait behind every function of
+        // a large one.
+        let parallel = !matches!(strategy, Strategy::Winch);
         let mut wasm = Config::new();
         wasm.wasm_component_model(true)
             .epoch_interruption(true)
             .strategy(strategy)
+            .parallel_compilation(parallel)
             .allocation_strategy(allocation);
         let engine = Engine::new(&wasm)?;
         let mut linker = Linker::new(&engine);
@@ -34,3 +40,30 @@ impl Tier {
         Ok(Tier { engine, linker })
     }
 }
+
+/// Runs the optimising compiler's threads (rayon's global pool, on which
+/// wasmtime compiles functions in parallel) at a lower priority than the
+/// rest of the host, so that an optimised build made in the background
+/// (after a baseline build already serves) never slows the calls being
+/// served. Once per process, before the first compile; a pool built before
+/// stays as it is.
+pub(super) fn lower_compile_priority() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("compile-{i}"))
+            .start_handler(|_| lower_this_thread())
+            .build_global();
+    });
+}
+
+/// Nice 10 for the calling thread alone (Linux gives each thread its own).
+#[cfg(target_os = "linux")]
+fn lower_this_thread() {
+    // SAFETY: two system calls on this thread's own id, no memory passed.
+    let tid = unsafe { libc::gettid() };
+    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_this_thread() {}
