@@ -16,6 +16,11 @@ PLUGINS = ROOT / "dist" / "plugins"
 FIXTURES = ROOT / "dist" / "fixtures"
 MODERN = "2026-07-28"
 
+# Every host a test starts (whatever environment it builds) answers its
+# first requests once all its plugins have loaded, so that a test sees the
+# whole folder; tests/test_startup.py covers shorter waits.
+os.environ["WASM_MCP_STARTUP_WAIT_MS"] = "600000"
+
 
 @pytest.fixture
 def anyio_backend():

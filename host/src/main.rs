@@ -7,9 +7,9 @@ use std::sync::Arc;
 use wasm_mcp::config::{Config, Policy};
 use wasm_mcp::dev;
 use wasm_mcp::registry::Registry;
-use wasm_mcp::reload::{FolderWatch, Loader};
+use wasm_mcp::reload::{self, folder::wasm_files, FolderWatch, Loader};
 use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
-use wasm_mcp::server::{build_notice_key, load_notice_key, Notices, Server};
+use wasm_mcp::server::{build_notice_key, Notices, Server};
 use wasm_mcp::settings;
 
 /// An MCP server whose tools, resources and prompts are sandboxed
@@ -45,6 +45,8 @@ enum Command {
         #[command(flatten)]
         protocol: ProtocolArgs,
         #[command(flatten)]
+        startup: StartupArgs,
+        #[command(flatten)]
         http: HttpArgs,
     },
     /// Build plugins from source, serve them over stdio, and rebuild and
@@ -66,6 +68,8 @@ enum Command {
         config: Option<PathBuf>,
         #[command(flatten)]
         protocol: ProtocolArgs,
+        #[command(flatten)]
+        startup: StartupArgs,
         #[command(flatten)]
         http: HttpArgs,
     },
@@ -107,6 +111,24 @@ struct ProtocolArgs {
     /// to `initialize`, and hears `list_changed` (see [server] handshake_only).
     #[arg(long)]
     handshake_only: bool,
+}
+
+/// How long requests wait for the plugins' first load.
+#[derive(clap::Args, Clone, Default)]
+struct StartupArgs {
+    /// How long a request that arrives while the plugins first load waits
+    /// for them, in ms; then it is answered with those loaded so far (see
+    /// [server] startup_wait_ms).
+    #[arg(long, value_name = "MS", env = "WASM_MCP_STARTUP_WAIT_MS")]
+    startup_wait_ms: Option<u64>,
+}
+
+impl StartupArgs {
+    fn apply(&self, config: &mut Config) {
+        if let Some(ms) = self.startup_wait_ms {
+            config.server.startup_wait_ms = ms;
+        }
+    }
 }
 
 /// How long clients may cache list results under `dev` (2026-07-28
@@ -178,15 +200,17 @@ fn main() -> Result<()> {
                 config,
                 no_watch,
                 protocol,
+                startup,
                 http,
-            } => serve(plugins, config, no_watch, protocol, http).await,
+            } => serve(plugins, config, no_watch, protocol, startup, http).await,
             Command::Dev {
                 sources,
                 release,
                 config,
                 protocol,
+                startup,
                 http,
-            } => dev(sources, release, config, protocol, http).await,
+            } => dev(sources, release, config, protocol, startup, http).await,
             Command::Inspect { file, config } => inspect(file, config).await,
             Command::New { .. } | Command::Wit | Command::WasiAdapter { .. } => {
                 unreachable!("handled before the runtime")
@@ -194,8 +218,10 @@ fn main() -> Result<()> {
         }
     });
     // Blocking threads may be stuck in the OS (a write to a client that
-    // stopped reading, a plugin's file operation): do not wait for them.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    // stopped reading, a plugin's file operation) or busy compiling a
+    // plugin: do not wait for them long. (The task store's writes are
+    // transactions: one cut short leaves the store as it was.)
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     result
 }
 
@@ -204,10 +230,12 @@ async fn serve(
     config_path: Option<PathBuf>,
     no_watch: bool,
     protocol: ProtocolArgs,
+    startup: StartupArgs,
     http: HttpArgs,
 ) -> Result<()> {
     let mut config = settings::load_config(config_path).await?;
     config.server.handshake_only |= protocol.handshake_only;
+    startup.apply(&mut config);
     let dir = plugins
         .or_else(|| config.server.plugins.clone())
         .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
@@ -220,10 +248,12 @@ async fn dev(
     release: bool,
     config_path: Option<PathBuf>,
     protocol: ProtocolArgs,
+    startup: StartupArgs,
     http: HttpArgs,
 ) -> Result<()> {
     let mut config = settings::load_config(config_path).await?;
     config.server.handshake_only |= protocol.handshake_only;
+    startup.apply(&mut config);
     config.server.list_ttl_ms = config.server.list_ttl_ms.min(DEV_LIST_TTL_MS);
     // Reads each folder's build files: off the async workers.
     let sources = tokio::task::spawn_blocking(move || dev::sources(&sources)).await??;
@@ -240,7 +270,7 @@ async fn dev(
                     "wasm-mcp dev: {} did not build; it is served once it does: {e:#}",
                     source.name
                 );
-                let notice = build_notice(&source.name, &format!("{e:#}"), false);
+                let notice = dev::build_notice(&source.name, &format!("{e:#}"), false);
                 notices.set(&build_notice_key(&source.name), Some(notice));
                 built.push(false);
             }
@@ -263,7 +293,7 @@ async fn dev(
                 }
                 Err(why) => {
                     let serving = built_before.load(std::sync::atomic::Ordering::Relaxed);
-                    let notice = build_notice(plugin, &why, serving);
+                    let notice = dev::build_notice(plugin, &why, serving);
                     notices.set(&build_notice_key(plugin), Some(notice.clone()));
                     if let Some(server) = served.get() {
                         server.log_error("dev", notice.clone(), notice);
@@ -286,34 +316,6 @@ async fn dev(
     .await
 }
 
-/// What clients are told of a plugin that did not build: whether an
-/// earlier build still serves, and the end of the compiler's output.
-fn build_notice(plugin: &str, why: &str, serving: bool) -> String {
-    let state = if serving {
-        "the last good build keeps serving"
-    } else {
-        "it is not served until it builds"
-    };
-    format!(
-        "wasm-mcp dev: plugin {plugin} did not build; {state}:\n{}",
-        excerpt(why, DEV_ERROR_BYTES)
-    )
-}
-
-/// The most of a build error sent to clients under `dev`.
-const DEV_ERROR_BYTES: usize = 8 << 10;
-
-/// The end of `text` (where a compiler puts its summary), at most `max` bytes.
-fn excerpt(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let start = (text.len() - max..text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(text.len());
-    format!("…{}", &text[start..])
-}
-
 /// Serves the plugins in `dir`; `served`, when given, is told the server;
 /// `notices` are added to the instructions.
 async fn serve_folder(
@@ -334,18 +336,23 @@ async fn serve_folder(
     } else {
         None
     };
-    for (plugin, why) in loader.load_dir(&dir).await? {
-        let notice = format!("plugin {plugin} did not load (it is not served): {why}");
-        notices.set(&load_notice_key(&plugin), Some(notice));
-    }
+    let folder = dir.clone();
+    let files = tokio::task::spawn_blocking(move || wasm_files(&folder)).await??;
     let options = settings::server_options(&config, notices);
     let server = Server::new(registry, options);
     if let Some(served) = served {
         let _ = served.set(server.clone());
     }
-    if let Some(watch) = watch {
-        tokio::spawn(watch.run(server.clone(), loader.clone()));
-    }
+    // Serve at once; the plugins load meanwhile, then changes are watched.
+    let loading = server.loading();
+    let (background, loads) = (server.clone(), loader.clone());
+    tokio::spawn(async move {
+        reload::load_all(&background, &loads, files).await;
+        drop(loading);
+        if let Some(watch) = watch {
+            watch.run(background, loads).await;
+        }
+    });
     let listen = http.http.clone().or_else(|| config.http.listen.clone());
     let Some(listen) = listen else {
         tracing::info!(plugins = %dir.display(), "serving over stdio");

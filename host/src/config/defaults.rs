@@ -10,6 +10,9 @@ pub const LIST_TTL_MS: u64 = 10_000;
 pub const INPUT_TIMEOUT_MS: u64 = 300_000;
 /// Calls of one principal waiting for its answers at once.
 pub const MAX_WAITING_PER_PRINCIPAL: usize = 256;
+/// How long a request that arrives while the plugins first load waits for
+/// them, in ms.
+pub const STARTUP_WAIT_MS: u64 = 1_000;
 
 /// How long a task is kept after it is created, in ms.
 pub const TASK_TTL_MS: u64 = 3_600_000;

@@ -79,6 +79,10 @@ pub struct ServerSection {
     pub max_waiting_per_principal: usize,
     /// Offer only the handshake revisions (up to 2025-11-25).
     pub handshake_only: bool,
+    /// How long a request that arrives while the plugins first load waits
+    /// for them, in milliseconds; then it is answered with the plugins
+    /// loaded so far, and the others are announced with `list_changed`.
+    pub startup_wait_ms: u64,
 }
 
 impl Default for ServerSection {
@@ -98,6 +102,7 @@ impl Default for ServerSection {
             max_requests_mb_per_principal: 64,
             max_requests_mb: 256,
             max_waiting_per_principal: defaults::MAX_WAITING_PER_PRINCIPAL,
+            startup_wait_ms: defaults::STARTUP_WAIT_MS,
             handshake_only: false,
         }
     }

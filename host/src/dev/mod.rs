@@ -271,6 +271,34 @@ fn is_source_path(path: &Path, root: &Path) -> bool {
     !ignored_dir && !editor_temp
 }
 
+/// What clients are told of a plugin that did not build: whether an
+/// earlier build still serves, and the end of the compiler's output.
+pub fn build_notice(plugin: &str, why: &str, serving: bool) -> String {
+    let state = if serving {
+        "the last good build keeps serving"
+    } else {
+        "it is not served until it builds"
+    };
+    format!(
+        "wasm-mcp dev: plugin {plugin} did not build; {state}:\n{}",
+        excerpt(why, DEV_ERROR_BYTES)
+    )
+}
+
+/// The most of a build error sent to clients under `dev`.
+const DEV_ERROR_BYTES: usize = 8 << 10;
+
+/// The end of `text` (where a compiler puts its summary), at most `max` bytes.
+fn excerpt(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let start = (text.len() - max..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    format!("…{}", &text[start..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

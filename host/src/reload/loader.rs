@@ -1,9 +1,9 @@
 //! Loading plugin files: each component is read with its manifest, granted
 //! what the policy allows, and handed to the registry.
 
-use super::folder::{plugin_name, read_plugin, wasm_files};
+use super::folder::{plugin_name, read_plugin};
 use crate::config::{Decision, Manifest, Policy};
-use crate::registry::{log_loaded, PluginEntry, Registry, Reload};
+use crate::registry::{PluginEntry, Registry, Reload};
 use crate::runtime::{ComponentSource, Grants};
 use anyhow::{Context as _, Result};
 use std::path::Path;
@@ -56,38 +56,6 @@ impl Loader {
             .load(&name, source, grants, false)
             .await
             .with_context(|| format!("loading {}", path.display()))
-    }
-
-    /// Loads every `*.wasm` in `dir` (concurrently) and installs the merged
-    /// catalogue. A file that fails to load is logged, skipped and returned
-    /// (plugin name, innermost cause: no host paths).
-    pub async fn load_dir(self: &Arc<Self>, dir: &Path) -> Result<Vec<(String, String)>> {
-        let folder = dir.to_owned();
-        let files = tokio::task::spawn_blocking(move || wasm_files(&folder)).await??;
-        let mut tasks = tokio::task::JoinSet::new();
-        for path in files {
-            let this = self.clone();
-            tasks.spawn(async move { (this.load_file(&path).await, path) });
-        }
-        let mut entries = Vec::new();
-        let mut failed = Vec::new();
-        while let Some(joined) = tasks.join_next().await {
-            match joined? {
-                (Ok(entry), path) => {
-                    tracing::debug!(plugin = entry.plugin.name(), path = %path.display(), "read");
-                    log_loaded(&entry, "plugin loaded");
-                    entries.push(entry);
-                }
-                (Err(e), path) => {
-                    tracing::error!(path = %path.display(), "plugin not loaded: {e:#}");
-                    if let Ok(name) = plugin_name(&path) {
-                        failed.push((name, e.root_cause().to_string()));
-                    }
-                }
-            }
-        }
-        self.registry.install_all(entries);
-        Ok(failed)
     }
 
     /// Brings the plugin of one `*.wasm` path up to date with the file

@@ -1,6 +1,7 @@
-//! Hot reload: watches the plugin folder and brings the registry up to date
-//! when a component file (or its manifest) is added, replaced or removed,
-//! then tells the connected clients what changed.
+//! The plugin folder: loaded while the host already serves (every plugin at
+//! once, each served when ready), then watched, so that the registry is
+//! brought up to date when a component file (or its manifest) is added,
+//! replaced or removed; the connected clients are told what changed.
 //!
 //! Loading happens here, off the request path; the registry swaps its
 //! catalogue atomically, so a call in flight finishes on the version it
@@ -96,45 +97,84 @@ impl FolderWatch {
     }
 }
 
-/// Brings one plugin up to date with its file and announces the change.
+/// Loads the plugins of `files` all at once, each served, and announced to
+/// the clients already connected, as soon as it is ready: a slow plugin
+/// delays no other. A component compiled before comes from the cache; a
+/// new one is served first as the baseline compiler builds it, and its
+/// optimised build replaces it later (see [`crate::registry::Registry::update_plugin`]).
+pub async fn load_all(server: &Arc<Server>, loader: &Arc<Loader>, files: Vec<PathBuf>) {
+    let mut loads = tokio::task::JoinSet::new();
+    for path in files {
+        let (server, loader) = (server.clone(), loader.clone());
+        loads.spawn(async move { update(&server, &loader, &path, Occasion::Startup).await });
+    }
+    while loads.join_next().await.is_some() {}
+}
+
+/// Brings one plugin up to date with its changed file and announces the
+/// change.
 pub async fn reload(server: &Server, loader: &Loader, path: &Path) {
+    update(server, loader, path, Occasion::Change).await
+}
+
+/// Why a plugin file is read.
+#[derive(Clone, Copy, PartialEq)]
+enum Occasion {
+    /// The host starts.
+    Startup,
+    /// The file changed while serving.
+    Change,
+}
+
+/// Brings one plugin up to date with its file and announces the change;
+/// a failure becomes a notice, and a log line.
+async fn update(server: &Server, loader: &Loader, path: &Path, occasion: Occasion) {
     let name = match plugin_name(path) {
         Ok(name) => name,
         Err(e) => {
-            let summary = "a plugin file name was refused; see the server log".into();
-            return server.log_error("wasm-mcp", format!("{e:#}"), summary);
+            if occasion == Occasion::Startup {
+                tracing::error!(path = %path.display(), "plugin not loaded: {e:#}");
+            } else {
+                let summary = "a plugin file name was refused; see the server log".into();
+                server.log_error("wasm-mcp", format!("{e:#}"), summary);
+            }
+            return;
         }
     };
     let had_it = server.registry().catalogue().plugin(&name).is_some();
     let notice = crate::server::load_notice_key(&name);
-    match loader.reload_file(path).await {
+    let e = match loader.reload_file(path).await {
         Ok(reload) => {
             server.notices().set(&notice, None);
-            server.announce_reload(&name, &reload)
+            if occasion == Occasion::Change || server.announces_first_loads() {
+                server.announce_reload(&name, &reload);
+            }
+            return;
         }
-        Err(e) => {
-            let consequence = if had_it {
-                "the previous version keeps serving"
-            } else {
-                "it is not served"
-            };
-            server.notices().set(
-                &notice,
-                Some(format!(
-                    "plugin {name} did not load ({consequence}): {}",
-                    e.root_cause()
-                )),
-            );
-            // The outer errors name host paths: the log has them; clients
-            // get the innermost cause, which does not.
-            server.log_error(
-                "wasm-mcp",
-                format!("plugin {name} not reloaded ({consequence}): {e:#}"),
-                format!(
-                    "plugin {name} not reloaded ({consequence}): {}",
-                    e.root_cause()
-                ),
-            );
-        }
+        Err(e) => e,
+    };
+    let consequence = if had_it {
+        "the previous version keeps serving"
+    } else {
+        "it is not served"
+    };
+    let cause = e.root_cause();
+    server.notices().set(
+        &notice,
+        Some(format!(
+            "plugin {name} did not load ({consequence}): {cause}"
+        )),
+    );
+    if occasion == Occasion::Startup {
+        // As the host starts, clients learn of it from the notice alone.
+        tracing::error!(path = %path.display(), "plugin not loaded: {e:#}");
+    } else {
+        // The outer errors name host paths: the log has them; clients get
+        // the innermost cause, which does not.
+        server.log_error(
+            "wasm-mcp",
+            format!("plugin {name} not reloaded ({consequence}): {e:#}"),
+            format!("plugin {name} not reloaded ({consequence}): {cause}"),
+        );
     }
 }

@@ -28,4 +28,4 @@ pub use notices::Notices;
 /// Notice keys.
 pub use notices::{build_key as build_notice_key, load_key as load_notice_key};
 pub use outbox::{Outbox, OutboxReceiver};
-pub use shared::{Server, ServerOptions};
+pub use shared::{Loading, Server, ServerOptions};

@@ -10,8 +10,8 @@ use crate::registry::{Change, Registry, Reload};
 use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::broadcast;
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, watch};
 
 /// Settings of the server.
 #[derive(Debug, Clone)]
@@ -39,6 +39,9 @@ pub struct ServerOptions {
     pub handshake_only: bool,
     /// Plugins not served as their sources stand, added to `instructions`.
     pub notices: Arc<notices::Notices>,
+    /// How long a request that arrives while the plugins first load waits
+    /// for them (see [`Server::until_loaded`]).
+    pub startup_wait: Duration,
 }
 
 impl Default for ServerOptions {
@@ -55,6 +58,7 @@ impl Default for ServerOptions {
             max_waiting_per_principal: defaults::MAX_WAITING_PER_PRINCIPAL,
             handshake_only: false,
             notices: Arc::default(),
+            startup_wait: Duration::from_millis(defaults::STARTUP_WAIT_MS),
         }
     }
 }
@@ -76,6 +80,18 @@ pub struct Server {
     pub(super) admission: Arc<admission::Admission>,
     /// Calls waiting for their client's answers, counted against a cap.
     pub(super) waiting: Arc<call::Waiting>,
+    /// While the plugins first load: until when requests wait for them
+    /// (see [`Server::loading`]); `None` once loaded.
+    loading: watch::Sender<Option<Instant>>,
+}
+
+/// The plugins' first load, running until dropped (see [`Server::loading`]).
+pub struct Loading(watch::Sender<Option<Instant>>);
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        self.0.send_replace(None);
+    }
 }
 
 impl Server {
@@ -99,7 +115,39 @@ impl Server {
             waiting,
             admission: Arc::new(admission::Admission::new(options.admission.clone())),
             options,
+            loading: watch::Sender::new(None),
         })
+    }
+
+    /// Marks the plugins' first load as running until the returned guard
+    /// drops. Until then, and for at most `startup_wait` from now, requests
+    /// wait for it ([`Server::until_loaded`]).
+    pub fn loading(&self) -> Loading {
+        let until = Instant::now() + self.options.startup_wait;
+        self.loading.send_replace(Some(until));
+        Loading(self.loading.clone())
+    }
+
+    /// Waits for the plugins' first load to end, but not past `startup_wait`
+    /// after it began, so that a client that connects at startup sees every
+    /// plugin that loads quickly and gets an answer soon all the same. A
+    /// plugin loaded after that is announced with `list_changed`. The
+    /// transports call this before they hand a message over.
+    pub async fn until_loaded(&self) {
+        let Some(until) = *self.loading.borrow() else {
+            return;
+        };
+        let mut loading = self.loading.subscribe();
+        let _ = tokio::time::timeout_at(until.into(), loading.wait_for(Option::is_none)).await;
+    }
+
+    /// Whether a plugin that has just loaded for the first time needs
+    /// announcing: not while every request still waits for the first load,
+    /// for each of them will see it.
+    pub fn announces_first_loads(&self) -> bool {
+        self.loading
+            .borrow()
+            .is_none_or(|until| Instant::now() >= until)
     }
 
     /// Re-asks plugin `plugin` for its lists (it said one changed), swaps

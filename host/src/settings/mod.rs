@@ -42,6 +42,7 @@ pub fn server_options(config: &Config, notices: Arc<Notices>) -> ServerOptions {
         },
         max_waiting_per_principal: server.max_waiting_per_principal,
         handshake_only: server.handshake_only,
+        startup_wait: Duration::from_millis(server.startup_wait_ms),
         notices,
         ..ServerOptions::default()
     }

@@ -66,6 +66,7 @@ where
         let text = String::from_utf8_lossy(&line);
         let text = text.trim();
         if !text.is_empty() {
+            server.until_loaded().await;
             conn.handle_text(text);
         }
     }

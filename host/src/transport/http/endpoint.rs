@@ -27,6 +27,7 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         Ok(p) => p,
         Err(refused) => return *refused,
     };
+    app.server.until_loaded().await;
     let json_body = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
