@@ -4,10 +4,11 @@ whatever it is compiling."""
 
 import json
 import shutil
+import subprocess
 import time
 import urllib.request
 
-from conftest import MODERN, PLUGINS, HttpHost, RawHost, modern_meta
+from conftest import BINARY, MODERN, PLUGINS, HttpHost, RawHost, modern_meta
 
 TOOLS_CHANGED = "notifications/tools/list_changed"
 
@@ -102,3 +103,24 @@ def test_the_end_of_stdin_ends_the_host_while_it_compiles(tmp_path, host_env):
     host.proc.wait(timeout=10)
     assert host.proc.returncode == 0, host.log()[-3000:]
 
+
+def test_warm_fills_the_compile_cache_and_names_a_plugin_that_does_not_compile(tmp_path, host_env):
+    env = cold_host_env(tmp_path, host_env, 600_000)
+    plugins = folder(tmp_path, "hello", "notes")
+    warm = subprocess.run([str(BINARY), "warm", "--plugins", str(plugins)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert warm.returncode == 0, warm.stderr
+    assert len(list((tmp_path / "cache").glob("*.cwasm"))) == 2
+    # Served from the cache: nothing left for the baseline compiler.
+    host = RawHost(plugins, dict(env, RUST_LOG="wasm_mcp=debug"))
+    try:
+        host.initialize(timeout=60)
+        assert {"greet"} <= tool_names(host)
+        assert "baseline compiler" not in host.log()
+    finally:
+        host.close()
+    (plugins / "broken.wasm").write_bytes(b"\0asm\x0d\0\x01\0 cut short")
+    warm = subprocess.run([str(BINARY), "warm", "--plugins", str(plugins)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert warm.returncode != 0
+    assert "broken.wasm did not compile" in warm.stderr, warm.stderr

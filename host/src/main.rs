@@ -93,6 +93,16 @@ enum Command {
         #[arg(long, default_value = ".")]
         dir: PathBuf,
     },
+    /// Compile the plugins in a folder into the compile cache, so that
+    /// `serve` (with the same config) serves every one of them at once.
+    Warm {
+        /// The folder of plugin components (*.wasm). Overrides the config file.
+        #[arg(long, short = 'p', env = "WASM_MCP_PLUGINS")]
+        plugins: Option<PathBuf>,
+        /// A TOML config file (see the README for its fields).
+        #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
+        config: Option<PathBuf>,
+    },
     /// Print what a component offers (tools, resources, prompts) and what it imports.
     Inspect {
         /// The component file.
@@ -211,6 +221,7 @@ fn main() -> Result<()> {
                 startup,
                 http,
             } => dev(sources, release, config, protocol, startup, http).await,
+            Command::Warm { plugins, config } => warm(plugins, config).await,
             Command::Inspect { file, config } => inspect(file, config).await,
             Command::New { .. } | Command::Wit | Command::WasiAdapter { .. } => {
                 unreachable!("handled before the runtime")
@@ -373,6 +384,34 @@ async fn serve_folder(
     // One line on stdout says where, for scripts that picked port 0.
     println!("{url}");
     wasm_mcp::transport::http::serve(server, listener, options).await?;
+    Ok(())
+}
+
+/// `wasm-mcp warm`: compiles every plugin of the folder into the compile
+/// cache; fails if one does not compile.
+async fn warm(plugins: Option<PathBuf>, config_path: Option<PathBuf>) -> Result<()> {
+    let config = settings::load_config(config_path).await?;
+    let dir = plugins
+        .or_else(|| config.server.plugins.clone())
+        .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
+    let runtime_config = settings::runtime_config(&config);
+    anyhow::ensure!(
+        runtime_config.cache_dir.is_some(),
+        "the compile cache is off (server.cache_dir is \"\"): nothing to warm"
+    );
+    let runtime = Runtime::new(runtime_config)?;
+    let compiled = reload::warm(&runtime, dir, config.server.max_plugin_mb << 20).await?;
+    let mut failed = 0;
+    for (path, outcome) in compiled {
+        match outcome {
+            Ok(()) => println!("compiled {}", path.display()),
+            Err(e) => {
+                eprintln!("{} did not compile: {e:#}", path.display());
+                failed += 1;
+            }
+        }
+    }
+    anyhow::ensure!(failed == 0, "{failed} plugin(s) did not compile");
     Ok(())
 }
 

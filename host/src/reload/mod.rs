@@ -11,8 +11,10 @@
 pub mod folder;
 mod loader;
 mod settle;
+mod warm;
 
 pub use loader::Loader;
+pub use warm::warm;
 
 use crate::coalesce::Coalescer;
 use crate::server::Server;
