@@ -123,7 +123,11 @@ impl Server {
     /// drops. Until then, and for at most `startup_wait` from now, requests
     /// wait for it ([`Server::until_loaded`]).
     pub fn loading(&self) -> Loading {
-        let until = Instant::now() + self.options.startup_wait;
+        let now = Instant::now();
+        // A wait too long to add up is as good as a year.
+        let until = now
+            .checked_add(self.options.startup_wait)
+            .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
         self.loading.send_replace(Some(until));
         Loading(self.loading.clone())
     }
