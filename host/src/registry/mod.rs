@@ -94,11 +94,6 @@ impl Registry {
         })
     }
 
-    /// Installs `entries` as the whole catalogue (the first load).
-    pub fn install_all(&self, entries: Vec<PluginEntry>) -> Change {
-        self.update(|_| entries)
-    }
-
     /// Brings plugin `name` up to date with `version` (its component and
     /// grants; `None` when it is gone): loads it when new or changed, drops
     /// it when gone. A version that does not load leaves the registry as
@@ -269,7 +264,7 @@ fn others(catalogue: &Catalogue, name: &str) -> Vec<PluginEntry> {
 }
 
 /// Logs what a plugin offers, once it is in the catalogue.
-pub fn log_loaded(entry: &PluginEntry, what: &str) {
+fn log_loaded(entry: &PluginEntry, what: &str) {
     let l = &entry.listing;
     tracing::info!(
         plugin = entry.plugin.name(),

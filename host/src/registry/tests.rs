@@ -18,18 +18,24 @@ fn registry() -> Arc<Registry> {
 /// An example component from `dist/`: `hello` has the tools `greet`, `add`
 /// and `countdown`; `notes` the resource `notes://index`, the template
 /// `notes://note/{id}` and the prompt `summarize`.
-fn component(name: &str) -> ComponentSource {
+async fn component(name: &str) -> ComponentSource {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../dist/plugins")
         .join(format!("{name}.wasm"));
-    let bytes = std::fs::read(&path)
+    let bytes = tokio::fs::read(&path)
+        .await
         .unwrap_or_else(|e| panic!("{}: {e} (scripts/build makes it)", path.display()));
     ComponentSource::new(bytes)
 }
 
 async fn entry(registry: &Registry, name: &str, component_name: &str) -> super::PluginEntry {
     registry
-        .load(name, component(component_name), Grants::default(), true)
+        .load(
+            name,
+            component(component_name).await,
+            Grants::default(),
+            true,
+        )
         .await
         .unwrap()
 }
@@ -43,7 +49,9 @@ async fn later_plugins_by_name_yield_names_and_uris_to_earlier_ones() {
         entry(&registry, "a-hello", "hello").await,
         entry(&registry, "notes", "notes").await,
     ];
-    registry.install_all(entries);
+    for entry in entries {
+        registry.install(entry);
+    }
     let catalogue = registry.catalogue();
     let plugins: Vec<_> = catalogue.plugins.iter().map(|p| p.plugin.name()).collect();
     assert_eq!(plugins, ["a-hello", "b-hello", "notes", "z-notes"]);
@@ -102,11 +110,11 @@ async fn a_change_names_exactly_the_lists_that_differ() {
 #[tokio::test]
 async fn an_update_adds_keeps_replaces_and_removes_and_a_bad_version_changes_nothing() {
     let registry = registry();
-    let hello = || Some((component("hello"), Grants::default()));
-    let added = registry.update_plugin("p", hello()).await.unwrap();
+    let hello = || async { Some((component("hello").await, Grants::default())) };
+    let added = registry.update_plugin("p", hello().await).await.unwrap();
     assert!(matches!(added, Reload::Added(ref c) if c.lists == [ListKind::Tools]));
     assert!(matches!(
-        registry.update_plugin("p", hello()).await.unwrap(),
+        registry.update_plugin("p", hello().await).await.unwrap(),
         Reload::Unchanged
     ));
 
@@ -120,7 +128,7 @@ async fn an_update_adds_keeps_replaces_and_removes_and_a_bad_version_changes_not
         "p"
     );
 
-    let notes = Some((component("notes"), Grants::default()));
+    let notes = Some((component("notes").await, Grants::default()));
     let replaced = registry.update_plugin("p", notes).await.unwrap();
     let everything = [ListKind::Tools, ListKind::Resources, ListKind::Prompts];
     assert!(matches!(replaced, Reload::Replaced(ref c) if c.lists == everything));
