@@ -3,6 +3,7 @@ grants, and a misbehaving one tries to exhaust the host. Every attempt must
 fail, and every failure must stay inside the one call."""
 
 import http.server
+import json
 import os
 import shutil
 import socket
@@ -12,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import BINARY, FIXTURES, RawHost
+from conftest import BINARY, FIXTURES, PLUGINS, RawHost
 
 SECRET = "the host's secret"
 
@@ -233,6 +234,65 @@ def test_calls_over_the_concurrency_limit_wait_their_turn(host):
     for id_ in ids:
         result = host.response(id_, timeout=120)["result"]
         assert result["content"][0]["text"] == "held alone", result
+
+
+def test_no_call_finds_what_an_earlier_call_left_in_memory(tmp_path, sandbox):
+    """Each call gets a fresh instance. The host resets a finished call's
+    memory in place (the pages it wrote, up to a bound, back to the image)
+    or gives it back to the OS; either way the next call in that memory
+    finds the data segment, the zeroed statics, the stack and the grown heap
+    as they were. Checked with the baseline build (memory on demand) and the
+    optimised one (pooled memory reused in place), from an empty cache."""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        sandbox["config"].read_text().replace('cache_dir = "', f'cache_dir = "{tmp_path}/cache" # ', 1)
+    )
+    env = dict(sandbox["env"], WASM_MCP_CONFIG=str(config), RUST_LOG="info,wasm_mcp::registry=debug")
+    host = RawHost(sandbox["plugins"], env)
+    try:
+        host.initialize()
+        # 0 MiB: only the image and the first pages; 3 and 6 MiB: past the
+        # part reset in place.
+        sizes = [0, 3, 0, 1, 6, 0, 0]
+        for megabytes in sizes:
+            assert call(host, "residue", megabytes=megabytes) == (False, "found 0"), megabytes
+        deadline = time.monotonic() + 300
+        while not any("optimised build in place" in line and "evil" in line for line in host.log().splitlines()):
+            assert time.monotonic() < deadline, host.log()[-3000:]
+            time.sleep(0.1)
+        for _ in range(3):
+            for megabytes in sizes:
+                assert call(host, "residue", megabytes=megabytes) == (False, "found 0"), megabytes
+    finally:
+        host.close()
+
+
+def test_a_call_past_the_hosts_instances_fails_clearly_and_the_host_goes_on(tmp_path, cache_dir):
+    """[server] max_instances caps the instances alive at once: a call that
+    finds them all in use fails with a tool error that says so."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(PLUGINS / "hello.wasm", plugins)
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\nmax_instances = 1\n')
+    host = RawHost(plugins, dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="info"))
+    try:
+        host.initialize()
+        host.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+                   "params": {"name": "countdown", "arguments": {"steps": 3, "delay_ms": 500}}})
+        # The countdown holds the only instance for 1.5 s.
+        busy = None
+        for _ in range(20):
+            failed, text = call(host, "greet", name="x")
+            if failed:
+                busy = text
+                break
+        assert busy is not None and "[server] max_instances" in busy, busy
+        slow = host.response("slow", timeout=60)["result"]
+        assert slow["content"][0]["text"] == "counted down from 3", slow
+        assert call(host, "greet", name="x") == (False, "Hello, x!")
+    finally:
+        host.close()
 
 
 def test_a_memory_bomb_is_contained(host):

@@ -35,6 +35,11 @@ pub(super) fn server(server: &ServerSection) -> Result<()> {
     ] {
         anyhow::ensure!(value > 0, "server.{field} must be at least 1");
     }
+    let ceiling = super::defaults::MAX_INSTANCES_CEILING;
+    anyhow::ensure!(
+        (1..=ceiling).contains(&server.max_instances),
+        "server.max_instances must be from 1 to {ceiling}"
+    );
     Ok(())
 }
 

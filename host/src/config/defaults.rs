@@ -14,6 +14,13 @@ pub const MAX_WAITING_PER_PRINCIPAL: usize = 256;
 /// them, in ms.
 pub const STARTUP_WAIT_MS: u64 = 1_000;
 
+/// Plugin instances alive at once (`[server] max_instances`).
+pub const MAX_INSTANCES: u32 = 1_000;
+/// The most `[server] max_instances` may be: each instance reserves about
+/// 8 GiB of address space (two 4 GiB memory slots), and a 64-bit process
+/// has 128 TiB.
+pub const MAX_INSTANCES_CEILING: u32 = 4_096;
+
 /// How long a task is kept after it is created, in ms.
 pub const TASK_TTL_MS: u64 = 3_600_000;
 /// The longest time to live a client may ask for, in ms.

@@ -83,6 +83,9 @@ pub struct ServerSection {
     /// for them, in milliseconds; then it is answered with the plugins
     /// loaded so far, and the others are announced with `list_changed`.
     pub startup_wait_ms: u64,
+    /// Plugin instances alive at once, across all plugins (each call has
+    /// its own); the host reserves address space for this many at start.
+    pub max_instances: u32,
 }
 
 impl Default for ServerSection {
@@ -103,6 +106,7 @@ impl Default for ServerSection {
             max_requests_mb: 256,
             max_waiting_per_principal: defaults::MAX_WAITING_PER_PRINCIPAL,
             startup_wait_ms: defaults::STARTUP_WAIT_MS,
+            max_instances: defaults::MAX_INSTANCES,
             handshake_only: false,
         }
     }
@@ -357,6 +361,16 @@ mod tests {
         assert!(e.contains("line 2"), "{e}");
         let e = error("[server]\nplugin = \"x\"\n");
         assert!(e.contains("unknown field"), "{e}");
+        assert_eq!(c.server.max_instances, 1000);
+        let c = Config::parse("[server]\nmax_instances = 4\n", here).unwrap();
+        assert_eq!(c.server.max_instances, 4);
+        for wrong in [0, 4097] {
+            let e = error(&format!("[server]\nmax_instances = {wrong}\n"));
+            assert!(
+                e.contains("server.max_instances must be from 1 to 4096"),
+                "{e}"
+            );
+        }
     }
 
     fn error(text: &str) -> String {

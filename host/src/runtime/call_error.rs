@@ -27,6 +27,12 @@ pub enum CallError {
     /// them was copied.
     #[error("{0}")]
     TooLarge(String),
+    /// Every instance the host may have at once is in use.
+    #[error(
+        "the host already runs as many plugin instances as it may \
+         ([server] max_instances); try again shortly"
+    )]
+    Busy,
 }
 
 impl CallError {
@@ -34,6 +40,12 @@ impl CallError {
     pub(super) fn from_wasm(error: wasmtime::Error) -> Self {
         if let Some(over) = error.chain().find_map(|e| e.downcast_ref::<OverBudget>()) {
             return CallError::TooLarge(over.0.clone());
+        }
+        if error
+            .chain()
+            .any(|e| e.is::<wasmtime::PoolConcurrencyLimitError>())
+        {
+            return CallError::Busy;
         }
         // A trap says what happened; any other error, its innermost cause
         // (the outer ones are wasm backtraces).

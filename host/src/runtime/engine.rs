@@ -5,7 +5,7 @@ use super::cache::{ArtifactCache, ComponentSource};
 use super::grants::{Grants, Limits};
 use super::plugin::LoadedPlugin;
 use super::tier::Tier;
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -70,22 +70,39 @@ impl Runtime {
             .max_component_instance_size(1 << 20)
             .max_core_instance_size(1 << 20)
             .max_memory_size(config.max_memory_bytes)
-            .linear_memory_keep_resident(64 << 10)
+            .linear_memory_keep_resident(1 << 20)
+            .table_keep_resident(64 << 10)
+            .pagemap_scan(wasmtime::Enabled::Auto)
             .max_unused_warm_slots(64)
             // One madvise per 32 freed instances instead of one each: with
             // HTTP load, decommits were ~10% of the host's time.
             .decommit_batch_size(32);
 
+        // The pool has room for as many instances as the permits allow; the
+        // baseline tier allocates on demand but takes the same permits.
+        let instances = Arc::new(tokio::sync::Semaphore::new(config.max_instances as usize));
         let optimized = Tier::new(
             Strategy::Cranelift,
             InstanceAllocationStrategy::Pooling(pool),
-        )?;
+            instances.clone(),
+        )
+        .with_context(|| {
+            format!(
+                "reserving address space for {} plugin instances \
+                 (fewer: [server] max_instances)",
+                config.max_instances
+            )
+        })?;
         // The baseline compiler, for reloads: a few times faster to compile,
         // slower to run; its instances are few and short-lived, so they are
         // allocated on demand.
-        let quick = Tier::new(Strategy::Winch, InstanceAllocationStrategy::OnDemand)
-            .map_err(|e| tracing::debug!("no baseline compiler: {e:#}"))
-            .ok();
+        let quick = Tier::new(
+            Strategy::Winch,
+            InstanceAllocationStrategy::OnDemand,
+            instances,
+        )
+        .map_err(|e| tracing::debug!("no baseline compiler: {e:#}"))
+        .ok();
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         {

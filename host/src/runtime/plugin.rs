@@ -107,6 +107,8 @@ pub struct LoadedPlugin {
     /// One permit per call that may run at once (a call waiting for the
     /// client gives its permit back meanwhile).
     turns: Arc<Semaphore>,
+    /// The host's instances alive at once, shared by every plugin.
+    instances: Arc<Semaphore>,
     pre: InstancePre<CallState>,
     functions: ExportedFunctions,
     /// Where its blocking OS work runs.
@@ -148,6 +150,7 @@ impl LoadedPlugin {
             name,
             hash,
             turns: Arc::new(Semaphore::new(grants.limits.max_concurrent_calls.max(1))),
+            instances: tier.instances.clone(),
             grants: Arc::new(grants),
             pre,
             functions,
@@ -207,6 +210,9 @@ impl LoadedPlugin {
         timeout: Duration,
         call: impl AsyncFnOnce(&mut Store<CallState>, Instance) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
+        // Declared before the store, so given back only after the store
+        // (and its instance) is gone.
+        let _instance: tokio::sync::OwnedSemaphorePermit;
         let mut store = self.store(context.clone())?;
         let clock = store.data().wait_clock.clone();
         // Wait for a turn (the client may give up meanwhile); the deadline
@@ -216,6 +222,11 @@ impl LoadedPlugin {
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
         store.data_mut().turn.hold(self.turns.clone(), turn);
+        _instance = self
+            .instances
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| CallError::Busy)?;
         let stderr = store.data().stderr.clone();
         let limits = &self.grants.limits;
         let budget = Budget::new(limits.max_result_bytes, limits.max_result_items);

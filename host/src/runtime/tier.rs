@@ -4,6 +4,8 @@
 use super::bindings;
 use super::state::CallState;
 use anyhow::Result;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, Strategy};
 
@@ -11,12 +13,19 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, Strategy};
 pub(super) struct Tier {
     pub(super) engine: Engine,
     pub(super) linker: Linker<CallState>,
+    /// One permit per instance that may be alive at once, shared by every
+    /// tier (`[server] max_instances`).
+    pub(super) instances: Arc<Semaphore>,
 }
 
 impl Tier {
     /// An engine compiling with `strategy`, its instances allocated by
     /// `allocation`, and a linker with every import plugins may use.
-    pub(super) fn new(strategy: Strategy, allocation: InstanceAllocationStrategy) -> Result<Self> {
+    pub(super) fn new(
+        strategy: Strategy,
+        allocation: InstanceAllocationStrategy,
+        instances: Arc<Semaphore>,
+    ) -> Result<Self> {
         // The baseline compiler builds each component on the thread that
         // asks: at startup many compile at once, and in the shared thread
         // pool a small component's job would wait behind every function of
@@ -37,7 +46,11 @@ impl Tier {
             |s| s,
         )?;
         super::imports::add_to_linker(&mut linker)?;
-        Ok(Tier { engine, linker })
+        Ok(Tier {
+            engine,
+            linker,
+            instances,
+        })
     }
 }
 

@@ -104,7 +104,7 @@ pub fn runtime_config(config: &Config) -> RuntimeConfig {
         cache_dir,
         cache_key_file: state_dir().map(|dir| dir.join("cache.key")),
         max_memory_bytes: config.max_memory_bytes(),
-        ..RuntimeConfig::default()
+        max_instances: config.server.max_instances,
     }
 }
 

@@ -153,6 +153,62 @@ fn recurse_frames(depth: u64, pad: [u64; 16]) -> u64 {
     recurse_frames(depth - 1, pad).wrapping_add(pad[(depth % 16) as usize])
 }
 
+/// The marker `residue` leaves behind, stored XOR 0x5A so that the plain
+/// marker never lies in the component's own data.
+const MARKER_XOR: [u8; 16] = *b"\x08\x1f\x09\x13\x1e\x0f\x1f\x77\x17\x1b\x08\x11\x1f\x08\x7b\x7b";
+/// In the component's data segment (its memory image).
+static mut DATA: [u8; 4096] = [1; 4096];
+/// Zero-initialised, past the data segment.
+static mut BSS: [u8; 65536] = [0; 65536];
+
+#[derive(Deserialize, JsonSchema)]
+struct Residue {
+    /// MiB of fresh heap (grown memory) to fill with the marker.
+    megabytes: usize,
+}
+
+/// Counts the marker's copies in the whole linear memory (after growing it
+/// by `megabytes`), then writes it into the data segment, the zeroed
+/// statics, the heap and the stack. A fresh instance per call finds none.
+fn residue(r: Residue) -> Outcome {
+    let mut heap: Vec<u8> = Vec::with_capacity(r.megabytes << 20);
+    let size = core::arch::wasm32::memory_size(0) * 65536;
+    let mut found = 0u32;
+    let mut matched = 0;
+    for address in 1..size {
+        // SAFETY: every address below the memory's size is readable in wasm.
+        let byte = unsafe { core::ptr::read_volatile(address as *const u8) };
+        if byte ^ 0x5A == MARKER_XOR[matched] {
+            matched += 1;
+            if matched == MARKER_XOR.len() {
+                found += 1;
+                matched = 0;
+            }
+        } else {
+            matched = usize::from(byte ^ 0x5A == MARKER_XOR[0]);
+        }
+    }
+    let marker: Vec<u8> = MARKER_XOR.iter().map(|b| b ^ 0x5A).collect();
+    let fill = |area: &mut [u8]| {
+        for chunk in area.chunks_exact_mut(16) {
+            chunk.copy_from_slice(&marker);
+        }
+    };
+    heap.resize(r.megabytes << 20, 0);
+    fill(&mut heap);
+    let mut stack = [0u8; 32768];
+    fill(&mut stack);
+    std::hint::black_box(&stack);
+    // SAFETY: one call at a time runs in an instance. (Through black_box,
+    // or the optimiser drops statics that are written and never read.)
+    unsafe {
+        fill(&mut *std::hint::black_box(core::ptr::addr_of_mut!(DATA)));
+        fill(&mut *std::hint::black_box(core::ptr::addr_of_mut!(BSS)));
+    }
+    std::hint::black_box(&heap);
+    Ok(format!("found {found}"))
+}
+
 fn plugin() -> Plugin {
     Plugin::new()
         .tool("read", "Reads a file", read)
@@ -242,6 +298,11 @@ fn plugin() -> Plugin {
                 #[allow(unreachable_code)]
                 "never"
             },
+        )
+        .tool(
+            "residue",
+            "Finds what earlier calls left in memory, then leaves its own",
+            residue,
         )
         .tool("recurse", "Recurses without end", |(): ()| {
             format!("{}", recurse(u64::MAX))
