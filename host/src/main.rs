@@ -367,7 +367,18 @@ async fn serve_folder(
     let listen = http.http.clone().or_else(|| config.http.listen.clone());
     let Some(listen) = listen else {
         tracing::info!(plugins = %dir.display(), "serving over stdio");
-        wasm_mcp::transport::stdio::serve(server, tokio::io::stdin(), tokio::io::stdout()).await?;
+        let pipes = wasm_mcp::transport::std_pipes::std_pipes()?;
+        // On a worker, not the main thread: each request's task is then
+        // spawned where it runs next, instead of waking a worker to run it.
+        tokio::spawn(wasm_mcp::transport::stdio::serve(
+            server,
+            pipes.input,
+            pipes.output,
+        ))
+        .await??;
+        // The last answers may still be on their way to stdout.
+        tokio::task::spawn_blocking(move || pipes.written.wait(std::time::Duration::from_secs(2)))
+            .await?;
         return Ok(());
     };
     let listener = tokio::net::TcpListener::bind(&listen)

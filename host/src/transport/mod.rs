@@ -2,4 +2,5 @@
 //! Streamable HTTP.
 
 pub mod http;
+pub mod std_pipes;
 pub mod stdio;

@@ -1,0 +1,166 @@
+//! The process's stdin and stdout, each served by a thread of its own.
+//!
+//! tokio's `stdin()` and `stdout()` hand every read and every write to the
+//! shared blocking pool: a round trip over stdio woke three or four pool
+//! threads, which contended for the pool's lock (~24 futex calls per call).
+//! Here one thread reads stdin and one writes stdout, for the whole life of
+//! the process, and each hands its data over through a small bounded channel.
+
+use std::io::{Read, Write};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::mpsc;
+use tokio_util::sync::PollSender;
+
+/// The most stdin read in one go, in bytes.
+const READ_CHUNK: usize = 64 << 10;
+/// Chunks read ahead of the server (so at most 4 × 64 KiB buffered).
+const READ_AHEAD: usize = 4;
+/// Writes queued for stdout; a writer that gets ahead waits.
+const WRITE_QUEUE: usize = 64;
+
+/// stdin as an [`AsyncRead`], stdout as an [`AsyncWrite`], and a way to
+/// wait until everything written has reached stdout.
+pub struct StdPipes {
+    /// What stdin brings.
+    pub input: ThreadReader,
+    /// What goes to stdout.
+    pub output: ThreadWriter,
+    /// Ends when `output` is dropped and all it was given is written.
+    pub written: WriterDone,
+}
+
+/// Starts the two threads.
+pub fn std_pipes() -> std::io::Result<StdPipes> {
+    let (chunks, received) = mpsc::channel(READ_AHEAD);
+    std::thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || read_stdin(chunks))?;
+    let (lines, to_write) = mpsc::channel(WRITE_QUEUE);
+    let (done, written) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("stdout".into())
+        .spawn(move || {
+            write_stdout(to_write);
+            let _ = done.send(());
+        })?;
+    Ok(StdPipes {
+        input: ThreadReader {
+            chunks: received,
+            current: Vec::new(),
+            at: 0,
+        },
+        output: ThreadWriter {
+            lines: PollSender::new(lines),
+        },
+        written: WriterDone(written),
+    })
+}
+
+fn read_stdin(chunks: mpsc::Sender<std::io::Result<Vec<u8>>>) {
+    let mut stdin = std::io::stdin().lock();
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        let chunk = match stdin.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => Ok(buf[..n].to_vec()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e),
+        };
+        let failed = chunk.is_err();
+        // The server stopped reading, or the read failed: nothing more to do.
+        if chunks.blocking_send(chunk).is_err() || failed {
+            return;
+        }
+    }
+}
+
+fn write_stdout(mut lines: mpsc::Receiver<Vec<u8>>) {
+    let mut stdout = std::io::stdout().lock();
+    while let Some(line) = lines.blocking_recv() {
+        if stdout
+            .write_all(&line)
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            // The reader went away; dropping `lines` tells the server.
+            return;
+        }
+    }
+}
+
+/// stdin, read by its thread.
+pub struct ThreadReader {
+    chunks: mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    current: Vec<u8>,
+    at: usize,
+}
+
+impl AsyncRead for ThreadReader {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        if this.at == this.current.len() {
+            match ready!(this.chunks.poll_recv(cx)) {
+                None => return Poll::Ready(Ok(())),
+                Some(Err(e)) => return Poll::Ready(Err(e)),
+                Some(Ok(chunk)) => {
+                    this.current = chunk;
+                    this.at = 0;
+                }
+            }
+        }
+        let n = buf.remaining().min(this.current.len() - this.at);
+        buf.put_slice(&this.current[this.at..this.at + n]);
+        this.at += n;
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// stdout, written by its thread. A write is done once the thread has it;
+/// the thread writes and flushes each one as it arrives.
+pub struct ThreadWriter {
+    lines: PollSender<Vec<u8>>,
+}
+
+fn gone() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout is closed")
+}
+
+impl AsyncWrite for ThreadWriter {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        if ready!(self.lines.poll_reserve(cx)).is_err() {
+            return Poll::Ready(Err(gone()));
+        }
+        self.lines.send_item(buf.to_vec()).map_err(|_| gone())?;
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.lines.close();
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Ends when the stdout thread has written all it was given and stopped.
+pub struct WriterDone(std::sync::mpsc::Receiver<()>);
+
+impl WriterDone {
+    /// Waits (blocking) at most `timeout` for the stdout thread to finish.
+    pub fn wait(self, timeout: Duration) {
+        let _ = self.0.recv_timeout(timeout);
+    }
+}
