@@ -6,7 +6,7 @@ pub mod pagination;
 mod uri_template;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use catalogue::{Catalogue, PluginEntry, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
 pub use uri_template::UriTemplate;

@@ -10,16 +10,27 @@ pub fn page<'a, T>(
     cursor: Option<&str>,
     page_size: usize,
 ) -> Result<(&'a [T], Option<String>), String> {
+    let (range, next) = bounds(items.len(), cursor, page_size)?;
+    Ok((&items[range], next))
+}
+
+/// Where the page from `cursor` lies in a list of `len` items, and the
+/// cursor of the next page.
+pub fn bounds(
+    len: usize,
+    cursor: Option<&str>,
+    page_size: usize,
+) -> Result<(std::ops::Range<usize>, Option<String>), String> {
     let start = match cursor {
         None => 0,
         Some(cursor) => decode(cursor).ok_or_else(|| format!("invalid cursor: {cursor:?}"))?,
     };
-    if start > items.len() {
+    if start > len {
         return Err("the cursor is past the end of the list".into());
     }
-    let end = start.saturating_add(page_size.max(1)).min(items.len());
-    let next = (end < items.len()).then(|| encode(end));
-    Ok((&items[start..end], next))
+    let end = start.saturating_add(page_size.max(1)).min(len);
+    let next = (end < len).then(|| encode(end));
+    Ok((start..end, next))
 }
 
 fn encode(offset: usize) -> String {

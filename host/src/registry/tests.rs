@@ -6,7 +6,7 @@ use crate::runtime::host_types::ListKind;
 use crate::runtime::{ComponentSource, Grants, Runtime, RuntimeConfig};
 use std::sync::Arc;
 
-fn registry() -> Arc<Registry> {
+pub(crate) fn registry() -> Arc<Registry> {
     let runtime = Runtime::new(RuntimeConfig {
         max_instances: 8,
         ..RuntimeConfig::default()
@@ -28,7 +28,11 @@ async fn component(name: &str) -> ComponentSource {
     ComponentSource::new(bytes)
 }
 
-async fn entry(registry: &Registry, name: &str, component_name: &str) -> super::PluginEntry {
+pub(crate) async fn entry(
+    registry: &Registry,
+    name: &str,
+    component_name: &str,
+) -> super::PluginEntry {
     registry
         .load(
             name,

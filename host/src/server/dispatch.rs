@@ -3,8 +3,9 @@
 //! their revision, and the client's notifications acted on.
 
 use super::connection::{Connection, SESSION_OWNER};
+use super::methods::{Answer, Answered};
 use super::session::{self, Era};
-use super::{events, methods, roots, Outbox, Outcome, Server};
+use super::{events, methods, roots, Outbox, Outgoing, Server};
 use crate::protocol::{meta, notification, parse_message, Caching, Incoming, Method, RequestId};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -54,7 +55,7 @@ impl Connection {
                 };
                 let parsed = Method::parse(&method);
                 if parsed == Some(Method::Initialize) && !era.is_modern() {
-                    let outcome = methods::lifecycle::initialize(self, &params);
+                    let outcome = methods::json(methods::lifecycle::initialize(self, &params));
                     if let Some(response) = self.respond(&id, &era, parsed, outcome) {
                         reply.send(response);
                     }
@@ -148,16 +149,20 @@ impl Connection {
         id: &RequestId,
         era: &Era,
         method: Option<Method>,
-        outcome: Outcome,
-    ) -> Option<Value> {
-        match outcome {
+        answered: Answered,
+    ) -> Option<Outgoing> {
+        match answered {
             Ok(None) => None,
-            Ok(Some(result)) => Some(json!({
+            Ok(Some(Answer::Json(result))) => Some(Outgoing::Json(json!({
                 "jsonrpc": "2.0",
                 "id": id,
                 "result": shape_result(&self.server, era, method, result),
-            })),
-            Err(error) => Some(error.response(id)),
+            }))),
+            Ok(Some(Answer::Page(page))) => Some(Outgoing::Text {
+                id: id.clone(),
+                text: page.response(id, &self.server, era.is_modern()),
+            }),
+            Err(error) => Some(Outgoing::Json(error.response(id))),
         }
     }
 }

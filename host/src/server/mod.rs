@@ -12,6 +12,7 @@ mod events;
 mod methods;
 mod notices;
 mod outbox;
+mod prepared;
 mod request;
 mod roots;
 mod session;
@@ -27,5 +28,5 @@ pub use event::ServerEvent;
 pub use notices::Notices;
 /// Notice keys.
 pub use notices::{build_key as build_notice_key, load_key as load_notice_key};
-pub use outbox::{Outbox, OutboxReceiver};
+pub use outbox::{Outbox, OutboxReceiver, Outgoing};
 pub use shared::{Loading, Server, ServerOptions};

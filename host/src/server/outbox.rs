@@ -10,7 +10,9 @@
 //!   outbox is closed instead (the transport ends that stream or
 //!   connection) and nothing more is queued.
 
+use crate::protocol::RequestId;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -24,10 +26,76 @@ pub const MAX_QUEUED: usize = 1024;
 /// Bytes of messages (as JSON) waiting, at most; more close the outbox.
 pub const MAX_QUEUED_BYTES: usize = 64 << 20;
 
+/// A message on its way to the client.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// A message built as JSON, serialized by the transport.
+    Json(Value),
+    /// A successful response already serialized (a list page spliced from
+    /// JSON prepared once per catalogue).
+    Text {
+        /// The request it answers.
+        id: RequestId,
+        /// The whole response.
+        text: String,
+    },
+}
+
+impl Outgoing {
+    /// The message as JSON text.
+    pub fn text(&self) -> Cow<'_, str> {
+        match self {
+            Outgoing::Json(value) => Cow::Owned(value.to_string()),
+            Outgoing::Text { text, .. } => Cow::Borrowed(text),
+        }
+    }
+
+    /// The message as JSON, when it was built as JSON.
+    pub fn json(&self) -> Option<&Value> {
+        match self {
+            Outgoing::Json(value) => Some(value),
+            Outgoing::Text { .. } => None,
+        }
+    }
+
+    /// Whether it is the response to request `id`.
+    pub fn is_response_to(&self, id: &RequestId) -> bool {
+        match self {
+            Outgoing::Json(m) => m.get("method").is_none() && m.get("id") == Some(id),
+            Outgoing::Text { id: answered, .. } => answered == id,
+        }
+    }
+
+    /// Whether it is a request to the client.
+    pub fn is_request(&self) -> bool {
+        self.json()
+            .is_some_and(|m| m.get("method").is_some() && m.get("id").is_some())
+    }
+
+    /// Whether it is a notification.
+    pub fn is_notification(&self) -> bool {
+        self.json()
+            .is_some_and(|m| m.get("method").is_some() && m.get("id").is_none())
+    }
+
+    fn size(&self) -> usize {
+        match self {
+            Outgoing::Json(value) => json_size(value),
+            Outgoing::Text { text, .. } => text.len(),
+        }
+    }
+}
+
+impl From<Value> for Outgoing {
+    fn from(value: Value) -> Self {
+        Outgoing::Json(value)
+    }
+}
+
 /// The sending side of an outbox.
 #[derive(Clone)]
 pub struct Outbox {
-    tx: mpsc::UnboundedSender<(Value, usize)>,
+    tx: mpsc::UnboundedSender<(Outgoing, usize)>,
     queue: Arc<Queue>,
 }
 
@@ -44,7 +112,7 @@ struct Queue {
 
 /// The transport's side of an outbox.
 pub struct OutboxReceiver {
-    rx: mpsc::UnboundedReceiver<(Value, usize)>,
+    rx: mpsc::UnboundedReceiver<(Outgoing, usize)>,
     queue: Arc<Queue>,
 }
 
@@ -74,11 +142,12 @@ impl Outbox {
 
     /// Queues a response or a request; when too many messages wait, closes
     /// the outbox instead (the reader's stream ends).
-    pub fn send(&self, message: Value) {
+    pub fn send(&self, message: impl Into<Outgoing>) {
         if self.queue.closed.load(Ordering::Relaxed) {
             return;
         }
-        let size = json_size(&message);
+        let message = message.into();
+        let size = message.size();
         let full = self.queue.waiting.load(Ordering::Relaxed) >= MAX_QUEUED
             || self.queue.bytes.load(Ordering::Relaxed) + size > MAX_QUEUED_BYTES;
         if full {
@@ -104,7 +173,7 @@ impl Outbox {
         self.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
     }
 
-    fn push(&self, message: Value, size: usize) {
+    fn push(&self, message: Outgoing, size: usize) {
         // Counted first, so the reader never takes more than was counted.
         self.queue.waiting.fetch_add(1, Ordering::Relaxed);
         self.queue.bytes.fetch_add(size, Ordering::Relaxed);
@@ -141,14 +210,14 @@ impl Outbox {
 impl OutboxReceiver {
     /// The next message; `None` when every sender is gone or the outbox
     /// was closed.
-    pub async fn recv(&mut self) -> Option<Value> {
+    pub async fn recv(&mut self) -> Option<Outgoing> {
         if self.queue.closed.load(Ordering::Relaxed) {
             return None;
         }
         let untold = self.queue.untold.load(Ordering::Relaxed);
         if untold > 0 && self.queue.waiting.load(Ordering::Relaxed) < MAX_QUEUED_NOTIFICATIONS / 2 {
             self.queue.untold.fetch_sub(untold, Ordering::Relaxed);
-            return Some(json!({
+            return Some(Outgoing::Json(json!({
                 "jsonrpc": "2.0",
                 "method": "notifications/message",
                 "params": {
@@ -156,7 +225,7 @@ impl OutboxReceiver {
                     "logger": "wasm-mcp",
                     "data": format!("{untold} notifications were dropped: the client read too slowly"),
                 },
-            }));
+            })));
         }
         let (message, size) = self.rx.recv().await?;
         self.queue.waiting.fetch_sub(1, Ordering::Relaxed);
@@ -200,6 +269,7 @@ mod tests {
             rx.recv().await.unwrap();
         }
         let told = rx.recv().await.unwrap();
+        let told = told.json().unwrap();
         assert_eq!(told["method"], "notifications/message");
         assert!(told["params"]["data"].as_str().unwrap().starts_with("10 "));
         while out.queue.waiting.load(Ordering::Relaxed) > 0 {

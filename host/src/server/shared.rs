@@ -83,6 +83,8 @@ pub struct Server {
     /// While the plugins first load: until when requests wait for them
     /// (see [`Server::loading`]); `None` once loaded.
     loading: watch::Sender<Option<Instant>>,
+    /// The list methods' items as JSON, for the current catalogue.
+    pub(super) prepared: super::prepared::Prepared,
 }
 
 /// The plugins' first load, running until dropped (see [`Server::loading`]).
@@ -116,6 +118,7 @@ impl Server {
             admission: Arc::new(admission::Admission::new(options.admission.clone())),
             options,
             loading: watch::Sender::new(None),
+            prepared: Default::default(),
         })
     }
 

@@ -12,44 +12,65 @@ mod subscriptions;
 pub(super) mod tasks;
 mod tools;
 
+use super::prepared::{List, Page};
 pub(super) use super::request::Request;
 use super::session::Era;
-use super::{Outcome, Server};
+use super::Outcome;
 use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, Availability, ErrorCode, Method, Revision, RpcError};
-use crate::registry::pagination;
-use serde_json::{json, Map, Value};
+use crate::registry::{pagination, Catalogue};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// What a method answers with.
+pub(super) enum Answer {
+    /// JSON made for this request.
+    Json(Value),
+    /// A page of a list, prepared before.
+    Page(Page),
+}
+
+/// What serving a request comes to (see [`Outcome`]).
+pub(super) type Answered = Result<Option<Answer>, RpcError>;
+
+/// An [`Outcome`] as an answer.
+pub(super) fn json(outcome: Outcome) -> Answered {
+    outcome.map(|result| result.map(Answer::Json))
+}
 
 /// Serves one request of method `name` (`method` when this server knows
 /// it).
-pub(super) async fn handle(request: Request<'_>, name: &str, method: Option<Method>) -> Outcome {
+pub(super) async fn handle(request: Request<'_>, name: &str, method: Option<Method>) -> Answered {
     check_era(request.era, name, method)?;
     let Some(method) = method else {
         return Err(RpcError::method_not_found(name));
     };
     let catalogue = request.conn.server.registry.catalogue();
+    let page = |list| page(&request, &catalogue, list).map(|page| Some(Answer::Page(page)));
     match method {
         // The connection answers a handshake's `initialize` itself.
         Method::Initialize => Err(RpcError::method_not_found(name)),
-        Method::Ping => Ok(Some(json!({}))),
-        Method::Discover => Ok(Some(lifecycle::discover(&request, &catalogue))),
-        Method::SetLogLevel => lifecycle::set_level(&request),
-        Method::ListTools => tools::list(&request, &catalogue),
-        Method::CallTool => tools::call(&request, &catalogue).await,
-        Method::ListResources => resources::list(&request, &catalogue),
-        Method::ListResourceTemplates => resources::list_templates(&request, &catalogue),
-        Method::ReadResource => resources::read(&request, &catalogue).await,
-        Method::Subscribe => resources::subscribe(&request, true),
-        Method::Unsubscribe => resources::subscribe(&request, false),
-        Method::ListPrompts => prompts::list(&request, &catalogue),
-        Method::GetPrompt => prompts::get(&request, &catalogue).await,
-        Method::Complete => completion::complete(&request, &catalogue).await,
-        Method::Listen => subscriptions::listen(&request).await,
+        Method::Ping => Ok(Some(Answer::Json(json!({})))),
+        Method::Discover => Ok(Some(Answer::Json(lifecycle::discover(
+            &request, &catalogue,
+        )))),
+        Method::SetLogLevel => json(lifecycle::set_level(&request)),
+        Method::ListTools => page(List::Tools(tools::lists_output_schema(&request))),
+        Method::CallTool => json(tools::call(&request, &catalogue).await),
+        Method::ListResources => page(List::Resources),
+        Method::ListResourceTemplates => page(List::Templates),
+        Method::ReadResource => json(resources::read(&request, &catalogue).await),
+        Method::Subscribe => json(resources::subscribe(&request, true)),
+        Method::Unsubscribe => json(resources::subscribe(&request, false)),
+        Method::ListPrompts => page(List::Prompts),
+        Method::GetPrompt => json(prompts::get(&request, &catalogue).await),
+        Method::Complete => json(completion::complete(&request, &catalogue).await),
+        Method::Listen => json(subscriptions::listen(&request).await),
         Method::GetTask
         | Method::TaskResult
         | Method::ListTasks
         | Method::CancelTask
-        | Method::UpdateTask => tasks::handle(&request, method).await,
+        | Method::UpdateTask => json(tasks::handle(&request, method).await),
     }
 }
 
@@ -87,23 +108,22 @@ fn invalid(message: impl Into<String>) -> RpcError {
     RpcError::invalid_params(message)
 }
 
-/// One page of `items` (after the request's `cursor`) as `{ key: [...] }`,
-/// each item rendered by `render`, with `nextCursor` when more follow.
-fn page<T>(
-    items: &[T],
-    params: &Map<String, Value>,
-    server: &Server,
-    key: &str,
-    render: impl Fn(&T) -> Value,
-) -> Outcome {
-    let cursor = Params(params).optional_str("cursor")?;
-    let (page, next) =
-        pagination::page(items, cursor, server.options.page_size).map_err(params::invalid)?;
-    let mut result = json!({ key: page.iter().map(render).collect::<Vec<_>>() });
-    if let Some(next) = next {
-        result["nextCursor"] = json!(next);
-    }
-    Ok(Some(result))
+/// The page of `list` after the request's `cursor`, from the items
+/// prepared for `catalogue`.
+fn page(request: &Request<'_>, catalogue: &Arc<Catalogue>, list: List) -> Result<Page, RpcError> {
+    let cursor = Params(request.params).optional_str("cursor")?;
+    let server = &request.conn.server;
+    let lists = server.prepared.of(catalogue);
+    let len = lists.items(list).len();
+    let (range, next_cursor) =
+        pagination::bounds(len, cursor, server.options.page_size).map_err(params::invalid)?;
+    Ok(Page {
+        lists,
+        list,
+        start: range.start,
+        end: range.end,
+        next_cursor,
+    })
 }
 
 /// Resources one session may subscribe to.

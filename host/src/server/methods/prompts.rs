@@ -1,6 +1,6 @@
 //! `prompts/list` and `prompts/get`.
 
-use super::{clip, invalid, page, Request};
+use super::{clip, invalid, Request};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
@@ -8,17 +8,6 @@ use crate::server::call::outcome::{failed_request, plugin_error, within_result_l
 use crate::server::call::{self, Target};
 use crate::server::{convert, Outcome};
 use serde_json::Value;
-
-/// `prompts/list`.
-pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
-    page(
-        &catalogue.prompts,
-        request.params,
-        &request.conn.server,
-        "prompts",
-        |p| convert::prompt(&p.name, &p.prompt),
-    )
-}
 
 /// `prompts/get`: checks the arguments are strings and the required ones
 /// are there, then runs the call.

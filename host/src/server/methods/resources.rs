@@ -1,7 +1,7 @@
 //! `resources/list`, `resources/templates/list`, `resources/read`, and
 //! the handshake's `resources/subscribe` and `resources/unsubscribe`.
 
-use super::{clip, invalid, page, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
+use super::{clip, invalid, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
@@ -11,28 +11,6 @@ use crate::server::call::{self, Target};
 use crate::server::session::Era;
 use crate::server::{convert, Outcome};
 use serde_json::{json, Value};
-
-/// `resources/list`.
-pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
-    page(
-        &catalogue.resources,
-        request.params,
-        &request.conn.server,
-        "resources",
-        |r| convert::resource(&r.resource),
-    )
-}
-
-/// `resources/templates/list`.
-pub(super) fn list_templates(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
-    page(
-        &catalogue.templates,
-        request.params,
-        &request.conn.server,
-        "resourceTemplates",
-        |t| convert::template(&t.template),
-    )
-}
 
 /// `resources/subscribe` (`on`) and `resources/unsubscribe`: the session's
 /// subscriptions, bounded in number and URI length.

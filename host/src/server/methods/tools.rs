@@ -1,7 +1,7 @@
 //! `tools/list` and `tools/call`.
 
 use super::plan::{plan_tool, Plan};
-use super::{clip, invalid, page, Request};
+use super::{clip, invalid, Request};
 use crate::protocol::Params;
 use crate::protocol::{random_id, ErrorCode, Method, Revision, RpcError};
 use crate::registry::{Catalogue, ToolEntry};
@@ -23,19 +23,13 @@ use tokio::sync::mpsc;
 /// Schema problems reported for one call, at most.
 const MAX_REPORTED_PROBLEMS: usize = 16;
 
-/// `tools/list`.
-pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
-    let with_output_schema = request
+/// Whether `tools/list` gives each tool's `outputSchema` on the request's
+/// revision.
+pub(super) fn lists_output_schema(request: &Request<'_>) -> bool {
+    request
         .era
         .revision()
-        .is_none_or(Revision::has_output_schema);
-    page(
-        &catalogue.tools,
-        request.params,
-        &request.conn.server,
-        "tools",
-        |t| convert::tool(t, with_output_schema),
-    )
+        .is_none_or(Revision::has_output_schema)
 }
 
 /// `tools/call`: checks the arguments against the tool's schema, then

@@ -2,15 +2,14 @@
 //! the messages about it ending with its response; cancelled when the
 //! client goes away.
 
-use super::responses::{is_response_to, json_answer};
+use super::responses::json_answer;
 use super::sessions::HttpSession;
 use crate::protocol::RequestId;
-use crate::server::{Canceller, Connection};
+use crate::server::{Canceller, Connection, Outgoing};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::{Stream, StreamExt};
 use http::{HeaderValue, StatusCode};
-use serde_json::Value;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,11 +61,11 @@ impl Drop for CancelOnDrop {
     }
 }
 
-fn message_event(message: &Value) -> Result<Event, Infallible> {
-    Ok(Event::default().data(message.to_string()))
+fn message_event(message: &Outgoing) -> Result<Event, Infallible> {
+    Ok(Event::default().data(message.text()))
 }
 
-fn receiver_stream(messages: crate::server::OutboxReceiver) -> impl Stream<Item = Value> {
+fn receiver_stream(messages: crate::server::OutboxReceiver) -> impl Stream<Item = Outgoing> {
     futures_util::stream::unfold(messages, |mut rx| async move {
         rx.recv().await.map(|m| (m, rx))
     })
@@ -93,13 +92,13 @@ pub(super) async fn answer(
         // Cancelled before it answered: nothing more will come.
         return StatusCode::ACCEPTED.into_response();
     };
-    if json_only || is_response_to(&first, id) {
+    if json_only || first.is_response_to(id) {
         let mut message = first;
-        while !is_response_to(&message, id) {
+        while !message.is_response_to(id) {
             // Without a stream for this request, its questions to the
             // client go on the session's GET stream; notifications are lost.
             if let Streaming::Session { session, .. } = &streaming {
-                if message.get("method").is_some() && message.get("id").is_some() {
+                if message.is_request() {
                     session.standalone.push(&message);
                 }
             }

@@ -1,10 +1,10 @@
 //! One SSE stream of a session as a bounded log of numbered events, so a
 //! client that lost the connection can resume with `Last-Event-ID`.
 
+use crate::server::Outgoing;
 use axum::response::sse::Event;
 use futures_util::Stream;
 use parking_lot::Mutex;
-use serde_json::Value;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -159,7 +159,7 @@ impl EventLog {
     /// The log of `first` and then `messages`, until their sender is dropped.
     pub fn pumped(
         id: u64,
-        first: Option<Value>,
+        first: Option<Outgoing>,
         mut messages: crate::server::OutboxReceiver,
     ) -> Arc<Self> {
         let log = Self::new(id);
@@ -189,9 +189,9 @@ impl EventLog {
     /// Appends a message. Over the log's bounds, events already read go
     /// first, then unread notifications (counted); a stream that would
     /// have to lose an unread response or request is closed instead.
-    pub fn push(&self, message: &Value) {
-        let text: Arc<str> = message.to_string().into();
-        let notification = message.get("method").is_some() && message.get("id").is_none();
+    pub fn push(&self, message: &Outgoing) {
+        let text: Arc<str> = message.text().into();
+        let notification = message.is_notification();
         let overflowed = {
             let mut state = self.state();
             if state.closed {
@@ -298,7 +298,7 @@ mod tests {
     async fn a_reader_resumes_after_the_last_event_it_saw() {
         let log = EventLog::new(3);
         for n in 0..3 {
-            log.push(&json!({ "n": n }));
+            log.push(&Outgoing::Json(json!({ "n": n })));
         }
         log.close();
         let all: Vec<_> = log.read(Some(0)).collect().await;
@@ -313,19 +313,25 @@ mod tests {
     #[tokio::test]
     async fn over_its_bounds_a_log_drops_read_events_then_notifications_then_closes() {
         let log = EventLog::new(0);
-        log.push(&json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
+        log.push(&Outgoing::Json(
+            json!({ "jsonrpc": "2.0", "id": 1, "result": {} }),
+        ));
         let mut reader = Box::pin(log.read(None));
         assert!(reader.next().await.is_some());
         drop(reader);
         for n in 0..MAX_BUFFERED {
-            log.push(&json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "n": n } }));
+            log.push(&Outgoing::Json(json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "n": n } })));
         }
         // The response already read made room first.
         assert_eq!(log.dropped(), 0);
-        log.push(&json!({ "jsonrpc": "2.0", "id": 2, "result": {} }));
+        log.push(&Outgoing::Json(
+            json!({ "jsonrpc": "2.0", "id": 2, "result": {} }),
+        ));
         assert_eq!(log.dropped(), 1);
         for id in 3..(MAX_BUFFERED as u64 + 10) {
-            log.push(&json!({ "jsonrpc": "2.0", "id": id, "result": {} }));
+            log.push(&Outgoing::Json(
+                json!({ "jsonrpc": "2.0", "id": id, "result": {} }),
+            ));
         }
         // Only unread responses left and still too many: closed, not lost silently.
         assert!(log.state().closed);
@@ -335,10 +341,10 @@ mod tests {
     #[tokio::test]
     async fn a_new_reader_gets_only_what_nobody_took_and_ends_the_old_one() {
         let log = EventLog::new(0);
-        log.push(&json!(1));
+        log.push(&Outgoing::Json(json!(1)));
         let mut first = Box::pin(log.read(None));
         assert!(first.next().await.is_some());
-        log.push(&json!(2));
+        log.push(&Outgoing::Json(json!(2)));
         let mut second = Box::pin(log.read(None));
         assert!(second.next().await.is_some());
         assert!(first.next().await.is_none(), "the old reader ends");
@@ -355,7 +361,9 @@ mod tests {
         log.on_abandoned(Duration::from_millis(200), move || {
             count.fetch_add(1, Ordering::SeqCst);
         });
-        log.push(&json!({ "jsonrpc": "2.0", "method": "notifications/progress" }));
+        log.push(&Outgoing::Json(
+            json!({ "jsonrpc": "2.0", "method": "notifications/progress" }),
+        ));
         let mut first = Box::pin(log.read(None));
         assert!(first.next().await.is_some());
         // Lost and resumed at once: not abandoned.
@@ -377,7 +385,9 @@ mod tests {
         let log = EventLog::new(0);
         let (tx, rx) = std::sync::mpsc::channel();
         log.on_abandoned(Duration::from_millis(10), move || tx.send(()).unwrap());
-        log.push(&json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
+        log.push(&Outgoing::Json(
+            json!({ "jsonrpc": "2.0", "id": 1, "result": {} }),
+        ));
         log.close();
         let read: Vec<_> = log.read(None).collect().await;
         assert_eq!(read.len(), 1);

@@ -59,7 +59,7 @@ pub(super) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
     });
     let rest = messages.map(move |m| {
         let _ = &hangup;
-        Ok::<_, std::convert::Infallible>(Event::default().event("message").data(m.to_string()))
+        Ok::<_, std::convert::Infallible>(Event::default().event("message").data(m.text()))
     });
     Sse::new(futures_util::stream::once(async { Ok(endpoint) }).chain(rest))
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))

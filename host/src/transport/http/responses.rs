@@ -2,6 +2,7 @@
 //! stateless request's JSON answer.
 
 use crate::protocol::{ErrorCode, RequestId, RpcError};
+use crate::server::Outgoing;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use http::{HeaderMap, HeaderValue, StatusCode};
@@ -96,7 +97,22 @@ pub(super) fn retry_after(message: &Value) -> Option<u64> {
 
 /// A JSON answer; an error that says when to retry is a 429 with
 /// `Retry-After` on every revision.
-pub(super) fn json_answer(message: Value, modern: bool) -> Response {
+pub(super) fn json_answer(message: Outgoing, modern: bool) -> Response {
+    let message = match message {
+        Outgoing::Json(message) => message,
+        // Only successful responses are prepared as text.
+        Outgoing::Text { text, .. } => {
+            return (
+                StatusCode::OK,
+                [(
+                    http::header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                text,
+            )
+                .into_response();
+        }
+    };
     if let Some(seconds) = retry_after(&message) {
         return (
             StatusCode::TOO_MANY_REQUESTS,
@@ -111,8 +127,4 @@ pub(super) fn json_answer(message: Value, modern: bool) -> Response {
         StatusCode::OK
     };
     (status, Json(message)).into_response()
-}
-
-pub(super) fn is_response_to(message: &Value, id: &RequestId) -> bool {
-    message.get("method").is_none() && message.get("id") == Some(id)
 }

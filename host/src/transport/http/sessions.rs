@@ -43,7 +43,7 @@ impl HttpSession {
     /// until they end.
     pub fn open_stream(
         &self,
-        first: serde_json::Value,
+        first: crate::server::Outgoing,
         messages: crate::server::OutboxReceiver,
     ) -> Arc<EventLog> {
         let id = self.next_stream.fetch_add(1, Ordering::Relaxed);

@@ -1,0 +1,276 @@
+//! The list methods' items as JSON text, prepared once per catalogue and
+//! spliced into every page that lists them: a `tools/list` costs a copy
+//! of the text, not a conversion and a serialization of every item.
+
+use super::convert;
+use super::Server;
+use crate::protocol::{meta, RequestId};
+use crate::registry::Catalogue;
+use parking_lot::Mutex;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::sync::{Arc, OnceLock};
+
+/// The items of one catalogue as JSON text, in its order (so a page is a
+/// slice of them, as of the catalogue).
+pub(super) struct PreparedLists {
+    catalogue: Arc<Catalogue>,
+    tools: Vec<Box<RawValue>>,
+    /// For revisions before `outputSchema`, made when one lists.
+    tools_without_output: OnceLock<Vec<Box<RawValue>>>,
+    resources: Vec<Box<RawValue>>,
+    templates: Vec<Box<RawValue>>,
+    prompts: Vec<Box<RawValue>>,
+}
+
+/// Which list.
+#[derive(Clone, Copy)]
+pub(super) enum List {
+    /// `tools/list`; `false` leaves out `outputSchema`.
+    Tools(bool),
+    /// `resources/list`.
+    Resources,
+    /// `resources/templates/list`.
+    Templates,
+    /// `prompts/list`.
+    Prompts,
+}
+
+impl List {
+    /// The key of the items in the result.
+    fn key(self) -> &'static str {
+        match self {
+            List::Tools(_) => "tools",
+            List::Resources => "resources",
+            List::Templates => "resourceTemplates",
+            List::Prompts => "prompts",
+        }
+    }
+}
+
+fn texts<T>(items: &[T], render: impl Fn(&T) -> Value) -> Vec<Box<RawValue>> {
+    items
+        .iter()
+        .map(|item| serde_json::value::to_raw_value(&render(item)).expect("JSON values serialize"))
+        .collect()
+}
+
+impl PreparedLists {
+    fn new(catalogue: Arc<Catalogue>) -> Self {
+        PreparedLists {
+            tools: texts(&catalogue.tools, |t| convert::tool(t, true)),
+            tools_without_output: OnceLock::new(),
+            resources: texts(&catalogue.resources, |r| convert::resource(&r.resource)),
+            templates: texts(&catalogue.templates, |t| convert::template(&t.template)),
+            prompts: texts(&catalogue.prompts, |p| convert::prompt(&p.name, &p.prompt)),
+            catalogue,
+        }
+    }
+
+    /// The items of `list`.
+    pub(super) fn items(&self, list: List) -> &[Box<RawValue>] {
+        match list {
+            List::Tools(true) => &self.tools,
+            List::Tools(false) => self
+                .tools_without_output
+                .get_or_init(|| texts(&self.catalogue.tools, |t| convert::tool(t, false))),
+            List::Resources => &self.resources,
+            List::Templates => &self.templates,
+            List::Prompts => &self.prompts,
+        }
+    }
+}
+
+/// The prepared lists of the catalogue listed last.
+#[derive(Default)]
+pub(super) struct Prepared(Mutex<Option<Arc<PreparedLists>>>);
+
+impl Prepared {
+    /// The lists of `catalogue`: those made before, while it is the
+    /// current one; else made now, once.
+    pub(super) fn of(&self, catalogue: &Arc<Catalogue>) -> Arc<PreparedLists> {
+        let mut current = self.0.lock();
+        match &*current {
+            Some(lists) if Arc::ptr_eq(&lists.catalogue, catalogue) => lists.clone(),
+            _ => {
+                let lists = Arc::new(PreparedLists::new(catalogue.clone()));
+                *current = Some(lists.clone());
+                lists
+            }
+        }
+    }
+}
+
+/// One page of a list, as prepared: the answer to a list request.
+pub struct Page {
+    pub(super) lists: Arc<PreparedLists>,
+    pub(super) list: List,
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) next_cursor: Option<String>,
+}
+
+/// What 2026-07-28 adds to a list result.
+struct Shape {
+    server_info: Value,
+    ttl_ms: u64,
+}
+
+struct PageResult<'a> {
+    page: &'a Page,
+    shape: Option<Shape>,
+}
+
+impl Serialize for PageResult<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let page = self.page;
+        let mut map = serializer.serialize_map(None)?;
+        let items = &page.lists.items(page.list)[page.start..page.end];
+        map.serialize_entry(page.list.key(), items)?;
+        if let Some(next) = &page.next_cursor {
+            map.serialize_entry("nextCursor", next)?;
+        }
+        if let Some(shape) = &self.shape {
+            map.serialize_entry("resultType", "complete")?;
+            map.serialize_entry(
+                "_meta",
+                &serde_json::json!({ meta::SERVER_INFO: shape.server_info }),
+            )?;
+            map.serialize_entry("ttlMs", &shape.ttl_ms)?;
+            map.serialize_entry("cacheScope", "public")?;
+        }
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Response<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    result: PageResult<'a>,
+}
+
+impl Page {
+    /// The response to request `id` that carries this page; `modern`
+    /// adds what 2026-07-28 requires of a list result.
+    pub(super) fn response(&self, id: &RequestId, server: &Server, modern: bool) -> String {
+        let shape = modern.then(|| Shape {
+            server_info: server.server_info(),
+            ttl_ms: server.options.list_ttl_ms,
+        });
+        let response = Response {
+            jsonrpc: "2.0",
+            id,
+            result: PageResult { page: self, shape },
+        };
+        serde_json::to_string(&response).expect("JSON text serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::tests::{entry, registry};
+    use crate::server::ServerOptions;
+    use serde_json::json;
+
+    /// Every page of `list` as the client gets it, and the items as
+    /// converted one by one.
+    fn pages(server: &Server, list: List, modern: bool) -> (Vec<Value>, Vec<Value>) {
+        let catalogue = server.registry.catalogue();
+        let lists = server.prepared.of(&catalogue);
+        let len = lists.items(list).len();
+        let mut pages = Vec::new();
+        let mut cursor = None;
+        loop {
+            let (range, next_cursor) =
+                crate::registry::pagination::bounds(len, cursor.as_deref(), 2).unwrap();
+            let page = Page {
+                lists: lists.clone(),
+                list,
+                start: range.start,
+                end: range.end,
+                next_cursor: next_cursor.clone(),
+            };
+            pages.push(serde_json::from_str(&page.response(&json!(7), server, modern)).unwrap());
+            match next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        let converted = match list {
+            List::Tools(output) => catalogue
+                .tools
+                .iter()
+                .map(|t| convert::tool(t, output))
+                .collect(),
+            List::Resources => catalogue
+                .resources
+                .iter()
+                .map(|r| convert::resource(&r.resource))
+                .collect(),
+            List::Templates => catalogue
+                .templates
+                .iter()
+                .map(|t| convert::template(&t.template))
+                .collect(),
+            List::Prompts => catalogue
+                .prompts
+                .iter()
+                .map(|p| convert::prompt(&p.name, &p.prompt))
+                .collect(),
+        };
+        (pages, converted)
+    }
+
+    #[tokio::test]
+    async fn pages_splice_the_items_as_converted_and_are_made_once_per_catalogue() {
+        let registry = registry();
+        for (name, component) in [("hello", "hello"), ("notes", "notes"), ("again", "hello")] {
+            registry.install(entry(&registry, name, component).await);
+        }
+        let server = Server::new(registry.clone(), ServerOptions::default());
+        let lists = [
+            List::Tools(true),
+            List::Tools(false),
+            List::Resources,
+            List::Templates,
+            List::Prompts,
+        ];
+        for list in lists {
+            for modern in [true, false] {
+                let (pages, converted) = pages(&server, list, modern);
+                let mut items = Vec::new();
+                for (i, page) in pages.iter().enumerate() {
+                    assert_eq!(page["jsonrpc"], "2.0");
+                    assert_eq!(page["id"], 7);
+                    let result = page["result"].as_object().unwrap();
+                    items.extend(result[list.key()].as_array().unwrap().iter().cloned());
+                    assert_eq!(result.contains_key("nextCursor"), i + 1 < pages.len());
+                    assert_eq!(result.contains_key("ttlMs"), modern);
+                    if modern {
+                        assert_eq!(result["resultType"], "complete");
+                        assert_eq!(result["cacheScope"], "public");
+                        assert_eq!(result["_meta"][meta::SERVER_INFO], server.server_info());
+                    }
+                }
+                assert_eq!(items, converted);
+            }
+        }
+        assert!(pages(&server, List::Tools(true), true).1.len() == 6);
+        let without = pages(&server, List::Tools(false), true).1;
+        assert!(without.iter().all(|t| t.get("outputSchema").is_none()));
+
+        // The same catalogue, the same lists; a changed one, new lists.
+        let catalogue = registry.catalogue();
+        let first = server.prepared.of(&catalogue);
+        assert!(Arc::ptr_eq(&first, &server.prepared.of(&catalogue)));
+        registry.install(entry(&registry, "more", "notes").await);
+        let changed = server.prepared.of(&registry.catalogue());
+        assert!(!Arc::ptr_eq(&first, &changed));
+        assert_eq!(changed.items(List::Resources).len(), 1);
+        assert_eq!(changed.items(List::Prompts).len(), 2);
+    }
+}
