@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -28,25 +28,44 @@ use tokio_util::sync::CancellationToken;
 pub const MAX_PARKED: usize = 1024;
 
 /// What a sealed state is bound to: who asked, which method, with what.
-pub struct Binding {
-    hash: String,
-    principal: Option<String>,
+/// Its hash is made only when a state is sealed or opened (most calls
+/// never ask).
+pub struct Binding<'a> {
+    principal: Option<&'a str>,
+    method: &'a str,
+    target: &'a str,
+    arguments: &'a Value,
+    hash: OnceLock<String>,
 }
 
-impl Binding {
+impl<'a> Binding<'a> {
     /// The binding of `method` on `target` (tool or prompt name, resource
     /// URI) with `arguments`, for `principal`.
-    pub fn new(principal: Option<&str>, method: &str, target: &str, arguments: &Value) -> Self {
-        let mut hash = Sha256::new();
-        for part in [principal.unwrap_or(""), method, target] {
-            hash.update(part.as_bytes());
-            hash.update([0]);
-        }
-        hash.update(arguments.to_string().as_bytes());
+    pub fn new(
+        principal: Option<&'a str>,
+        method: &'a str,
+        target: &'a str,
+        arguments: &'a Value,
+    ) -> Self {
         Binding {
-            hash: B64.encode(hash.finalize()),
-            principal: principal.map(str::to_owned),
+            principal,
+            method,
+            target,
+            arguments,
+            hash: OnceLock::new(),
         }
+    }
+
+    fn hash(&self) -> &str {
+        self.hash.get_or_init(|| {
+            let mut hash = Sha256::new();
+            for part in [self.principal.unwrap_or(""), self.method, self.target] {
+                hash.update(part.as_bytes());
+                hash.update([0]);
+            }
+            hash.update(self.arguments.to_string().as_bytes());
+            B64.encode(hash.finalize())
+        })
     }
 }
 
@@ -143,7 +162,7 @@ impl Parking {
 
     fn seal(&self, id: &str, binding: &Binding) -> String {
         let expires = unix_now() + self.ttl.as_millis() as u64;
-        let payload = format!("{id}.{expires}.{}", binding.hash);
+        let payload = format!("{id}.{expires}.{}", binding.hash());
         let tag = ring::hmac::sign(&self.key, payload.as_bytes());
         format!("{}.{}", B64.encode(payload), B64.encode(tag.as_ref()))
     }
@@ -172,7 +191,7 @@ impl Parking {
         if expires < unix_now() {
             return Err(invalid_state("it expired"));
         }
-        if bound != binding.hash {
+        if bound != binding.hash() {
             return Err(invalid_state(
                 "it belongs to another request, parameters or principal",
             ));
@@ -230,7 +249,7 @@ impl Parking {
     pub async fn drive(
         &self,
         mut execution: Execution,
-        binding: Binding,
+        binding: Binding<'_>,
         reply: &Outbox,
         cancel: CancellationToken,
         escalation: Option<Escalation>,
@@ -280,7 +299,7 @@ impl Parking {
         self.expire();
         let slot = self
             .waiting
-            .take(binding.principal.as_deref())
+            .take(binding.principal)
             .map_err(RpcError::internal)?;
         let id = random_id();
         {
@@ -311,7 +330,8 @@ mod tests {
     #[tokio::test]
     async fn states_are_sealed_bound_and_tamper_evident() {
         let parking = Parking::new(Duration::from_secs(60), Waiting::new(8));
-        let binding = Binding::new(Some("ada"), "tools/call", "t", &json!({ "a": 1 }));
+        let (one, two) = (json!({ "a": 1 }), json!({ "a": 2 }));
+        let binding = Binding::new(Some("ada"), "tools/call", "t", &one);
         let state = parking.seal("id1", &binding);
         assert_eq!(parking.unseal(&state, &binding).unwrap().0, "id1");
         let mut tampered = state.clone();
@@ -320,9 +340,9 @@ mod tests {
         assert!(parking
             .unseal(&format!("{state}-TAMPERED"), &binding)
             .is_err());
-        let other = Binding::new(Some("bob"), "tools/call", "t", &json!({ "a": 1 }));
+        let other = Binding::new(Some("bob"), "tools/call", "t", &one);
         assert!(parking.unseal(&state, &other).is_err());
-        let changed = Binding::new(Some("ada"), "tools/call", "t", &json!({ "a": 2 }));
+        let changed = Binding::new(Some("ada"), "tools/call", "t", &two);
         assert!(parking.unseal(&state, &changed).is_err());
         let stranger = Parking::new(Duration::from_secs(60), Waiting::new(8));
         assert!(stranger.unseal(&state, &binding).is_err());
@@ -331,7 +351,8 @@ mod tests {
     #[tokio::test]
     async fn a_state_is_used_once() {
         let parking = Parking::new(Duration::from_secs(60), Waiting::new(8));
-        let binding = Binding::new(None, "tools/call", "t", &json!({}));
+        let none = json!({});
+        let binding = Binding::new(None, "tools/call", "t", &none);
         let state = parking.seal("id1", &binding);
         // The call is gone (never parked): it runs afresh, once.
         assert!(parking
