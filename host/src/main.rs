@@ -12,11 +12,6 @@ use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
 use wasm_mcp::server::{build_notice_key, Notices, Server};
 use wasm_mcp::settings;
 
-/// mimalloc: glibc's allocator took ~10% of the host's time under load
-/// (each call allocates and frees on whichever worker runs it).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// An MCP server whose tools, resources and prompts are sandboxed
 /// WebAssembly components.
 ///
