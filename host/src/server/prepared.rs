@@ -11,14 +11,15 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 /// The items of one catalogue as JSON text, in its order (so a page is a
-/// slice of them, as of the catalogue).
+/// slice of them, as of the catalogue). It does not keep the catalogue
+/// alive: a replaced plugin is freed at once, listed again or not.
 pub(super) struct PreparedLists {
-    catalogue: Arc<Catalogue>,
+    catalogue: Weak<Catalogue>,
     tools: Vec<Box<RawValue>>,
-    /// For revisions before `outputSchema`, made when one lists.
+    /// For revisions before `outputSchema`, made when one first lists.
     tools_without_output: OnceLock<Vec<Box<RawValue>>>,
     resources: Vec<Box<RawValue>>,
     templates: Vec<Box<RawValue>>,
@@ -58,24 +59,30 @@ fn texts<T>(items: &[T], render: impl Fn(&T) -> Value) -> Vec<Box<RawValue>> {
 }
 
 impl PreparedLists {
-    fn new(catalogue: Arc<Catalogue>) -> Self {
+    fn new(catalogue: &Arc<Catalogue>) -> Self {
         PreparedLists {
+            catalogue: Arc::downgrade(catalogue),
             tools: texts(&catalogue.tools, |t| convert::tool(t, true)),
             tools_without_output: OnceLock::new(),
             resources: texts(&catalogue.resources, |r| convert::resource(&r.resource)),
             templates: texts(&catalogue.templates, |t| convert::template(&t.template)),
             prompts: texts(&catalogue.prompts, |p| convert::prompt(&p.name, &p.prompt)),
-            catalogue,
         }
     }
 
-    /// The items of `list`.
+    /// Whether these are the lists of `catalogue`. (While the weak
+    /// reference upgrades, no other catalogue can have its address.)
+    fn are_of(&self, catalogue: &Arc<Catalogue>) -> bool {
+        self.catalogue
+            .upgrade()
+            .is_some_and(|mine| Arc::ptr_eq(&mine, catalogue))
+    }
+
+    /// The items of `list` (made by [`Prepared::of`]).
     pub(super) fn items(&self, list: List) -> &[Box<RawValue>] {
         match list {
             List::Tools(true) => &self.tools,
-            List::Tools(false) => self
-                .tools_without_output
-                .get_or_init(|| texts(&self.catalogue.tools, |t| convert::tool(t, false))),
+            List::Tools(false) => self.tools_without_output.get().map_or(&[], Vec::as_slice),
             List::Resources => &self.resources,
             List::Templates => &self.templates,
             List::Prompts => &self.prompts,
@@ -88,18 +95,26 @@ impl PreparedLists {
 pub(super) struct Prepared(Mutex<Option<Arc<PreparedLists>>>);
 
 impl Prepared {
-    /// The lists of `catalogue`: those made before, while it is the
-    /// current one; else made now, once.
-    pub(super) fn of(&self, catalogue: &Arc<Catalogue>) -> Arc<PreparedLists> {
-        let mut current = self.0.lock();
-        match &*current {
-            Some(lists) if Arc::ptr_eq(&lists.catalogue, catalogue) => lists.clone(),
-            _ => {
-                let lists = Arc::new(PreparedLists::new(catalogue.clone()));
-                *current = Some(lists.clone());
-                lists
+    /// The lists of `catalogue`, with `list` made: those made before while
+    /// it is the current one; else made now, once.
+    pub(super) fn of(&self, catalogue: &Arc<Catalogue>, list: List) -> Arc<PreparedLists> {
+        let lists = {
+            let mut current = self.0.lock();
+            match &*current {
+                Some(lists) if lists.are_of(catalogue) => lists.clone(),
+                _ => {
+                    let lists = Arc::new(PreparedLists::new(catalogue));
+                    *current = Some(lists.clone());
+                    lists
+                }
             }
+        };
+        if let List::Tools(false) = list {
+            lists
+                .tools_without_output
+                .get_or_init(|| texts(&catalogue.tools, |t| convert::tool(t, false)));
         }
+        lists
     }
 }
 
@@ -180,7 +195,7 @@ mod tests {
     /// converted one by one.
     fn pages(server: &Server, list: List, modern: bool) -> (Vec<Value>, Vec<Value>) {
         let catalogue = server.registry.catalogue();
-        let lists = server.prepared.of(&catalogue);
+        let lists = server.prepared.of(&catalogue, list);
         let len = lists.items(list).len();
         let mut pages = Vec::new();
         let mut cursor = None;
@@ -265,11 +280,18 @@ mod tests {
 
         // The same catalogue, the same lists; a changed one, new lists.
         let catalogue = registry.catalogue();
-        let first = server.prepared.of(&catalogue);
-        assert!(Arc::ptr_eq(&first, &server.prepared.of(&catalogue)));
+        let first = server.prepared.of(&catalogue, List::Prompts);
+        assert!(Arc::ptr_eq(
+            &first,
+            &server.prepared.of(&catalogue, List::Resources)
+        ));
         registry.install(entry(&registry, "more", "notes").await);
-        let changed = server.prepared.of(&registry.catalogue());
+        let changed = server.prepared.of(&registry.catalogue(), List::Prompts);
         assert!(!Arc::ptr_eq(&first, &changed));
+        // The lists do not keep a replaced catalogue (and its plugins) alive.
+        let weak = Arc::downgrade(&catalogue);
+        drop(catalogue);
+        assert!(weak.upgrade().is_none());
         assert_eq!(changed.items(List::Resources).len(), 1);
         assert_eq!(changed.items(List::Prompts).len(), 2);
     }

@@ -113,7 +113,7 @@ fn invalid(message: impl Into<String>) -> RpcError {
 fn page(request: &Request<'_>, catalogue: &Arc<Catalogue>, list: List) -> Result<Page, RpcError> {
     let cursor = Params(request.params).optional_str("cursor")?;
     let server = &request.conn.server;
-    let lists = server.prepared.of(catalogue);
+    let lists = server.prepared.of(catalogue, list);
     let len = lists.items(list).len();
     let (range, next_cursor) =
         pagination::bounds(len, cursor, server.options.page_size).map_err(params::invalid)?;
