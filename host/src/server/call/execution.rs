@@ -1,18 +1,34 @@
-//! A plugin call running on a tokio task of its own, so a request can
-//! answer before it ends (parked, or gone on as a task).
+//! A plugin call that can outlive the request that started it (parked,
+//! or gone on as a task). Whoever holds it drives it: the request, then
+//! the retry that resumes it, or the task's supervisor. A call that ends
+//! within its request so needs no tokio task of its own.
 
 use super::{Link, Round};
 use crate::protocol::RpcError;
 use crate::server::Outcome;
+use futures_util::FutureExt as _;
 use serde_json::{Map, Value};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
 
-/// A plugin call running on its own task, possibly waiting for answers.
+/// The call's future: its outcome, or why it failed (it panicked).
+pub struct Call(Pin<Box<dyn Future<Output = Result<Outcome, String>> + Send>>);
+
+impl Future for Call {
+    type Output = Result<Outcome, String>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+/// A plugin call, possibly waiting for answers.
 pub struct Execution {
     /// The call.
-    pub task: JoinHandle<Outcome>,
+    pub task: Call,
     /// Its rounds of questions.
     pub rounds: mpsc::UnboundedReceiver<Round>,
     pub(super) waiting: Option<oneshot::Sender<Map<String, Value>>>,
@@ -22,16 +38,28 @@ pub struct Execution {
 }
 
 impl Execution {
-    /// Runs `call` on a task of its own; `detach` says when the plugin asks
-    /// to go on as a task (when the request allows it to).
+    /// The execution of `call`, to be driven by its holder; `detach` says
+    /// when the plugin asks to go on as a task (when the request allows it
+    /// to).
     pub fn start(
-        call: impl std::future::Future<Output = Outcome> + Send + 'static,
+        call: impl Future<Output = Outcome> + Send + 'static,
         rounds: mpsc::UnboundedReceiver<Round>,
         link: Arc<Link>,
         detach: Option<watch::Receiver<bool>>,
     ) -> Self {
+        // A panic stays in the call, as it would on a task of its own.
+        let call = AssertUnwindSafe(call).catch_unwind().map(|ended| {
+            ended.map_err(|panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                format!("it panicked: {why}")
+            })
+        });
         Execution {
-            task: tokio::spawn(call),
+            task: Call(Box::pin(call)),
             rounds,
             waiting: None,
             link,
@@ -82,7 +110,7 @@ pub struct Escalation {
 
 impl Drop for Execution {
     fn drop(&mut self) {
+        // The call's future goes with the execution.
         self.link.cancel.cancel();
-        self.task.abort();
     }
 }

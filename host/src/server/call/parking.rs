@@ -267,13 +267,17 @@ impl Parking {
             .filter(|_| escalation.is_some())
             .unwrap_or_else(|| watch::channel(false).1);
         let threshold = escalation.map_or(Duration::MAX, |e| e.after);
+        // The call runs first (it is polled here, not on a task of its own);
+        // then what it did is looked at: a call that asked to go on as a
+        // task and then asked a question goes on as a task, its question
+        // waiting for the task's client.
         let next = tokio::select! {
             biased;
             () = cancel.cancelled() => Next::Cancelled,
-            Ok(_) = detach.wait_for(|d| *d) => Next::Detach,
             joined = &mut execution.task => Next::Done(joined.unwrap_or_else(|e| {
                 Err(RpcError::internal(format!("the call failed: {e}")))
             })),
+            Ok(_) = detach.wait_for(|d| *d) => Next::Detach,
             Some(round) = execution.rounds.recv() => Next::Input(round),
             () = tokio::time::sleep(threshold), if escalation.is_some() => Next::Detach,
         };
