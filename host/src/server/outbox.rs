@@ -95,6 +95,9 @@ impl From<Value> for Outgoing {
 /// The sending side of an outbox.
 #[derive(Clone)]
 pub struct Outbox {
+    /// Unbounded as a channel only: [`Outbox::send`] counts every message
+    /// and its bytes against [`MAX_QUEUED`] and [`MAX_QUEUED_BYTES`] (and
+    /// notifications against [`MAX_QUEUED_NOTIFICATIONS`]) before it goes.
     tx: mpsc::UnboundedSender<(Outgoing, usize)>,
     queue: Arc<Queue>,
 }
@@ -112,6 +115,7 @@ struct Queue {
 
 /// The transport's side of an outbox.
 pub struct OutboxReceiver {
+    /// Holds at most what [`Outbox::send`] counted in (see [`Outbox`]).
     rx: mpsc::UnboundedReceiver<(Outgoing, usize)>,
     queue: Arc<Queue>,
 }

@@ -39,7 +39,8 @@ pub fn std_pipes() -> std::io::Result<StdPipes> {
         .name("stdin".into())
         .spawn(move || read_stdin(chunks))?;
     let (lines, to_write) = mpsc::channel(WRITE_QUEUE);
-    let (done, written) = std::sync::mpsc::channel();
+    // One message ever: the thread is done.
+    let (done, written) = std::sync::mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("stdout".into())
         .spawn(move || {
