@@ -279,15 +279,18 @@ def test_a_call_past_the_hosts_instances_fails_clearly_and_the_host_goes_on(tmp_
     try:
         host.initialize()
         host.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
-                   "params": {"name": "countdown", "arguments": {"steps": 3, "delay_ms": 500}}})
-        # The countdown holds the only instance for 1.5 s.
-        busy = None
-        for _ in range(20):
-            failed, text = call(host, "greet", name="x")
-            if failed:
-                busy = text
+                   "params": {"name": "countdown", "arguments": {"steps": 3, "delay_ms": 1000},
+                              "_meta": {"progressToken": "slow"}}})
+        # Its first progress comes from inside the instance, which it then
+        # holds for 3 s: a call sent after that finds no instance free.
+        while True:
+            message = host.read()
+            assert message.get("id") != "slow", message
+            if message.get("method") == "notifications/progress":
                 break
-        assert busy is not None and "[server] max_instances" in busy, busy
+            host.pending.append(message)
+        failed, text = call(host, "greet", name="x")
+        assert failed and "[server] max_instances" in text, text
         slow = host.response("slow", timeout=60)["result"]
         assert slow["content"][0]["text"] == "counted down from 3", slow
         assert call(host, "greet", name="x") == (False, "Hello, x!")
