@@ -153,17 +153,36 @@ impl Connection {
     ) -> Option<Outgoing> {
         match answered {
             Ok(None) => None,
-            Ok(Some(Answer::Json(result))) => Some(Outgoing::Json(json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "result": shape_result(&self.server, era, method, result),
-            }))),
+            Ok(Some(Answer::Json(result))) => Some(success(
+                id,
+                &shape_result(&self.server, era, method, result),
+            )),
             Ok(Some(Answer::Page(page))) => Some(Outgoing::Text {
                 id: id.clone(),
                 text: page.response(id, &self.server, era.is_modern()),
             }),
             Err(error) => Some(Outgoing::Json(error.response(id))),
         }
+    }
+}
+
+/// A successful response, serialized once here: the outbox counts its
+/// bytes and every transport writes the text as it is.
+fn success(id: &RequestId, result: &Value) -> Outgoing {
+    #[derive(serde::Serialize)]
+    struct Success<'a> {
+        jsonrpc: &'static str,
+        id: &'a RequestId,
+        result: &'a Value,
+    }
+    let response = Success {
+        jsonrpc: "2.0",
+        id,
+        result,
+    };
+    Outgoing::Text {
+        id: id.clone(),
+        text: serde_json::to_string(&response).expect("a Value always serializes"),
     }
 }
 

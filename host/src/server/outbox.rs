@@ -31,8 +31,8 @@ pub const MAX_QUEUED_BYTES: usize = 64 << 20;
 pub enum Outgoing {
     /// A message built as JSON, serialized by the transport.
     Json(Value),
-    /// A successful response already serialized (a list page spliced from
-    /// JSON prepared once per catalogue).
+    /// A successful response, serialized once where it was made (a list
+    /// page is spliced from JSON prepared once per catalogue).
     Text {
         /// The request it answers.
         id: RequestId,
@@ -47,6 +47,14 @@ impl Outgoing {
         match self {
             Outgoing::Json(value) => Cow::Owned(value.to_string()),
             Outgoing::Text { text, .. } => Cow::Borrowed(text),
+        }
+    }
+
+    /// The message as JSON text, owned.
+    pub fn into_text(self) -> String {
+        match self {
+            Outgoing::Json(value) => value.to_string(),
+            Outgoing::Text { text, .. } => text,
         }
     }
 
@@ -98,10 +106,12 @@ pub struct Outbox {
     /// Unbounded as a channel only: [`Outbox::send`] counts every message
     /// and its bytes against [`MAX_QUEUED`] and [`MAX_QUEUED_BYTES`] (and
     /// notifications against [`MAX_QUEUED_NOTIFICATIONS`]) before it goes.
-    tx: mpsc::UnboundedSender<(Outgoing, usize)>,
+    /// `None` for an outbox that discards what it is given.
+    tx: Option<mpsc::UnboundedSender<(Outgoing, usize)>>,
     queue: Arc<Queue>,
 }
 
+#[derive(Default)]
 struct Queue {
     waiting: AtomicUsize,
     bytes: AtomicUsize,
@@ -127,27 +137,30 @@ impl Outbox {
         // bytes) and refused past MAX_QUEUED_NOTIFICATIONS / MAX_QUEUED /
         // MAX_QUEUED_BYTES before it is sent, so sending never blocks.
         let (tx, rx) = mpsc::unbounded_channel();
-        let queue = Arc::new(Queue {
-            waiting: AtomicUsize::new(0),
-            bytes: AtomicUsize::new(0),
-            dropped: AtomicU64::new(0),
-            untold: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
-            on_close: tokio::sync::Notify::new(),
-        });
+        let queue = Arc::new(Queue::default());
         (
             Outbox {
-                tx,
+                tx: Some(tx),
                 queue: queue.clone(),
             },
             OutboxReceiver { rx, queue },
         )
     }
 
+    /// An outbox nobody reads: what it is given is dropped, and it is never
+    /// closed. It costs no channel (one is made per request otherwise).
+    pub fn discard() -> Self {
+        static QUEUE: std::sync::OnceLock<Arc<Queue>> = std::sync::OnceLock::new();
+        Outbox {
+            tx: None,
+            queue: QUEUE.get_or_init(Arc::default).clone(),
+        }
+    }
+
     /// Queues a response or a request; when too many messages wait, closes
     /// the outbox instead (the reader's stream ends).
     pub fn send(&self, message: impl Into<Outgoing>) {
-        if self.queue.closed.load(Ordering::Relaxed) {
+        if self.tx.is_none() || self.queue.closed.load(Ordering::Relaxed) {
             return;
         }
         let message = message.into();
@@ -167,6 +180,9 @@ impl Outbox {
     /// Queues a notification; dropped (and counted) when the reader is
     /// behind.
     pub fn notify(&self, method: &str, params: Value) {
+        if self.tx.is_none() {
+            return;
+        }
         if self.queue.waiting.load(Ordering::Relaxed) >= MAX_QUEUED_NOTIFICATIONS {
             self.queue.untold.fetch_add(1, Ordering::Relaxed);
             if self.queue.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
@@ -178,10 +194,13 @@ impl Outbox {
     }
 
     fn push(&self, message: Outgoing, size: usize) {
+        let Some(tx) = &self.tx else {
+            return;
+        };
         // Counted first, so the reader never takes more than was counted.
         self.queue.waiting.fetch_add(1, Ordering::Relaxed);
         self.queue.bytes.fetch_add(size, Ordering::Relaxed);
-        if self.tx.send((message, size)).is_err() {
+        if tx.send((message, size)).is_err() {
             self.queue.waiting.fetch_sub(1, Ordering::Relaxed);
             self.queue.bytes.fetch_sub(size, Ordering::Relaxed);
         }

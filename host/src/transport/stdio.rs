@@ -19,7 +19,7 @@ where
     let conn = Connection::new(server.clone(), out.clone(), None);
     let writer = tokio::spawn(async move {
         while let Some(message) = outgoing.recv().await {
-            let mut line = message.text().into_owned().into_bytes();
+            let mut line = message.into_text().into_bytes();
             line.push(b'\n');
             if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
                 break;

@@ -282,7 +282,7 @@ impl Parking {
             () = tokio::time::sleep(threshold), if escalation.is_some() => Next::Detach,
         };
         // Nothing more goes to this request's stream.
-        execution.link.relink(Outbox::new().0);
+        execution.link.relink(Outbox::discard());
         match next {
             Next::Done(outcome) => Ok(Driven::Done(outcome)),
             Next::Cancelled => Ok(Driven::Done(Ok(None))),

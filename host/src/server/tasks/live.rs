@@ -116,7 +116,7 @@ impl Tasks {
         link.attach(out.clone());
         Some(Attached {
             link,
-            home: live.home.clone().unwrap_or_else(|| Outbox::new().0),
+            home: live.home.clone().unwrap_or_else(Outbox::discard),
         })
     }
 

@@ -133,7 +133,7 @@ async fn stateless(
         return rpc_error(StatusCode::BAD_REQUEST, error, &id);
     }
     let (reply, messages) = Outbox::new();
-    let conn = Connection::stateless(app.server.clone(), Outbox::new().0, principal);
+    let conn = Connection::stateless(app.server.clone(), Outbox::discard(), principal);
     conn.handle(
         Incoming::Request {
             id: id.clone(),
@@ -194,7 +194,7 @@ async fn stateful(
     };
     let _busy = session.busy();
     let Incoming::Request { id, method, params } = message else {
-        session.conn.handle(message, size, Outbox::new().0);
+        session.conn.handle(message, size, Outbox::discard());
         return StatusCode::ACCEPTED.into_response();
     };
     let (reply, messages) = Outbox::new();
