@@ -8,7 +8,9 @@ import subprocess
 import time
 import urllib.request
 
-from conftest import BINARY, MODERN, PLUGINS, HttpHost, RawHost, modern_meta
+import urllib.error
+
+from conftest import BINARY, FIXTURES, MODERN, PLUGINS, HttpHost, RawHost, modern_meta
 
 TOOLS_CHANGED = "notifications/tools/list_changed"
 
@@ -90,6 +92,38 @@ def test_the_http_port_answers_before_a_slow_plugin_is_compiled(tmp_path, host_e
         data = [line[5:] for line in text.splitlines() if line.startswith("data:")]
         body = json.loads(data[-1] if data else text)
         assert body["result"]["serverInfo"]["name"] == "wasm-mcp", body
+    finally:
+        host.close()
+
+
+def probe(url):
+    """GET `url`: its status and its JSON body."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_the_host_is_alive_at_once_and_ready_once_its_plugins_first_load_ends(tmp_path, host_env, cache_dir):
+    plugins = folder(tmp_path, "hello")
+    # Its listing never ends: the first load lasts its whole load time.
+    shutil.copy(FIXTURES / "stuck.wasm", plugins / "stuck.wasm")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[plugins.stuck.limits]\nload_timeout_ms = 15000\n')
+    host = HttpHost(plugins, dict(host_env, WASM_MCP_CONFIG=str(config)))
+    base = host.url.rsplit("/", 1)[0]
+    try:
+        assert probe(f"{base}/readyz") == (503, {"status": "not ready", "reasons": ["the plugins are still loading"]})
+        assert probe(f"{base}/healthz") == (200, {"status": "alive"})
+        # Once stuck's load time is over the first load ends without it, and
+        # the host is ready with what did load.
+        deadline = time.monotonic() + 120
+        while probe(f"{base}/readyz")[0] != 200:
+            assert time.monotonic() < deadline, host.log()[-3000:]
+            time.sleep(0.2)
+        assert probe(f"{base}/readyz") == (200, {"status": "ready"})
+        assert "stuck" in host.log()
     finally:
         host.close()
 

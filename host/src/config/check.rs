@@ -136,6 +136,17 @@ pub(super) fn plugins(config: &Config, text: &str) -> Result<()> {
 /// key file relative to `base`).
 pub(super) fn http(h: &mut HttpSection, base: &Path) -> Result<()> {
     anyhow::ensure!(h.path.starts_with('/'), "http.path must start with /");
+    anyhow::ensure!(
+        !h.path.contains(['{', '}', '*']),
+        "http.path {} cannot hold {{, }} or *",
+        h.path
+    );
+    anyhow::ensure!(
+        !["/healthz", "/readyz", "/sse", "/messages"].contains(&h.path.as_str())
+            && !h.path.starts_with("/.well-known/"),
+        "http.path {} is taken by the host (/healthz, /readyz, /sse, /messages and /.well-known/ are its own)",
+        h.path
+    );
     for (field, value) in [
         ("max_body_mb", h.max_body_mb as u64),
         ("session_idle_secs", h.session_idle_secs),

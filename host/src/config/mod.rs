@@ -373,6 +373,16 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_mcp_path_cannot_take_the_hosts_own_paths() {
+        for taken in ["/healthz", "/readyz", "/sse", "/.well-known/x", "/a/{id}"] {
+            let e = error(&format!("[http]\npath = \"{taken}\"\n"));
+            assert!(e.contains(&format!("http.path {taken}")), "{e}");
+        }
+        let c = Config::parse("[http]\npath = \"/api/mcp\"\n", Path::new(".")).unwrap();
+        assert_eq!(c.http.path, "/api/mcp");
+    }
+
     fn error(text: &str) -> String {
         format!("{:#}", Config::parse(text, Path::new(".")).unwrap_err())
     }

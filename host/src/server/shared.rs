@@ -85,6 +85,8 @@ pub struct Server {
     loading: watch::Sender<Option<Instant>>,
     /// The list methods' items as JSON, for the current catalogue.
     pub(super) prepared: super::prepared::Prepared,
+    /// Set once the host has begun to shut down.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 /// The plugins' first load, running until dropped (see [`Server::loading`]).
@@ -119,7 +121,32 @@ impl Server {
             options,
             loading: watch::Sender::new(None),
             prepared: Default::default(),
+            stopping: Default::default(),
         })
+    }
+
+    /// Marks the host as shutting down: it is no longer ready (see
+    /// [`Server::unready`]).
+    pub fn stop(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Why the host should not be sent traffic now; empty when it is ready:
+    /// the plugins' first load has ended, the tasks store opened, and the
+    /// host is not shutting down.
+    pub fn unready(&self) -> Vec<&'static str> {
+        let mut reasons = Vec::new();
+        if self.loading.borrow().is_some() {
+            reasons.push("the plugins are still loading");
+        }
+        if self.tasks.store_failed() {
+            reasons.push("the tasks store did not open");
+        }
+        if self.stopping.load(std::sync::atomic::Ordering::Relaxed) {
+            reasons.push("the host is shutting down");
+        }
+        reasons
     }
 
     /// Marks the plugins' first load as running until the returned guard

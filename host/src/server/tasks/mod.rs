@@ -36,6 +36,8 @@ pub struct Tasks {
     live: Mutex<HashMap<String, Arc<Live>>>,
     options: TaskOptions,
     events: broadcast::Sender<ServerEvent>,
+    /// The configured store did not open (tasks are kept in memory).
+    store_failed: bool,
 }
 
 /// What a new task is.
@@ -60,13 +62,14 @@ impl Tasks {
     /// when it cannot be opened). [`sweep`] deletes expired tasks.
     pub fn open(options: TaskOptions, events: broadcast::Sender<ServerEvent>) -> Arc<Self> {
         let instance = random_id();
-        let store = match Store::open(options.store.as_deref(), &instance) {
-            Ok(store) => store,
+        let (store, store_failed) = match Store::open(options.store.as_deref(), &instance) {
+            Ok(store) => (store, false),
             Err(error) => {
                 tracing::error!(
                     "cannot open the tasks store: {error:#}; tasks are kept in memory and will not survive a restart"
                 );
-                Store::open(None, &instance).expect("an in-memory database opens")
+                let memory = Store::open(None, &instance).expect("an in-memory database opens");
+                (memory, true)
             }
         };
         if let Some(path) = &options.store {
@@ -77,7 +80,14 @@ impl Tasks {
             live: Mutex::new(HashMap::new()),
             options,
             events,
+            store_failed,
         })
+    }
+
+    /// Whether the configured store failed to open, so that tasks are kept
+    /// in memory only.
+    pub fn store_failed(&self) -> bool {
+        self.store_failed
     }
 
     pub(super) fn store(&self) -> parking_lot::MutexGuard<'_, Store> {

@@ -141,6 +141,27 @@ async fn resource_metadata(State(app): State<Arc<App>>, headers: HeaderMap) -> R
     }
 }
 
+/// Answers 200 while the host serves HTTP at all (liveness).
+pub const HEALTH_PATH: &str = "/healthz";
+
+/// Answers 200 when the host is ready for traffic, 503 with the reasons
+/// when it is not (see [`Server::unready`]).
+pub const READY_PATH: &str = "/readyz";
+
+async fn health() -> Response {
+    Json(serde_json::json!({ "status": "alive" })).into_response()
+}
+
+async fn ready(State(app): State<Arc<App>>) -> Response {
+    let reasons = app.server.unready();
+    if reasons.is_empty() {
+        Json(serde_json::json!({ "status": "ready" })).into_response()
+    } else {
+        let body = serde_json::json!({ "status": "not ready", "reasons": reasons });
+        (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+    }
+}
+
 /// The router for `server`, and the state its handlers share.
 pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
     let sessions = Arc::new(SessionTable::new(options.sessions.clone()));
@@ -155,12 +176,15 @@ pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
         guard: options.guard,
         auth: options.auth,
     });
-    let mut router = Router::new().route(
-        &options.path,
-        post(endpoint::post)
-            .get(endpoint::get)
-            .delete(endpoint::delete),
-    );
+    let mut router = Router::new()
+        .route(HEALTH_PATH, get(health))
+        .route(READY_PATH, get(ready))
+        .route(
+            &options.path,
+            post(endpoint::post)
+                .get(endpoint::get)
+                .delete(endpoint::delete),
+        );
     if options.legacy_sse {
         router = router
             .route(legacy_sse::STREAM_PATH, get(legacy_sse::open))
@@ -215,7 +239,12 @@ pub async fn serve(
     let (router, _app) = router(server.clone(), options);
     // Open event streams never end by themselves, so shutdown does not
     // wait for them.
-    listener::serve(listener, router, connections, shutdown_signal()).await;
+    let stopping = async {
+        shutdown_signal().await;
+        // Connections already open may still ask /readyz meanwhile.
+        server.stop();
+    };
+    listener::serve(listener, router, connections, stopping).await;
     server.publish(ServerEvent::Shutdown);
     Ok(())
 }

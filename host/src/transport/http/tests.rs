@@ -103,3 +103,33 @@ async fn initialize_opens_a_session_and_malformed_json_is_a_bad_request() {
     .await;
     assert_eq!(sessionless.status(), StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn readiness_flips_with_the_first_load_and_the_shutdown() {
+    let server = empty_server();
+    let (app, _) = router(server.clone(), HttpOptions::default());
+    let get = |path: &'static str| {
+        let app = app.clone();
+        async move {
+            let request = Request::get(path).body(Body::empty()).unwrap();
+            let response = app.oneshot(request).await.unwrap();
+            (response.status(), json_of(response).await)
+        }
+    };
+    let loading = server.loading();
+    let (status, body) = get("/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["reasons"], json!(["the plugins are still loading"]));
+    // Alive all along.
+    assert_eq!(get("/healthz").await.0, StatusCode::OK);
+    drop(loading);
+    assert_eq!(
+        get("/readyz").await,
+        (StatusCode::OK, json!({ "status": "ready" }))
+    );
+    server.stop();
+    let (status, body) = get("/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["reasons"], json!(["the host is shutting down"]));
+    assert_eq!(get("/healthz").await.0, StatusCode::OK);
+}
