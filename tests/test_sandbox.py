@@ -432,3 +432,41 @@ def test_a_plugin_sees_only_granted_roots_inside_the_clients_roots(sandbox):
             assert not await visible(c, "/data")
 
     anyio.run(scenario)
+
+
+def test_secrets_reach_the_plugin_from_a_file_or_a_host_variable_and_show_nowhere_else(tmp_path, cache_dir):
+    token, password = f"tok-{os.urandom(8).hex()}", f"pw-{os.urandom(8).hex()}"
+    (tmp_path / "token.txt").write_text(token + "\n")
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(FIXTURES / "evil.wasm", plugins / "evil.wasm")
+    (plugins / "evil.toml").write_text('env = ["API_TOKEN", "DB_PASSWORD", "MISSING", "HOST_DB_PASSWORD"]\n')
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[server]\ncache_dir = "{cache_dir}"\n'
+        "[plugins.evil.secrets]\n"
+        'API_TOKEN = { file = "token.txt" }\n'  # relative to the config
+        'DB_PASSWORD = { env = "HOST_DB_PASSWORD" }\n'
+        'MISSING = { file = "nowhere.txt" }\n'
+    )
+    env = dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="wasm_mcp=trace", HOST_DB_PASSWORD=password)
+    host = RawHost(plugins, env)
+    try:
+        host.initialize()
+        assert call(host, "env", name="API_TOKEN") == (False, token)
+        assert call(host, "env", name="DB_PASSWORD") == (False, password)
+        # The source variable itself is not granted, nor a secret without a value.
+        assert call(host, "env", name="HOST_DB_PASSWORD")[0]
+        assert call(host, "env", name="MISSING")[0]
+        log = host.wait_for_log("env MISSING: secret file")
+        assert "env HOST_DB_PASSWORD: not allowed to plugin evil" in log
+    finally:
+        log = host.close()
+    assert token not in log and password not in log
+    shown = subprocess.run(
+        [str(BINARY), "inspect", str(plugins / "evil.wasm"), "--config", str(config)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "env API_TOKEN" in shown.stdout and "env DB_PASSWORD" in shown.stdout
+    assert token not in shown.stdout + shown.stderr and password not in shown.stdout + shown.stderr

@@ -455,7 +455,7 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     }
     print_list("", "host  ", &manifest.hosts);
     print_list("", "env   ", &manifest.env);
-    let decision = loader.decide(&name, &manifest);
+    let decision = loader.decide(&name, &manifest).await?;
     print_list("granted:", "", &decision.granted);
     print_list("denied:", "", &decision.denied);
     let limits = &decision.grants.limits;

@@ -2,7 +2,9 @@
 //! roots that exist and do not overlap, plugins that name known roots and
 //! valid hosts, and relative paths resolved against the config's folder.
 
-use super::{Config, HttpSection, LimitsSection, RootSection, ServerSection, TasksSection};
+use super::{
+    Config, HttpSection, LimitsSection, PluginSection, RootSection, ServerSection, TasksSection,
+};
 use crate::runtime::{DirHandle, HostPattern};
 use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;
@@ -97,7 +99,10 @@ pub(super) fn open_roots(
 
 /// `[plugins.NAME]`: known roots, valid host patterns and variable names,
 /// and limits that pass.
-pub(super) fn plugins(config: &Config, text: &str) -> Result<()> {
+pub(super) fn plugins(config: &mut Config, text: &str, base: &Path) -> Result<()> {
+    for (plugin, section) in config.plugins.iter_mut() {
+        secrets(plugin, section, base)?;
+    }
     let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
     for (plugin, section) in &config.plugins {
         for root in &section.roots {
@@ -128,6 +133,35 @@ pub(super) fn plugins(config: &Config, text: &str) -> Result<()> {
             &format!("plugins.{plugin}.limits"),
             &config.limits.with(&section.limits),
         )?;
+    }
+    Ok(())
+}
+
+/// `[plugins.NAME.secrets]`: variable names, each with exactly one source,
+/// none also in `env`; files made relative to `base`.
+fn secrets(plugin: &str, section: &mut PluginSection, base: &Path) -> Result<()> {
+    for (var, source) in section.secrets.iter_mut() {
+        anyhow::ensure!(
+            !var.is_empty() && !var.contains('='),
+            "plugins.{plugin}.secrets: {var:?} is not a variable name"
+        );
+        anyhow::ensure!(
+            source.file.is_some() != source.env.is_some(),
+            "plugins.{plugin}.secrets.{var} needs exactly one of file and env"
+        );
+        anyhow::ensure!(
+            !section.env.iter().any(|e| e.get_ref() == var),
+            "plugins.{plugin}.secrets.{var} is also in plugins.{plugin}.env: name one source"
+        );
+        if let Some(file) = &mut source.file {
+            *file = base.join(&*file);
+        }
+        if let Some(env) = &source.env {
+            anyhow::ensure!(
+                !env.is_empty() && !env.contains('='),
+                "plugins.{plugin}.secrets.{var}.env: {env:?} is not a variable name"
+            );
+        }
     }
     Ok(())
 }

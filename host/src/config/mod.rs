@@ -271,9 +271,28 @@ pub struct PluginSection {
     pub hosts: Vec<Spanned<String>>,
     /// Environment variables of the host it may read.
     pub env: Vec<Spanned<String>>,
+    /// Variables it may read whose values come from elsewhere than the host
+    /// variable of the same name: a file, or another host variable.
+    pub secrets: BTreeMap<String, SecretSource>,
     /// Its own limits.
     pub limits: LimitsOverride,
 }
+
+/// `[plugins.<name>.secrets] VAR = { file = "..." }` or `{ env = "..." }`:
+/// where the value of the plugin's variable `VAR` comes from. Exactly one.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretSource {
+    /// A file holding the value (less one trailing newline); relative paths
+    /// are relative to the config. Read each time the plugin loads, so a
+    /// rotated secret reaches the plugin at its next reload.
+    pub file: Option<PathBuf>,
+    /// A host environment variable holding the value.
+    pub env: Option<String>,
+}
+
+/// The largest secret file read, in bytes.
+pub const MAX_SECRET_BYTES: u64 = 64 << 10;
 
 impl Config {
     /// Reads and checks `path`. Errors name the file and the line.
@@ -290,7 +309,7 @@ impl Config {
         check::server(&config.server)?;
         check_limits("limits", &config.limits)?;
         check::open_roots(&mut config.roots, base, text)?;
-        check::plugins(&config, text)?;
+        check::plugins(&mut config, text, base)?;
         check::http(&mut config.http, base)?;
         check::tasks(&mut config.tasks, base)?;
         Ok(config)

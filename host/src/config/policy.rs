@@ -2,8 +2,8 @@
 //! and what the config allows it. Everything else is denied, and the
 //! decision is reported item by item.
 
-use super::{Config, Manifest, Mode};
-use crate::runtime::{DirGrant, Grants, HostPattern};
+use super::{Config, Manifest, Mode, SecretSource, MAX_SECRET_BYTES};
+use crate::runtime::{DirGrant, Grants, HostPattern, Secret};
 
 /// The config's rules for granting.
 #[derive(Debug, Clone, Default)]
@@ -105,17 +105,19 @@ impl Policy {
         }
 
         for var in &manifest.env {
-            if !allowed.env.iter().any(|a| a.get_ref() == var) {
-                d.denied
-                    .push(format!("env {var}: not allowed to plugin {plugin}"));
-                continue;
-            }
-            match std::env::var(var) {
+            let value = if let Some(source) = allowed.secrets.get(var) {
+                secret(source)
+            } else if allowed.env.iter().any(|a| a.get_ref() == var) {
+                std::env::var(var).map_err(|_| "not set on the host".to_owned())
+            } else {
+                Err(format!("not allowed to plugin {plugin}"))
+            };
+            match value {
                 Ok(value) => {
                     d.granted.push(format!("env {var}"));
-                    d.grants.env.push((var.clone(), value));
+                    d.grants.env.push((var.clone(), Secret::new(value)));
                 }
-                Err(_) => d.denied.push(format!("env {var}: not set on the host")),
+                Err(why) => d.denied.push(format!("env {var}: {why}")),
             }
         }
         d
@@ -130,6 +132,41 @@ impl Policy {
     pub fn max_plugin_bytes(&self) -> u64 {
         self.config.server.max_plugin_mb << 20
     }
+}
+
+/// The value `source` names; the error says why there is none (never
+/// quoting what was read). Reads a file: call it off the async workers.
+fn secret(source: &SecretSource) -> Result<String, String> {
+    use std::io::Read;
+    if let Some(var) = &source.env {
+        return std::env::var(var).map_err(|_| format!("host variable {var} is not set"));
+    }
+    let Some(path) = &source.file else {
+        return Err("no source".into());
+    };
+    let unreadable = |e: std::io::Error| format!("secret file {} unreadable: {e}", path.display());
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(unreadable)?
+        .take(MAX_SECRET_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_SECRET_BYTES {
+        return Err(format!(
+            "secret file {} is over {} KiB",
+            path.display(),
+            MAX_SECRET_BYTES >> 10
+        ));
+    }
+    let mut value = String::from_utf8(bytes)
+        .map_err(|_| format!("secret file {} is not UTF-8", path.display()))?;
+    if value.ends_with('\n') {
+        value.pop();
+        if value.ends_with('\r') {
+            value.pop();
+        }
+    }
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -184,7 +221,7 @@ secrets = "read-only"
         assert_eq!(hosts, ["api.example.com", "127.0.0.1"]);
         assert_eq!(
             d.grants.env,
-            [("WASM_MCP_POLICY_TEST".into(), "yes".into())]
+            [("WASM_MCP_POLICY_TEST".into(), Secret::new("yes"))]
         );
         assert_eq!(d.grants.limits.call_timeout.as_millis(), 500);
         let denied = d.denied.join("\n");
@@ -197,9 +234,63 @@ secrets = "read-only"
         ] {
             assert!(denied.contains(expected), "{expected} in {denied}");
         }
+        // Values never show in debug output.
+        assert!(!format!("{:?}", d.grants).contains("yes"));
         // Another plugin, same manifest: nothing but the default limits.
         let other = policy.decide("q", &manifest);
         assert_eq!(other.grants.dirs, []);
         assert_eq!(other.grants.limits.call_timeout.as_secs(), 60);
+    }
+
+    #[test]
+    fn secrets_come_from_a_file_or_another_variable() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("token"), "s3cr3t\r\n").unwrap();
+        std::fs::write(dir.path().join("big"), vec![b'x'; 65 << 10]).unwrap();
+        std::env::set_var("WASM_MCP_POLICY_SOURCE", "from-the-host");
+        let text = r#"
+[plugins.p.secrets]
+TOKEN = { file = "token" }
+RENAMED = { env = "WASM_MCP_POLICY_SOURCE" }
+GONE = { file = "missing" }
+BIG = { file = "big" }
+UNSET = { env = "WASM_MCP_POLICY_NEVER_SET" }
+"#;
+        let policy = Policy::new(Config::parse(text, dir.path()).unwrap());
+        let manifest: Manifest = toml::from_str(
+            r#"env = ["TOKEN", "RENAMED", "GONE", "BIG", "UNSET", "WASM_MCP_POLICY_SOURCE"]"#,
+        )
+        .unwrap();
+        let d = policy.decide("p", &manifest);
+        assert_eq!(
+            d.grants.env,
+            [
+                ("TOKEN".into(), Secret::new("s3cr3t")),
+                ("RENAMED".into(), Secret::new("from-the-host")),
+            ]
+        );
+        let denied = d.denied.join("\n");
+        for expected in [
+            "env GONE: secret file",
+            "env BIG: secret file",
+            "over 64 KiB",
+            "env UNSET: host variable WASM_MCP_POLICY_NEVER_SET is not set",
+            "env WASM_MCP_POLICY_SOURCE: not allowed",
+        ] {
+            assert!(denied.contains(expected), "{expected} in {denied}");
+        }
+        let shown = format!("{d:?} {}", d.summary());
+        assert!(
+            !shown.contains("s3cr3t") && !shown.contains("from-the-host"),
+            "{shown}"
+        );
+        // One source each, and not also in `env`.
+        for wrong in [
+            "[plugins.p.secrets]\nA = {}\n",
+            "[plugins.p.secrets]\nA = { file = \"f\", env = \"B\" }\n",
+            "[plugins.p]\nenv = [\"A\"]\n[plugins.p.secrets]\nA = { env = \"B\" }\n",
+        ] {
+            assert!(Config::parse(wrong, dir.path()).is_err(), "{wrong}");
+        }
     }
 }

@@ -26,9 +26,11 @@ impl Loader {
         &self.registry
     }
 
-    /// What plugin `name` is granted for what its manifest asks.
-    pub fn decide(&self, name: &str, manifest: &Manifest) -> Decision {
-        self.policy.decide(name, manifest)
+    /// What plugin `name` is granted for what its manifest asks (decided
+    /// off the async workers: secret files are read).
+    pub async fn decide(&self, name: &str, manifest: &Manifest) -> Result<Decision> {
+        let (policy, name, manifest) = (self.policy.clone(), name.to_owned(), manifest.clone());
+        Ok(tokio::task::spawn_blocking(move || policy.decide(&name, &manifest)).await?)
     }
 
     /// Reads plugin `name`'s file and decides its grants; `None` when the
@@ -38,7 +40,7 @@ impl Loader {
         else {
             return Ok(None);
         };
-        let decision = self.decide(name, &manifest);
+        let decision = self.decide(name, &manifest).await?;
         if !decision.granted.is_empty() || !decision.denied.is_empty() {
             tracing::info!(plugin = name, "{}", decision.summary());
         }

@@ -14,11 +14,34 @@ pub struct Grants {
     /// Host folders the plugin sees, each at its own guest path.
     pub dirs: Vec<DirGrant>,
     /// Environment variables the plugin sees, with their values.
-    pub env: Vec<(String, String)>,
+    pub env: Vec<(String, Secret)>,
     /// Hosts the plugin may send HTTP requests to.
     pub hosts: Vec<HostPattern>,
     /// What one call may use.
     pub limits: Limits,
+}
+
+/// A value only the plugin sees: debug output shows `[hidden]`, never the
+/// value, so no log or error can carry it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps `value`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The value itself, for the plugin.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[hidden]")
+    }
 }
 
 /// A host folder made visible to a plugin.

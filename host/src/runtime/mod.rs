@@ -26,7 +26,7 @@ mod wait_clock;
 pub use cache::ComponentSource;
 pub use context::{BoxFuture, CallContext, Quiet};
 pub use engine::{Runtime, RuntimeConfig};
-pub use grants::{DirGrant, DirHandle, Grants, HostPattern, Limits};
+pub use grants::{DirGrant, DirHandle, Grants, HostPattern, Limits, Secret};
 pub use inspect::{describe, ComponentDescription};
 pub use plugin::{CallError, Exports, Listing, LoadedPlugin};
 

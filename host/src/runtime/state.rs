@@ -63,7 +63,7 @@ impl CallState {
             .allow_udp(false)
             .allow_ip_name_lookup(false);
         for (key, value) in &grants.env {
-            wasi.env(key, value);
+            wasi.env(key, value.expose());
         }
         // Where the client named its roots, only granted folders inside them.
         let client_roots = context.client_roots();
