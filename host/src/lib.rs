@@ -9,6 +9,7 @@ pub mod coalesce;
 pub mod config;
 pub mod dev;
 pub mod files;
+pub mod metrics;
 pub mod names;
 pub mod protocol;
 pub mod registry;

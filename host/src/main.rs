@@ -364,6 +364,16 @@ async fn serve_folder(
             watch.run(background, loads).await;
         }
     });
+    if let Some(address) = &config.metrics.listen {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("listening on {address} ([metrics] listen)"))?;
+        tracing::info!(address = %listener.local_addr()?, "serving metrics and health");
+        tokio::spawn(wasm_mcp::transport::http::ops::serve(
+            server.clone(),
+            listener,
+        ));
+    }
     let listen = http.http.clone().or_else(|| config.http.listen.clone());
     let Some(listen) = listen else {
         tracing::info!(plugins = %dir.display(), "serving over stdio");

@@ -176,9 +176,9 @@ pub(super) fn http(h: &mut HttpSection, base: &Path) -> Result<()> {
         h.path
     );
     anyhow::ensure!(
-        !["/healthz", "/readyz", "/sse", "/messages"].contains(&h.path.as_str())
+        !["/healthz", "/readyz", "/metrics", "/sse", "/messages"].contains(&h.path.as_str())
             && !h.path.starts_with("/.well-known/"),
-        "http.path {} is taken by the host (/healthz, /readyz, /sse, /messages and /.well-known/ are its own)",
+        "http.path {} is taken by the host (/healthz, /readyz, /metrics, /sse, /messages and /.well-known/ are its own)",
         h.path
     );
     for (field, value) in [

@@ -41,6 +41,17 @@ pub struct Config {
     pub http: HttpSection,
     /// `[tasks]`
     pub tasks: TasksSection,
+    /// `[metrics]`
+    pub metrics: MetricsSection,
+}
+
+/// `[metrics]`: where operators scrape the host besides the MCP listener.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsSection {
+    /// An address of its own for `/metrics`, `/healthz` and `/readyz`
+    /// (unauthenticated); also when the MCP clients speak stdio.
+    pub listen: Option<String>,
 }
 
 /// `[server]`: what to serve and how.
@@ -394,7 +405,7 @@ mod tests {
 
     #[test]
     fn the_mcp_path_cannot_take_the_hosts_own_paths() {
-        for taken in ["/healthz", "/readyz", "/sse", "/.well-known/x", "/a/{id}"] {
+        for taken in ["/healthz", "/metrics", "/sse", "/.well-known/x", "/a/{id}"] {
             let e = error(&format!("[http]\npath = \"{taken}\"\n"));
             assert!(e.contains(&format!("http.path {taken}")), "{e}");
         }

@@ -17,6 +17,7 @@ pub use loader::Loader;
 pub use warm::warm;
 
 use crate::coalesce::Coalescer;
+use crate::registry::Reload;
 use crate::server::Server;
 use anyhow::{Context as _, Result};
 use folder::{component_of, plugin_name};
@@ -147,6 +148,9 @@ async fn update(server: &Server, loader: &Loader, path: &Path, occasion: Occasio
     let notice = crate::server::load_notice_key(&name);
     let e = match loader.reload_file(path).await {
         Ok(reload) => {
+            if matches!(reload, Reload::Added(_) | Reload::Replaced(_)) {
+                crate::metrics::metrics().plugin_load(&name, true);
+            }
             server.notices().set(&notice, None);
             if occasion == Occasion::Change || server.announces_first_loads() {
                 server.announce_reload(&name, &reload);
@@ -155,6 +159,7 @@ async fn update(server: &Server, loader: &Loader, path: &Path, occasion: Occasio
         }
         Err(e) => e,
     };
+    crate::metrics::metrics().plugin_load(&name, false);
     let consequence = if had_it {
         "the previous version keeps serving"
     } else {

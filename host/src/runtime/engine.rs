@@ -211,6 +211,17 @@ impl Runtime {
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
     }
+
+    /// Plugin instances alive now, in both tiers.
+    pub fn instances_in_use(&self) -> usize {
+        let free = self.optimized.instances.available_permits();
+        (self.config.max_instances as usize).saturating_sub(free)
+    }
+
+    /// Bytes of linear memory and tables the live instances hold.
+    pub fn memory_in_use(&self) -> usize {
+        super::limiter::memory_in_use()
+    }
 }
 
 impl Drop for Runtime {

@@ -2,7 +2,16 @@
 //! table together (a component may have several of each; a per-memory cap
 //! would let it take several times its share).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use wasmtime::ResourceLimiter;
+
+/// What every live instance holds, together.
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes of linear memory and tables the live instances hold, together.
+pub fn memory_in_use() -> usize {
+    IN_USE.load(Ordering::Relaxed)
+}
 
 /// Bytes counted per table element (a function reference).
 const TABLE_ELEMENT_BYTES: usize = 8;
@@ -24,6 +33,7 @@ impl MemoryCap {
         match self.used.checked_add(by) {
             Some(total) if total <= self.limit => {
                 self.used = total;
+                IN_USE.fetch_add(by, Ordering::Relaxed);
                 Ok(true)
             }
             _ => Err(wasmtime::format_err!(
@@ -55,6 +65,12 @@ impl ResourceLimiter for MemoryCap {
                 .saturating_sub(current)
                 .saturating_mul(TABLE_ELEMENT_BYTES),
         )
+    }
+}
+
+impl Drop for MemoryCap {
+    fn drop(&mut self) {
+        IN_USE.fetch_sub(self.used, Ordering::Relaxed);
     }
 }
 

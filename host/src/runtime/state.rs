@@ -267,6 +267,7 @@ impl Drop for CallState {
     fn drop(&mut self) {
         let dropped = self.quota.dropped();
         if dropped > 0 {
+            crate::metrics::metrics().dropped(crate::metrics::Dropped::PluginRate, dropped);
             tracing::warn!(
                 plugin = %self.plugin,
                 dropped,

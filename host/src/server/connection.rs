@@ -45,6 +45,9 @@ pub struct Connection {
     /// Whose tasks this connection sees: its principal's, else its
     /// session's; `None` (stateless and anonymous) sees any task by id.
     pub(super) task_owner: Option<String>,
+    /// Counts it among the open sessions while it lives (not a stateless
+    /// request's connection).
+    _counted: Option<crate::metrics::OpenSession>,
 }
 
 impl Connection {
@@ -53,7 +56,7 @@ impl Connection {
     /// is who it acts for, when the transport authenticated it.
     pub fn stateless(server: Arc<Server>, out: Outbox, principal: Option<String>) -> Arc<Self> {
         let owner = principal.as_ref().map(|p| format!("principal:{p}"));
-        Self::build(server, out, principal, owner)
+        Self::build(server, out, principal, owner, None)
     }
 
     pub(super) fn build(
@@ -61,6 +64,7 @@ impl Connection {
         out: Outbox,
         principal: Option<String>,
         task_owner: Option<String>,
+        counted: Option<crate::metrics::OpenSession>,
     ) -> Arc<Self> {
         Arc::new(Connection {
             server,
@@ -72,6 +76,7 @@ impl Connection {
             closed: CancellationToken::new(),
             principal,
             task_owner,
+            _counted: counted,
         })
     }
 

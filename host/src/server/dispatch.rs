@@ -19,7 +19,8 @@ impl Connection {
             Some(p) => format!("principal:{p}"),
             None => format!("{SESSION_OWNER}{}", crate::protocol::random_id()),
         };
-        let conn = Self::build(server, out, principal, Some(owner));
+        let counted = crate::metrics::metrics().session_opened();
+        let conn = Self::build(server, out, principal, Some(owner), Some(counted));
         tokio::spawn(events::forward_legacy_events(
             Arc::downgrade(&conn),
             conn.server.subscribe(),
@@ -70,6 +71,7 @@ impl Connection {
                     Ok(admitted) => admitted,
                     Err(error) => {
                         tracing::warn!(method, "request refused: {}", error.message);
+                        crate::metrics::metrics().refused(crate::metrics::Refusal::InProgress);
                         return reply.send(error.response(&id));
                     }
                 };

@@ -185,6 +185,7 @@ impl Outbox {
         }
         if self.queue.waiting.load(Ordering::Relaxed) >= MAX_QUEUED_NOTIFICATIONS {
             self.queue.untold.fetch_add(1, Ordering::Relaxed);
+            crate::metrics::metrics().dropped(crate::metrics::Dropped::SlowClient, 1);
             if self.queue.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
                 tracing::warn!("a client reads slowly: notifications to it are dropped");
             }

@@ -125,6 +125,24 @@ impl Server {
         })
     }
 
+    /// What the host is doing now, for the metrics. Blocking (it asks the
+    /// tasks store): call it off the async workers.
+    pub fn snapshot(&self) -> crate::metrics::Snapshot {
+        let runtime = self.registry.runtime();
+        let tasks = self.tasks.store().count_by_status().unwrap_or_else(|e| {
+            tracing::warn!("counting tasks for the metrics: {e:#}");
+            Vec::new()
+        });
+        crate::metrics::Snapshot {
+            instances: runtime.instances_in_use(),
+            max_instances: runtime.config().max_instances as usize,
+            plugin_memory_bytes: runtime.memory_in_use(),
+            plugins: self.registry.catalogue().plugins.len(),
+            parked_calls: self.parking.len(),
+            tasks,
+        }
+    }
+
     /// Marks the host as shutting down: it is no longer ready (see
     /// [`Server::unready`]).
     pub fn stop(&self) {

@@ -133,6 +133,11 @@ impl Parking {
         }
     }
 
+    /// Calls parked now.
+    pub fn len(&self) -> usize {
+        self.table().len()
+    }
+
     fn table(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Parked>> {
         self.parked.lock()
     }

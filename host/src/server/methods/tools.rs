@@ -2,10 +2,11 @@
 
 use super::plan::{plan_tool, Plan};
 use super::{clip, invalid, Request};
+use crate::metrics::{metrics, Outcome as Measured};
 use crate::protocol::Params;
 use crate::protocol::{random_id, ErrorCode, Method, Revision, RpcError};
 use crate::registry::{Catalogue, ToolEntry};
-use crate::runtime::{types, LoadedPlugin};
+use crate::runtime::{tools, types, CallError, LoadedPlugin};
 use crate::server::call::outcome::{
     call_failed, failed_request, missing_capability, plugin_error, within_result_limit,
 };
@@ -167,6 +168,21 @@ fn check_arguments(entry: &ToolEntry, name: &str, arguments: &Value) -> Result<(
     .with_data(json!({ "errors": problems })))
 }
 
+/// What a call came to, as the metrics count it.
+fn measured(outcome: &Result<Result<tools::CallResult, types::Error>, CallError>) -> Measured {
+    match outcome {
+        Ok(Ok(result)) if result.is_error => Measured::ToolError,
+        Ok(Ok(_)) => Measured::Ok,
+        Ok(Err(_)) => Measured::ToolError,
+        Err(CallError::Trap(_)) => Measured::Trap,
+        Err(CallError::Timeout(_)) => Measured::Timeout,
+        Err(CallError::Cancelled) => Measured::Cancelled,
+        Err(CallError::Busy) => Measured::Busy,
+        Err(CallError::TooLarge(_)) => Measured::TooLarge,
+        Err(CallError::NotExported(_) | CallError::Setup(_)) => Measured::Failed,
+    }
+}
+
 /// Calls the tool in the plugin and renders what it came to.
 async fn call_plugin(
     plugin: Arc<LoadedPlugin>,
@@ -175,7 +191,9 @@ async fn call_plugin(
     arguments: String,
     modern: bool,
 ) -> Outcome {
+    let started = std::time::Instant::now();
     let outcome = plugin.call_tool(context.clone(), &tool, &arguments).await;
+    metrics().tool_call(plugin.name(), &tool, measured(&outcome), started.elapsed());
     if modern {
         if let Some(capability) = context.missing_capability() {
             return Err(missing_capability(capability));

@@ -315,6 +315,17 @@ impl Store {
         Ok(usage)
     }
 
+    /// How many tasks are kept, by status.
+    pub fn count_by_status(&self) -> Result<Vec<(String, u64)>> {
+        let mut query = self
+            .db
+            .prepare_cached("SELECT status, COUNT(*) FROM tasks GROUP BY status ORDER BY status")?;
+        let rows = query
+            .query_map([], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? as u64)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
     /// Up to `limit` tasks of `owner`, oldest first, after the task
     /// `(created_ms, id)` when given.
     pub fn list(

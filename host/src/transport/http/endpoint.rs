@@ -174,11 +174,12 @@ async fn stateful(
         None if opens => match app.sessions.open(&app.server, principal) {
             Ok(session) => (session, true),
             Err(sessions::Full) => {
+                crate::metrics::metrics().refused(crate::metrics::Refusal::Sessions);
                 return rpc_error(
                     StatusCode::SERVICE_UNAVAILABLE,
                     RpcError::internal("too many sessions in progress; try again later"),
                     &id,
-                )
+                );
             }
         },
         None => {

@@ -73,6 +73,7 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let Some(slot) = table.admit() else {
+            crate::metrics::metrics().refused(crate::metrics::Refusal::Connections);
             tracing::warn!(
                 max = limits.max_connections,
                 "connection refused: every open connection has a request in progress"

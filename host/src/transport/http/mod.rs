@@ -12,6 +12,7 @@ mod guard;
 pub mod headers;
 mod legacy_sse;
 mod listener;
+pub mod ops;
 mod responses;
 mod sessions;
 #[cfg(test)]
@@ -141,25 +142,17 @@ async fn resource_metadata(State(app): State<Arc<App>>, headers: HeaderMap) -> R
     }
 }
 
-/// Answers 200 while the host serves HTTP at all (liveness).
-pub const HEALTH_PATH: &str = "/healthz";
-
-/// Answers 200 when the host is ready for traffic, 503 with the reasons
-/// when it is not (see [`Server::unready`]).
-pub const READY_PATH: &str = "/readyz";
-
-async fn health() -> Response {
-    Json(serde_json::json!({ "status": "alive" })).into_response()
+async fn ready(State(app): State<Arc<App>>) -> Response {
+    ops::ready(&app.server)
 }
 
-async fn ready(State(app): State<Arc<App>>) -> Response {
-    let reasons = app.server.unready();
-    if reasons.is_empty() {
-        Json(serde_json::json!({ "status": "ready" })).into_response()
-    } else {
-        let body = serde_json::json!({ "status": "not ready", "reasons": reasons });
-        (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+/// The metrics, for a client the endpoint would admit (the same Host,
+/// Origin and bearer checks).
+async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = app.admit(&headers) {
+        return *refused;
     }
+    ops::metrics(app.server.clone()).await
 }
 
 /// The router for `server`, and the state its handlers share.
@@ -177,8 +170,9 @@ pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
         auth: options.auth,
     });
     let mut router = Router::new()
-        .route(HEALTH_PATH, get(health))
-        .route(READY_PATH, get(ready))
+        .route(ops::HEALTH_PATH, get(ops::health))
+        .route(ops::READY_PATH, get(ready))
+        .route(ops::METRICS_PATH, get(metrics))
         .route(
             &options.path,
             post(endpoint::post)

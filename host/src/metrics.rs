@@ -1,0 +1,456 @@
+//! What operators scrape: counters and histograms the host keeps as it
+//! works, and gauges read when scraped, rendered as Prometheus text.
+//!
+//! One set per process ([`metrics`]). Label values come only from the
+//! host's own words and from plugins that loaded (plugin and tool names),
+//! never from what a client sent; the (plugin, tool) pairs counted are
+//! capped at [`MAX_TOOL_SERIES`] (further ones count as `_other`).
+
+use parking_lot::RwLock;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Distinct (plugin, tool) pairs with series of their own, at most; calls
+/// of further ones are counted under plugin and tool `_other`.
+pub const MAX_TOOL_SERIES: usize = 1000;
+
+/// Distinct plugins with load counts of their own, at most.
+pub const MAX_PLUGIN_SERIES: usize = 1000;
+
+/// The label value of what is past a cap.
+const OTHER: &str = "_other";
+
+/// The call durations' bucket bounds, in seconds.
+const DURATION_BUCKETS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+    30.0, 120.0,
+];
+
+/// How a tool call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A result (`isError` false).
+    Ok,
+    /// A result with `isError`, or an error the plugin returned.
+    ToolError,
+    /// The plugin trapped (a panic, `unreachable`, out of memory, ...).
+    Trap,
+    /// The call ran past its deadline.
+    Timeout,
+    /// The client cancelled it.
+    Cancelled,
+    /// No instance was free (`[server] max_instances`).
+    Busy,
+    /// What the plugin returned was over its limits.
+    TooLarge,
+    /// Anything else (the call could not be set up, ...).
+    Failed,
+}
+
+impl Outcome {
+    const ALL: [Outcome; 8] = [
+        Outcome::Ok,
+        Outcome::ToolError,
+        Outcome::Trap,
+        Outcome::Timeout,
+        Outcome::Cancelled,
+        Outcome::Busy,
+        Outcome::TooLarge,
+        Outcome::Failed,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::ToolError => "tool_error",
+            Outcome::Trap => "trap",
+            Outcome::Timeout => "timeout",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Busy => "busy",
+            Outcome::TooLarge => "too_large",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// Why a request was refused before it was served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Over a cap on requests or bytes in progress (429).
+    InProgress,
+    /// Every session slot is taken (503 on `initialize`).
+    Sessions,
+    /// Every connection has a request in progress (the new one is closed).
+    Connections,
+}
+
+impl Refusal {
+    fn label(self) -> &'static str {
+        match self {
+            Refusal::InProgress => "in_progress",
+            Refusal::Sessions => "sessions",
+            Refusal::Connections => "connections",
+        }
+    }
+}
+
+/// Where notifications were dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dropped {
+    /// The client read too slowly.
+    SlowClient,
+    /// The plugin sent more than its `notifications_per_sec`.
+    PluginRate,
+}
+
+impl Dropped {
+    fn label(self) -> &'static str {
+        match self {
+            Dropped::SlowClient => "slow_client",
+            Dropped::PluginRate => "plugin_rate",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    plugin: String,
+    tool: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    plugin: String,
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LoadLabels {
+    plugin: String,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabels {
+    status: String,
+}
+
+/// One tool's series, made on its first call.
+struct ToolSeries {
+    calls: [Counter; Outcome::ALL.len()],
+    duration: Histogram,
+}
+
+/// The tool series made so far, by plugin and tool.
+#[derive(Default)]
+struct Tools {
+    by_plugin: HashMap<String, HashMap<String, ToolSeries>>,
+    made: usize,
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+/// What the host is doing now, read when scraped.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Plugin instances alive.
+    pub instances: usize,
+    /// The most that may be alive (`[server] max_instances`).
+    pub max_instances: usize,
+    /// Bytes of linear memory and tables the live instances hold.
+    pub plugin_memory_bytes: usize,
+    /// Plugins serving.
+    pub plugins: usize,
+    /// Calls parked until their client's input arrives (2026-07-28).
+    pub parked_calls: usize,
+    /// Tasks kept, by status.
+    pub tasks: Vec<(String, u64)>,
+}
+
+/// One open session, counted until dropped.
+#[derive(Debug)]
+pub struct OpenSession(());
+
+impl Drop for OpenSession {
+    fn drop(&mut self) {
+        metrics().sessions.dec();
+    }
+}
+
+/// The host's metrics.
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    durations: Family<ToolLabels, Histogram>,
+    tools: RwLock<Tools>,
+    loads: Family<LoadLabels, Counter>,
+    load_names: parking_lot::Mutex<std::collections::HashSet<String>>,
+    refused: Family<ReasonLabels, Counter>,
+    dropped: Family<ReasonLabels, Counter>,
+    instances: Gauge,
+    max_instances: Gauge,
+    plugin_memory: Gauge,
+    plugins: Gauge,
+    sessions: Gauge,
+    parked: Gauge,
+    tasks: Family<StatusLabels, Gauge>,
+}
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::new)
+}
+
+impl Metrics {
+    fn new() -> Self {
+        Metrics {
+            registry: Registry::with_prefix("wasm_mcp"),
+            calls: Family::default(),
+            durations: Family::new_with_constructor(duration_histogram),
+            tools: RwLock::default(),
+            loads: Family::default(),
+            load_names: Default::default(),
+            refused: Family::default(),
+            dropped: Family::default(),
+            instances: Gauge::default(),
+            max_instances: Gauge::default(),
+            plugin_memory: Gauge::default(),
+            plugins: Gauge::default(),
+            sessions: Gauge::default(),
+            parked: Gauge::default(),
+            tasks: Family::default(),
+        }
+        .registered()
+    }
+
+    fn registered(mut self) -> Self {
+        let r = &mut self.registry;
+        r.register(
+            "tool_calls",
+            "Tool calls by plugin, tool and outcome",
+            self.calls.clone(),
+        );
+        r.register(
+            "tool_call_duration_seconds",
+            "Tool call durations, from the plugin's turn to its outcome",
+            self.durations.clone(),
+        );
+        r.register(
+            "plugin_loads",
+            "Plugin loads and reloads by result (a failed one keeps the old version serving)",
+            self.loads.clone(),
+        );
+        r.register(
+            "requests_refused",
+            "Requests refused before they were served, by reason",
+            self.refused.clone(),
+        );
+        r.register(
+            "notifications_dropped",
+            "Notifications dropped, by reason",
+            self.dropped.clone(),
+        );
+        r.register(
+            "instances",
+            "Plugin instances alive",
+            self.instances.clone(),
+        );
+        r.register(
+            "max_instances",
+            "Plugin instances that may be alive at once",
+            self.max_instances.clone(),
+        );
+        r.register(
+            "plugin_memory_bytes",
+            "Linear memory and tables held by live plugin instances",
+            self.plugin_memory.clone(),
+        );
+        r.register("plugins", "Plugins serving", self.plugins.clone());
+        r.register(
+            "sessions",
+            "Open sessions (a stdio client, an HTTP session, a legacy SSE connection)",
+            self.sessions.clone(),
+        );
+        r.register(
+            "parked_calls",
+            "Calls waiting for their client's input",
+            self.parked.clone(),
+        );
+        r.register("tasks", "Tasks kept, by status", self.tasks.clone());
+        self
+    }
+
+    /// Counts a tool call of `plugin` that ended as `outcome` after
+    /// `duration`.
+    pub fn tool_call(&self, plugin: &str, tool: &str, outcome: Outcome, duration: Duration) {
+        let record = |series: &ToolSeries| {
+            let index = Outcome::ALL
+                .iter()
+                .position(|o| *o == outcome)
+                .expect("every outcome is listed");
+            series.calls[index].inc();
+            series.duration.observe(duration.as_secs_f64());
+        };
+        let find = |tools: &Tools| {
+            let found = tools.by_plugin.get(plugin).and_then(|t| t.get(tool));
+            found.map(record).is_some()
+        };
+        if find(&self.tools.read()) {
+            return;
+        }
+        let mut tools = self.tools.write();
+        if find(&tools) {
+            return;
+        }
+        let (plugin, tool) = if tools.made < MAX_TOOL_SERIES {
+            tools.made += 1;
+            (plugin, tool)
+        } else {
+            (OTHER, OTHER)
+        };
+        let make = || ToolSeries {
+            calls: Outcome::ALL.map(|outcome| {
+                self.calls.get_or_create_owned(&CallLabels {
+                    plugin: plugin.to_owned(),
+                    tool: tool.to_owned(),
+                    outcome: outcome.label(),
+                })
+            }),
+            duration: self.durations.get_or_create_owned(&ToolLabels {
+                plugin: plugin.to_owned(),
+                tool: tool.to_owned(),
+            }),
+        };
+        record(
+            tools
+                .by_plugin
+                .entry(plugin.to_owned())
+                .or_default()
+                .entry(tool.to_owned())
+                .or_insert_with(make),
+        );
+    }
+
+    /// Counts a load or reload of `plugin`.
+    pub fn plugin_load(&self, plugin: &str, ok: bool) {
+        let mut named = self.load_names.lock();
+        let plugin = if named.contains(plugin) {
+            plugin
+        } else if named.len() < MAX_PLUGIN_SERIES {
+            named.insert(plugin.to_owned());
+            plugin
+        } else {
+            OTHER
+        };
+        let labels = LoadLabels {
+            plugin: plugin.to_owned(),
+            result: if ok { "ok" } else { "failed" },
+        };
+        self.loads.get_or_create(&labels).inc();
+    }
+
+    /// Counts one more session open, until the guard drops.
+    pub fn session_opened(&self) -> OpenSession {
+        self.sessions.inc();
+        OpenSession(())
+    }
+
+    /// Counts a request refused for `reason`.
+    pub fn refused(&self, reason: Refusal) {
+        self.refused
+            .get_or_create(&ReasonLabels {
+                reason: reason.label(),
+            })
+            .inc();
+    }
+
+    /// Counts `count` notifications dropped for `reason`.
+    pub fn dropped(&self, reason: Dropped, count: u64) {
+        self.dropped
+            .get_or_create(&ReasonLabels {
+                reason: reason.label(),
+            })
+            .inc_by(count);
+    }
+
+    /// The metrics as Prometheus text, with the gauges set from `now`.
+    pub fn render(&self, now: &Snapshot) -> String {
+        let gauge = |g: &Gauge, v: usize| {
+            g.set(i64::try_from(v).unwrap_or(i64::MAX));
+        };
+        gauge(&self.instances, now.instances);
+        gauge(&self.max_instances, now.max_instances);
+        gauge(&self.plugin_memory, now.plugin_memory_bytes);
+        gauge(&self.plugins, now.plugins);
+        gauge(&self.parked, now.parked_calls);
+        self.tasks.clear();
+        for (status, count) in &now.tasks {
+            self.tasks
+                .get_or_create(&StatusLabels {
+                    status: status.clone(),
+                })
+                .set(i64::try_from(*count).unwrap_or(i64::MAX));
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String does not fail");
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_counted_by_outcome_and_the_tool_series_are_capped() {
+        let m = Metrics::new();
+        m.tool_call("p", "t", Outcome::Ok, Duration::from_millis(2));
+        m.tool_call("p", "t", Outcome::Ok, Duration::from_millis(3));
+        m.tool_call("p", "t", Outcome::Trap, Duration::from_millis(4));
+        for i in 0..MAX_TOOL_SERIES + 5 {
+            m.tool_call("q", &format!("tool{i}"), Outcome::Ok, Duration::ZERO);
+        }
+        m.refused(Refusal::Sessions);
+        m.dropped(Dropped::SlowClient, 3);
+        let text = m.render(&Snapshot {
+            instances: 2,
+            tasks: vec![("working".into(), 4)],
+            ..Snapshot::default()
+        });
+        for line in [
+            r#"wasm_mcp_tool_calls_total{plugin="p",tool="t",outcome="ok"} 2"#,
+            r#"wasm_mcp_tool_calls_total{plugin="p",tool="t",outcome="trap"} 1"#,
+            r#"wasm_mcp_tool_calls_total{plugin="p",tool="t",outcome="timeout"} 0"#,
+            r#"wasm_mcp_tool_call_duration_seconds_count{plugin="p",tool="t"} 3"#,
+            r#"wasm_mcp_tool_calls_total{plugin="_other",tool="_other",outcome="ok"} 6"#,
+            r#"wasm_mcp_requests_refused_total{reason="sessions"} 1"#,
+            r#"wasm_mcp_notifications_dropped_total{reason="slow_client"} 3"#,
+            "wasm_mcp_instances 2",
+            r#"wasm_mcp_tasks{status="working"} 4"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("wasm_mcp_tool_call_duration_seconds_count"))
+            .count();
+        assert_eq!(series, MAX_TOOL_SERIES + 1);
+    }
+}

@@ -1,0 +1,76 @@
+//! What operators and orchestrators ask the host: liveness, readiness and
+//! metrics. Served on the MCP listener, and on `[metrics] listen` (which
+//! also works when the MCP clients speak stdio).
+
+use crate::server::Server;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use http::{HeaderValue, StatusCode};
+use std::sync::Arc;
+
+/// Answers 200 while the host serves HTTP at all (liveness).
+pub const HEALTH_PATH: &str = "/healthz";
+
+/// Answers 200 when the host is ready for traffic, 503 with the reasons
+/// when it is not (see [`Server::unready`]).
+pub const READY_PATH: &str = "/readyz";
+
+/// The metrics, as Prometheus text.
+pub const METRICS_PATH: &str = "/metrics";
+
+pub(super) async fn health() -> Response {
+    Json(serde_json::json!({ "status": "alive" })).into_response()
+}
+
+pub(super) fn ready(server: &Server) -> Response {
+    let reasons = server.unready();
+    if reasons.is_empty() {
+        Json(serde_json::json!({ "status": "ready" })).into_response()
+    } else {
+        let body = serde_json::json!({ "status": "not ready", "reasons": reasons });
+        (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+    }
+}
+
+pub(super) async fn metrics(server: Arc<Server>) -> Response {
+    // The tasks store is asked: off the async workers.
+    let text =
+        tokio::task::spawn_blocking(move || crate::metrics::metrics().render(&server.snapshot()))
+            .await;
+    match text {
+        Ok(text) => (
+            [(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            )],
+            text,
+        )
+            .into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+/// Liveness, readiness and metrics alone, for an address of their own
+/// (no authentication: bind it where only the scraper reaches).
+pub fn router(server: Arc<Server>) -> Router {
+    Router::new()
+        .route(HEALTH_PATH, get(health))
+        .route(
+            READY_PATH,
+            get(|State(server): State<Arc<Server>>| async move { ready(&server) }),
+        )
+        .route(
+            METRICS_PATH,
+            get(|State(server): State<Arc<Server>>| metrics(server)),
+        )
+        .with_state(server)
+}
+
+/// Serves [`router`] on `listener` until the process ends, with the
+/// default connection limits (deadlines for slow clients, a connection cap).
+pub async fn serve(server: Arc<Server>, listener: tokio::net::TcpListener) {
+    let limits = super::ConnectionLimits::default();
+    super::listener::serve(listener, router(server), limits, std::future::pending()).await;
+}

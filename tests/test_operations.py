@@ -1,0 +1,145 @@
+"""What operators see: Prometheus metrics at /metrics (on the MCP listener,
+or on [metrics] listen, which also works with stdio), scraped and parsed
+with the Prometheus project's own Python parser after known calls."""
+
+import json
+import re
+import shutil
+import time
+import urllib.error
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import FIXTURES, PLUGINS, HttpHost, RawHost
+
+
+def scrape(url, headers=None):
+    request = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.headers["Content-Type"].startswith("text/plain"), answer.headers
+        text = answer.read().decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = (sample.name, tuple(sorted(sample.labels.items())))
+            samples[key] = sample.value
+    return samples
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))))
+
+
+def folder(tmp_path):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(PLUGINS / "hello.wasm", plugins)
+    shutil.copy(FIXTURES / "evil.wasm", plugins)
+    shutil.copy(FIXTURES / "crashy.wasm", plugins)
+    return plugins
+
+
+def ready(base):
+    """Waits until the first load has ended (a generous liveness bound)."""
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/readyz", timeout=10):
+                return
+        except urllib.error.HTTPError as error:
+            assert error.code == 503 and time.monotonic() < deadline
+            time.sleep(0.1)
+
+
+def call(url, session, name, arguments, id_):
+    message = {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    request = urllib.request.Request(url, data=json.dumps(message).encode(), headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        text = answer.read().decode()
+    data = [line[5:] for line in text.splitlines() if line.startswith("data:")]
+    return json.loads(data[-1] if data else text)
+
+
+def initialize(url):
+    message = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "ops", "version": "1"}}}
+    request = urllib.request.Request(url, data=json.dumps(message).encode(), headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return answer.headers["Mcp-Session-Id"]
+
+
+def test_metrics_count_calls_by_outcome_and_show_the_hosts_state(tmp_path, cache_dir, host_env):
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[plugins.crashy.limits]\ncall_timeout_ms = 500\n')
+    host = HttpHost(folder(tmp_path), dict(host_env, WASM_MCP_CONFIG=str(config)))
+    try:
+        base = host.url.rsplit("/", 1)[0]
+        session = initialize(host.url)
+        for i in range(3):
+            assert call(host.url, session, "greet", {"name": "x"}, i)["result"]["content"][0]["text"] == "Hello, x!"
+        assert call(host.url, session, "panic", {}, 10)["result"]["isError"] is True
+        assert call(host.url, session, "spin", {}, 13)["result"]["isError"] is True
+        # No root granted: the plugin reports the failure itself.
+        assert call(host.url, session, "read", {"path": "/data/x"}, 11)["result"]["isError"] is True
+        samples = scrape(f"{base}/metrics")
+        calls = "wasm_mcp_tool_calls_total"
+        assert value(samples, calls, plugin="hello", tool="greet", outcome="ok") == 3
+        assert value(samples, calls, plugin="hello", tool="greet", outcome="trap") == 0
+        assert value(samples, calls, plugin="crashy", tool="panic", outcome="trap") == 1
+        assert value(samples, calls, plugin="crashy", tool="spin", outcome="timeout") == 1
+        assert value(samples, calls, plugin="evil", tool="read", outcome="tool_error") == 1
+        durations = "wasm_mcp_tool_call_duration_seconds"
+        assert value(samples, f"{durations}_count", plugin="hello", tool="greet") == 3
+        assert value(samples, f"{durations}_bucket", plugin="hello", tool="greet", le="+Inf") == 3
+        assert value(samples, "wasm_mcp_plugin_loads_total", plugin="hello", result="ok") == 1
+        assert value(samples, "wasm_mcp_plugins") == 3
+        assert value(samples, "wasm_mcp_sessions") == 1
+        # Every call's instance is gone, and its memory with it.
+        assert value(samples, "wasm_mcp_instances") == 0
+        assert value(samples, "wasm_mcp_plugin_memory_bytes") == 0
+        assert value(samples, "wasm_mcp_max_instances") == 1000
+        # What a client named but no plugin serves makes no series.
+        call(host.url, session, "no-such-tool", {}, 12)
+        assert not [k for k in scrape(f"{base}/metrics") if ("tool", "no-such-tool") in k[1]]
+    finally:
+        host.close()
+
+
+def test_metrics_are_behind_the_endpoints_authentication(tmp_path, cache_dir, host_env):
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[http.auth]\ntokens = ["ops-token-1234567890"]\n')
+    host = HttpHost(folder(tmp_path), dict(host_env, WASM_MCP_CONFIG=str(config)))
+    try:
+        base = host.url.rsplit("/", 1)[0]
+        try:
+            urllib.request.urlopen(f"{base}/metrics", timeout=10)
+            raise AssertionError("metrics served without the token")
+        except urllib.error.HTTPError as error:
+            assert error.code == 401
+        ready(base)
+        samples = scrape(f"{base}/metrics", {"Authorization": "Bearer ops-token-1234567890"})
+        assert value(samples, "wasm_mcp_plugins") == 3
+    finally:
+        host.close()
+
+
+def test_a_metrics_address_of_its_own_serves_a_stdio_host(tmp_path, cache_dir, host_env):
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[metrics]\nlisten = "127.0.0.1:0"\n')
+    host = RawHost(folder(tmp_path), dict(host_env, WASM_MCP_CONFIG=str(config)))
+    try:
+        host.initialize()
+        assert host.request("tools/call", {"name": "greet", "arguments": {"name": "y"}})["result"]["content"]
+        log = host.wait_for_log("serving metrics and health")
+        address = re.search(r"serving metrics and health address=(\S+)", log).group(1)
+        samples = scrape(f"http://{address}/metrics")
+        assert value(samples, "wasm_mcp_tool_calls_total", plugin="hello", tool="greet", outcome="ok") == 1
+        assert value(samples, "wasm_mcp_sessions") == 1  # the stdio client
+        with urllib.request.urlopen(f"http://{address}/readyz", timeout=10) as answer:
+            assert json.loads(answer.read()) == {"status": "ready"}
+    finally:
+        host.close()
