@@ -102,6 +102,16 @@ def test_metrics_count_calls_by_outcome_and_show_the_hosts_state(tmp_path, cache
         assert value(samples, "wasm_mcp_instances") == 0
         assert value(samples, "wasm_mcp_plugin_memory_bytes") == 0
         assert value(samples, "wasm_mcp_max_instances") == 1000
+        # Every response stream has ended; a session's GET stream is open
+        # while it is.
+        assert value(samples, "wasm_mcp_streams") == 0
+        stream = urllib.request.urlopen(urllib.request.Request(host.url, headers={
+            "Accept": "text/event-stream", "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}),
+            timeout=10)
+        try:
+            assert value(scrape(f"{base}/metrics"), "wasm_mcp_streams") == 1
+        finally:
+            stream.close()
         # What a client named but no plugin serves makes no series.
         call(host.url, session, "no-such-tool", {}, 12)
         assert not [k for k in scrape(f"{base}/metrics") if ("tool", "no-such-tool") in k[1]]

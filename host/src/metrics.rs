@@ -182,13 +182,13 @@ pub struct Snapshot {
     pub tasks: Vec<(String, u64)>,
 }
 
-/// One open session, counted until dropped.
+/// Something open (a session, a stream), counted until dropped.
 #[derive(Debug)]
-pub struct OpenSession(());
+pub struct Open(&'static Gauge);
 
-impl Drop for OpenSession {
+impl Drop for Open {
     fn drop(&mut self) {
-        metrics().sessions.dec();
+        self.0.dec();
     }
 }
 
@@ -207,6 +207,7 @@ pub struct Metrics {
     plugin_memory: Gauge,
     plugins: Gauge,
     sessions: Gauge,
+    streams: Gauge,
     parked: Gauge,
     tasks: Family<StatusLabels, Gauge>,
 }
@@ -233,6 +234,7 @@ impl Metrics {
             plugin_memory: Gauge::default(),
             plugins: Gauge::default(),
             sessions: Gauge::default(),
+            streams: Gauge::default(),
             parked: Gauge::default(),
             tasks: Family::default(),
         }
@@ -286,6 +288,11 @@ impl Metrics {
             "sessions",
             "Open sessions (a stdio client, an HTTP session, a legacy SSE connection)",
             self.sessions.clone(),
+        );
+        r.register(
+            "streams",
+            "Open SSE streams (responses streamed, GET streams, legacy SSE)",
+            self.streams.clone(),
         );
         r.register(
             "parked_calls",
@@ -366,9 +373,15 @@ impl Metrics {
     }
 
     /// Counts one more session open, until the guard drops.
-    pub fn session_opened(&self) -> OpenSession {
+    pub fn session_opened(&'static self) -> Open {
         self.sessions.inc();
-        OpenSession(())
+        Open(&self.sessions)
+    }
+
+    /// Counts one more SSE stream open, until the guard drops.
+    pub fn stream_opened(&'static self) -> Open {
+        self.streams.inc();
+        Open(&self.streams)
     }
 
     /// Counts a request refused for `reason`.

@@ -47,7 +47,7 @@ pub struct Connection {
     pub(super) task_owner: Option<String>,
     /// Counts it among the open sessions while it lives (not a stateless
     /// request's connection).
-    _counted: Option<crate::metrics::OpenSession>,
+    _counted: Option<crate::metrics::Open>,
 }
 
 impl Connection {
@@ -64,7 +64,7 @@ impl Connection {
         out: Outbox,
         principal: Option<String>,
         task_owner: Option<String>,
-        counted: Option<crate::metrics::OpenSession>,
+        counted: Option<crate::metrics::Open>,
     ) -> Arc<Self> {
         Arc::new(Connection {
             server,

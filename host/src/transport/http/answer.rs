@@ -150,6 +150,11 @@ pub(super) async fn answer(
 pub(super) fn sse(
     events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
 ) -> Response {
+    let open = crate::metrics::metrics().stream_opened();
+    let events = events.map(move |event| {
+        let _ = &open;
+        event
+    });
     let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response();
