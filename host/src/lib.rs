@@ -11,6 +11,7 @@ pub mod dev;
 pub mod files;
 pub mod metrics;
 pub mod names;
+pub mod oci;
 pub mod protocol;
 pub mod registry;
 pub mod reload;

@@ -103,6 +103,34 @@ enum Command {
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Publish a component, with the manifest beside it, to an OCI
+    /// registry: `oci://REGISTRY/REPO:TAG`. Credentials: WASM_MCP_OCI_USERNAME
+    /// and WASM_MCP_OCI_PASSWORD, else docker's config.json.
+    Push {
+        /// The component file.
+        file: PathBuf,
+        /// Where: oci://REGISTRY/REPO:TAG.
+        reference: String,
+        /// A TOML config file (for [server] max_plugin_mb).
+        #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Fetch a component from an OCI registry (oci://REGISTRY/REPO:TAG or
+    /// @sha256:DIGEST) into a plugin folder, where a serving host loads it.
+    /// It is kept by digest in the compile cache's folder too.
+    Pull {
+        /// What: oci://REGISTRY/REPO:TAG or oci://REGISTRY/REPO@sha256:DIGEST.
+        reference: String,
+        /// The plugin folder. Overrides the config file.
+        #[arg(long, short = 'p', env = "WASM_MCP_PLUGINS")]
+        plugins: Option<PathBuf>,
+        /// The plugin's name (its file's); by default the repository's last part.
+        #[arg(long)]
+        name: Option<String>,
+        /// A TOML config file (for [server] plugins, cache_dir, max_plugin_mb).
+        #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
+        config: Option<PathBuf>,
+    },
     /// Print what a component offers (tools, resources, prompts) and what it imports.
     Inspect {
         /// The component file.
@@ -172,6 +200,8 @@ fn main() -> Result<()> {
         )
         .init();
     let cli = Cli::parse();
+    // TLS for registries, with the crypto the host already has.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     // The commands that only write files or print need no async runtime.
     let command = match cli.command {
         Command::New {
@@ -223,6 +253,17 @@ fn main() -> Result<()> {
             } => dev(sources, release, config, protocol, startup, http).await,
             Command::Warm { plugins, config } => warm(plugins, config).await,
             Command::Inspect { file, config } => inspect(file, config).await,
+            Command::Push {
+                file,
+                reference,
+                config,
+            } => push(file, reference, config).await,
+            Command::Pull {
+                reference,
+                plugins,
+                name,
+                config,
+            } => pull(reference, plugins, name, config).await,
             Command::New { .. } | Command::Wit | Command::WasiAdapter { .. } => {
                 unreachable!("handled before the runtime")
             }
@@ -405,6 +446,58 @@ async fn serve_folder(
     // One line on stdout says where, for scripts that picked port 0.
     println!("{url}");
     wasm_mcp::transport::http::serve(server, listener, options).await?;
+    Ok(())
+}
+
+/// `wasm-mcp push`.
+async fn push(file: PathBuf, reference: String, config_path: Option<PathBuf>) -> Result<()> {
+    let config = settings::load_config(config_path).await?;
+    let target = wasm_mcp::oci::reference(&reference)?;
+    let digest = wasm_mcp::oci::push(&file, &target, config.server.max_plugin_mb << 20).await?;
+    println!("pushed {} as {reference} ({digest})", file.display());
+    Ok(())
+}
+
+/// `wasm-mcp pull`.
+async fn pull(
+    reference: String,
+    plugins: Option<PathBuf>,
+    name: Option<String>,
+    config_path: Option<PathBuf>,
+) -> Result<()> {
+    let config = settings::load_config(config_path).await?;
+    let dir = plugins
+        .or_else(|| config.server.plugins.clone())
+        .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
+    let source = wasm_mcp::oci::reference(&reference)?;
+    let name = match name {
+        Some(name) => name,
+        None => source
+            .repository()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    let store = settings::runtime_config(&config)
+        .cache_dir
+        .context(
+            "the compile cache is off (server.cache_dir is \"\"): no store for pulled components",
+        )?
+        .join("oci");
+    let pulled = wasm_mcp::oci::pull(
+        &source,
+        &name,
+        &store,
+        &dir,
+        config.server.max_plugin_mb << 20,
+    )
+    .await?;
+    println!(
+        "pulled {reference} ({}) into {}",
+        pulled.digest,
+        pulled.file.display()
+    );
     Ok(())
 }
 

@@ -53,7 +53,10 @@ pub(super) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
     let endpoint = Event::default()
         .event("endpoint")
         .data(format!("{MESSAGES_PATH}?sessionId={id}"));
-    let hangup = (Hangup(app.clone(), id), crate::metrics::metrics().stream_opened());
+    let hangup = (
+        Hangup(app.clone(), id),
+        crate::metrics::metrics().stream_opened(),
+    );
     let messages = futures_util::stream::unfold(messages, |mut rx| async move {
         rx.recv().await.map(|m| (m, rx))
     });

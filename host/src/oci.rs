@@ -1,0 +1,335 @@
+//! Plugins in OCI registries, in the CNCF layout for WebAssembly artifacts:
+//! one `application/wasm` layer, a `application/vnd.wasm.config.v0+json`
+//! config, and the plugin's manifest (what it asks for) in an annotation
+//! (as JSON; it is written beside the component as TOML when pulled).
+//!
+//! `push` publishes a component file; `pull` fetches one (by tag or by
+//! digest), checks its digest and size, keeps it in a store by digest, and
+//! puts it in a plugin folder, where the folder's watcher loads it like
+//! any other file.
+
+use anyhow::{bail, Context as _, Result};
+use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::manifest::OciImageManifest;
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// The component layer's media type.
+pub const WASM_LAYER: &str = "application/wasm";
+
+/// The config's media type.
+pub const WASM_CONFIG: &str = "application/vnd.wasm.config.v0+json";
+
+/// The older wasm-to-oci layer media type, accepted when pulling.
+const OLD_WASM_LAYER: &str = "application/vnd.wasm.content.layer.v1+wasm";
+
+/// The manifest annotation holding the plugin's manifest (what it asks
+/// for), as compact JSON.
+pub const MANIFEST_ANNOTATION: &str = "dev.wasm-mcp.manifest";
+
+/// The largest plugin manifest carried, in bytes.
+const MAX_MANIFEST_BYTES: usize = crate::files::MAX_MANIFEST_BYTES as usize;
+
+/// Where a registry is asked for; parsed from `oci://REGISTRY/REPO:TAG` or
+/// `oci://REGISTRY/REPO@sha256:DIGEST`.
+pub fn reference(text: &str) -> Result<Reference> {
+    let Some(rest) = text.strip_prefix("oci://") else {
+        bail!("{text:?} is not an OCI reference (oci://REGISTRY/REPO:TAG or @sha256:DIGEST)");
+    };
+    let reference: Reference = rest
+        .parse()
+        .with_context(|| format!("{text:?} is not an OCI reference"))?;
+    Ok(reference)
+}
+
+/// Registries on loopback are spoken to in plain HTTP; every other one in
+/// HTTPS.
+fn client(reference: &Reference) -> Client {
+    let registry = reference.resolve_registry().to_owned();
+    let host = registry
+        .rsplit_once(':')
+        .map_or(registry.as_str(), |(h, _)| h);
+    let loopback = matches!(host, "localhost" | "127.0.0.1" | "[::1]");
+    let protocol = if loopback {
+        ClientProtocol::HttpsExcept(vec![registry])
+    } else {
+        ClientProtocol::Https
+    };
+    Client::new(ClientConfig {
+        protocol,
+        connect_timeout: Some(Duration::from_secs(10)),
+        read_timeout: Some(Duration::from_secs(60)),
+        ..ClientConfig::default()
+    })
+}
+
+/// The credentials for `registry`: `WASM_MCP_OCI_USERNAME` and
+/// `WASM_MCP_OCI_PASSWORD`, else the registry's entry in docker's
+/// `config.json` (`$DOCKER_CONFIG`, else `~/.docker`), else none.
+pub async fn credentials(registry: &str) -> Result<RegistryAuth> {
+    if let (Ok(user), Ok(password)) = (
+        std::env::var("WASM_MCP_OCI_USERNAME"),
+        std::env::var("WASM_MCP_OCI_PASSWORD"),
+    ) {
+        return Ok(RegistryAuth::Basic(user, password));
+    }
+    let dir = std::env::var_os("DOCKER_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".docker")));
+    let Some(file) = dir.map(|d| d.join("config.json")) else {
+        return Ok(RegistryAuth::Anonymous);
+    };
+    let text = match read(&file, 1 << 20).await {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RegistryAuth::Anonymous),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
+    docker_auth(&text, registry).with_context(|| format!("reading {}", file.display()))
+}
+
+/// The Basic credentials docker's `config.json` keeps for `registry`.
+fn docker_auth(text: &[u8], registry: &str) -> Result<RegistryAuth> {
+    use base64::Engine as _;
+    let config: serde_json::Value = serde_json::from_slice(text).context("not JSON")?;
+    let Some(auth) = config["auths"][registry]["auth"].as_str() else {
+        return Ok(RegistryAuth::Anonymous);
+    };
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(auth)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .context("the auth entry is not base64 of user:password")?;
+    let (user, password) = decoded
+        .split_once(':')
+        .context("the auth entry is not user:password")?;
+    Ok(RegistryAuth::Basic(user.to_owned(), password.to_owned()))
+}
+
+/// Publishes component `file` (with the manifest beside it, if any) as
+/// `reference`; the manifest's digest.
+pub async fn push(file: &Path, reference: &Reference, max_bytes: u64) -> Result<String> {
+    let component = read(file, max_bytes)
+        .await
+        .with_context(|| format!("reading {}", file.display()))?;
+    let manifest_file = crate::config::Manifest::path_for(file);
+    let manifest = match read(&manifest_file, crate::files::MAX_MANIFEST_BYTES).await {
+        Ok(text) => {
+            let text = String::from_utf8(text)
+                .with_context(|| format!("{} is not UTF-8", manifest_file.display()))?;
+            let manifest: crate::config::Manifest = toml::from_str(&text)
+                .with_context(|| format!("reading {}", manifest_file.display()))?;
+            // As compact JSON: registries refuse raw newlines in annotations.
+            Some(serde_json::to_string(&manifest)?)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", manifest_file.display())),
+    };
+    let layer = ImageLayer::new(component, WASM_LAYER.into(), None);
+    let config = serde_json::json!({
+        "architecture": "wasm",
+        "os": "wasip2",
+        "layerDigests": [layer.sha256_digest()],
+    });
+    let config = Config::new(serde_json::to_vec(&config)?, WASM_CONFIG.into(), None);
+    let annotations = manifest.map(|m| BTreeMap::from([(MANIFEST_ANNOTATION.to_owned(), m)]));
+    let image = OciImageManifest::build(std::slice::from_ref(&layer), &config, annotations);
+    let client = client(reference);
+    let auth = credentials(reference.resolve_registry()).await?;
+    client
+        .push(reference, &[layer], config, &auth, Some(image))
+        .await
+        .with_context(|| format!("pushing to {reference}"))?;
+    let digest = client
+        .fetch_manifest_digest(reference, &auth)
+        .await
+        .with_context(|| format!("asking {reference} for its digest"))?;
+    Ok(digest)
+}
+
+/// What [`pull`] put in place.
+#[derive(Debug)]
+pub struct Pulled {
+    /// The artifact's manifest digest.
+    pub digest: String,
+    /// The component in the plugin folder.
+    pub file: PathBuf,
+}
+
+/// Fetches `reference` (a component of at most `max_bytes`, its digest
+/// checked), keeps it in `store` by digest, and puts it in folder `into`
+/// as `NAME.wasm` (with its manifest as `NAME.toml`, or none), replacing
+/// what was there in one step each.
+pub async fn pull(
+    reference: &Reference,
+    name: &str,
+    store: &Path,
+    into: &Path,
+    max_bytes: u64,
+) -> Result<Pulled> {
+    anyhow::ensure!(
+        crate::names::is_valid(name),
+        "{name:?} cannot name a plugin (letters, digits, '-' or '_')"
+    );
+    let client = client(reference);
+    let auth = credentials(reference.resolve_registry()).await?;
+    let (manifest, digest) = client
+        .pull_image_manifest(reference, &auth)
+        .await
+        .with_context(|| format!("pulling the manifest of {reference}"))?;
+    let layer = match manifest.layers.as_slice() {
+        [layer] if [WASM_LAYER, OLD_WASM_LAYER].contains(&layer.media_type.as_str()) => layer,
+        _ => bail!("{reference} is not a WebAssembly component artifact (one {WASM_LAYER} layer)"),
+    };
+    anyhow::ensure!(
+        u64::try_from(layer.size).is_ok_and(|size| size <= max_bytes),
+        "{reference}: the component is {} bytes, over the limit of {max_bytes} ([server] max_plugin_mb)",
+        layer.size
+    );
+    let plugin_manifest = match manifest
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MANIFEST_ANNOTATION))
+    {
+        Some(text) if text.len() > MAX_MANIFEST_BYTES => {
+            bail!("{reference}: its plugin manifest is over {MAX_MANIFEST_BYTES} bytes")
+        }
+        Some(json) => {
+            // Checked now, so a bad one is refused here rather than at load.
+            let manifest: crate::config::Manifest = serde_json::from_str(json)
+                .with_context(|| format!("{reference}: its plugin manifest"))?;
+            Some(toml::to_string(&manifest)?)
+        }
+        None => None,
+    };
+    let hex = layer
+        .digest
+        .strip_prefix("sha256:")
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        .with_context(|| format!("{reference}: unexpected layer digest {:?}", layer.digest))?;
+    // Kept by the component's digest; what is kept is checked again on use.
+    let stored = store.join(format!("sha256-{hex}.wasm"));
+    let component = match read(&stored, max_bytes).await {
+        Ok(kept) if sha256_hex(&kept) == hex => kept,
+        _ => {
+            let mut body = Limited {
+                data: Vec::new(),
+                max: max_bytes as usize,
+            };
+            client
+                .pull_blob(reference, layer, &mut body)
+                .await
+                .with_context(|| format!("pulling the component of {reference}"))?;
+            tokio::fs::create_dir_all(store)
+                .await
+                .with_context(|| format!("creating {}", store.display()))?;
+            replace(&stored, &body.data).await?;
+            body.data
+        }
+    };
+    let file = into.join(format!("{name}.wasm"));
+    let manifest_file = crate::config::Manifest::path_for(&file);
+    // The manifest first: the watcher loads the pair once the component lands.
+    match &plugin_manifest {
+        Some(text) => replace(&manifest_file, text.as_bytes()).await?,
+        None => match tokio::fs::remove_file(&manifest_file).await {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(e).with_context(|| format!("removing {}", manifest_file.display()))
+            }
+        },
+    }
+    replace(&file, &component).await?;
+    Ok(Pulled { digest, file })
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Reads regular file `path` of at most `limit` bytes, off the async workers.
+async fn read(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || crate::files::read_regular(&path, limit))
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+/// Writes `data` to `path` in one step: a temporary file beside it, renamed.
+async fn replace(path: &Path, data: &[u8]) -> Result<()> {
+    let temporary = path.with_extension(format!("pulling-{}", std::process::id()));
+    tokio::fs::write(&temporary, data)
+        .await
+        .with_context(|| format!("writing {}", temporary.display()))?;
+    tokio::fs::rename(&temporary, path)
+        .await
+        .with_context(|| format!("renaming {} to {}", temporary.display(), path.display()))
+}
+
+/// A body kept in memory, refused past `max` bytes.
+struct Limited {
+    data: Vec<u8>,
+    max: usize,
+}
+
+impl tokio::io::AsyncWrite for Limited {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        if self.data.len() + buf.len() > self.max {
+            return Poll::Ready(Err(std::io::Error::other(format!(
+                "the component is over the limit of {} bytes",
+                self.max
+            ))));
+        }
+        self.data.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_and_docker_credentials() {
+        let r = reference("oci://127.0.0.1:5000/tools/hello:1.0").unwrap();
+        assert_eq!(r.resolve_registry(), "127.0.0.1:5000");
+        assert_eq!(r.repository(), "tools/hello");
+        assert_eq!(r.tag(), Some("1.0"));
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let r = reference(&format!("oci://ghcr.io/x/y@{digest}")).unwrap();
+        assert_eq!(r.digest(), Some(digest.as_str()));
+        assert!(reference("ghcr.io/x/y:1").is_err());
+        let config = br#"{"auths": {"r.example:5000": {"auth": "dXNlcjpwYXNzOndvcmQ="}}}"#;
+        match docker_auth(config, "r.example:5000").unwrap() {
+            RegistryAuth::Basic(user, password) => {
+                assert_eq!((user.as_str(), password.as_str()), ("user", "pass:word"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            docker_auth(config, "elsewhere").unwrap(),
+            RegistryAuth::Anonymous
+        ));
+    }
+}
