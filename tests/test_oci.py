@@ -174,3 +174,44 @@ def test_registry_credentials_come_from_the_environment_and_are_never_shown(tmp_
         assert (plugins / "again.wasm").exists()
     finally:
         registry.close()
+
+
+def test_a_plugin_sourced_from_a_tag_follows_it_and_survives_the_registry_going_away(tmp_path, cache_dir, host_env):
+    registry = Registry(tmp_path)
+    ref = f"oci://{registry.address}/tools/moving:stable"
+    env = environment(tmp_path, cache_dir, host_env,
+                      f'oci_poll_secs = 1\n[plugins.moving]\nsource = "{ref}"\n')
+    wasm_mcp("push", str(PLUGINS / "hello.wasm"), ref, env=env)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    host = RawHost(plugins, env)
+
+    def names():
+        return {t["name"] for t in host.request("tools/list")["result"]["tools"]}
+
+    def until(predicate, what):
+        deadline = time.monotonic() + 120
+        while not predicate():
+            assert time.monotonic() < deadline, f"{what}: {host.log()[-3000:]}"
+            time.sleep(0.2)
+
+    try:
+        host.initialize()
+        until(lambda: "greet" in names(), "the tag's plugin was never served")
+        # The tag moves to another component: the plugin is reloaded, and
+        # clients are told.
+        host.pending.clear()
+        wasm_mcp("push", str(FIXTURES / "evil.wasm"), ref, env=env)
+        until(lambda: "residue" in names(), "the moved tag was never followed")
+        assert "greet" not in names()
+        assert any(m.get("method") == TOOLS_CHANGED for m in host.pending)
+        # The registry goes away: the plugin keeps serving what it had.
+        registry.close()
+        host.wait_for_log("pulling " + ref.removeprefix("oci://"))
+        assert "residue" in names()
+        response = host.request("tools/call", {"name": "residue", "arguments": {"megabytes": 0}})
+        assert response["result"]["content"][0]["text"] == "found 0", response
+    finally:
+        host.close()
+        if registry.proc.poll() is None:
+            registry.close()

@@ -395,6 +395,7 @@ async fn serve_folder(
     if let Some(served) = served {
         let _ = served.set(server.clone());
     }
+    follow_sources(&config, &dir)?;
     // Serve at once; the plugins load meanwhile, then changes are watched.
     let loading = server.loading();
     let (background, loads) = (server.clone(), loader.clone());
@@ -446,6 +447,34 @@ async fn serve_folder(
     // One line on stdout says where, for scripts that picked port 0.
     println!("{url}");
     wasm_mcp::transport::http::serve(server, listener, options).await?;
+    Ok(())
+}
+
+/// Starts pulling the plugins the config names by OCI reference into the
+/// plugin folder (in the background: the host serves meanwhile).
+fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
+    let mut sources = Vec::new();
+    for (name, section) in &config.plugins {
+        if let Some(source) = &section.source {
+            sources.push((name.clone(), wasm_mcp::oci::reference(source)?));
+        }
+    }
+    if sources.is_empty() {
+        return Ok(());
+    }
+    let store = settings::runtime_config(config)
+        .cache_dir
+        .context("plugins with an OCI source need the compile cache (server.cache_dir), where they are kept")?
+        .join("oci");
+    let every = (config.server.oci_poll_secs > 0)
+        .then(|| std::time::Duration::from_secs(config.server.oci_poll_secs));
+    tokio::spawn(wasm_mcp::oci::follow(
+        sources,
+        store,
+        dir.to_owned(),
+        config.server.max_plugin_mb << 20,
+        every,
+    ));
     Ok(())
 }
 

@@ -158,6 +158,8 @@ pub struct Pulled {
     pub digest: String,
     /// The component in the plugin folder.
     pub file: PathBuf,
+    /// Whether the folder changed (false: it held this version already).
+    pub changed: bool,
 }
 
 /// Fetches `reference` (a component of at most `max_bytes`, its digest
@@ -233,6 +235,19 @@ pub async fn pull(
     };
     let file = into.join(format!("{name}.wasm"));
     let manifest_file = crate::config::Manifest::path_for(&file);
+    let held = read(&file, max_bytes).await.ok();
+    let held_manifest = read(&manifest_file, crate::files::MAX_MANIFEST_BYTES)
+        .await
+        .ok();
+    if held.is_some_and(|h| sha256_hex(&h) == hex)
+        && held_manifest.as_deref() == plugin_manifest.as_deref().map(str::as_bytes)
+    {
+        return Ok(Pulled {
+            digest,
+            file,
+            changed: false,
+        });
+    }
     // The manifest first: the watcher loads the pair once the component lands.
     match &plugin_manifest {
         Some(text) => replace(&manifest_file, text.as_bytes()).await?,
@@ -245,7 +260,11 @@ pub async fn pull(
         },
     }
     replace(&file, &component).await?;
-    Ok(Pulled { digest, file })
+    Ok(Pulled {
+        digest,
+        file,
+        changed: true,
+    })
 }
 
 fn sha256_hex(data: &[u8]) -> String {
@@ -262,6 +281,40 @@ async fn read(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     tokio::task::spawn_blocking(move || crate::files::read_regular(&path, limit))
         .await
         .map_err(std::io::Error::other)?
+}
+
+/// Pulls each of `sources` (plugin name, reference) into folder `into` now,
+/// and those named by tag again every `every` (`None`: only now), for as
+/// long as the host runs. A pull that fails changes nothing (the version
+/// in the folder, if any, keeps serving) and is logged; a moved tag
+/// replaces the plugin's file, which the folder's watcher reloads.
+pub async fn follow(
+    mut sources: Vec<(String, Reference)>,
+    store: PathBuf,
+    into: PathBuf,
+    max_bytes: u64,
+    every: Option<Duration>,
+) {
+    loop {
+        for (name, reference) in &sources {
+            match pull(reference, name, &store, &into, max_bytes).await {
+                Ok(pulled) if pulled.changed => {
+                    tracing::info!(plugin = %name, %reference, digest = %pulled.digest, "pulled")
+                }
+                Ok(_) => tracing::debug!(plugin = %name, %reference, "unchanged"),
+                Err(e) => tracing::warn!(
+                    plugin = %name,
+                    "pulling {reference} failed; the plugin's file is left as it was: {e:#}"
+                ),
+            }
+        }
+        // A digest never moves.
+        sources.retain(|(_, reference)| reference.digest().is_none());
+        let Some(every) = every.filter(|_| !sources.is_empty()) else {
+            return;
+        };
+        tokio::time::sleep(every).await;
+    }
 }
 
 /// Writes `data` to `path` in one step: a temporary file beside it, renamed.

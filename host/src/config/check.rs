@@ -121,6 +121,13 @@ pub(super) fn plugins(config: &mut Config, text: &str, base: &Path) -> Result<()
                 host.get_ref()
             );
         }
+        if let Some(source) = &section.source {
+            crate::oci::reference(source).with_context(|| format!("plugins.{plugin}.source"))?;
+            anyhow::ensure!(
+                crate::names::is_valid(plugin),
+                "plugins.{plugin}.source: {plugin:?} cannot name a plugin file"
+            );
+        }
         for var in &section.env {
             let var_name = var.get_ref();
             anyhow::ensure!(

@@ -14,6 +14,9 @@ pub const MAX_WAITING_PER_PRINCIPAL: usize = 256;
 /// them, in ms.
 pub const STARTUP_WAIT_MS: u64 = 1_000;
 
+/// How often a plugin's OCI tag is asked again, in seconds.
+pub const OCI_POLL_SECS: u64 = 300;
+
 /// Plugin instances alive at once (`[server] max_instances`).
 pub const MAX_INSTANCES: u32 = 1_000;
 /// The most `[server] max_instances` may be: each instance reserves about

@@ -97,6 +97,9 @@ pub struct ServerSection {
     /// Plugin instances alive at once, across all plugins (each call has
     /// its own); the host reserves address space for this many at start.
     pub max_instances: u32,
+    /// How often a plugin's OCI `source` given by tag is asked again, in
+    /// seconds; a moved tag reloads the plugin. 0: only at start.
+    pub oci_poll_secs: u64,
 }
 
 impl Default for ServerSection {
@@ -118,6 +121,7 @@ impl Default for ServerSection {
             max_waiting_per_principal: defaults::MAX_WAITING_PER_PRINCIPAL,
             startup_wait_ms: defaults::STARTUP_WAIT_MS,
             max_instances: defaults::MAX_INSTANCES,
+            oci_poll_secs: defaults::OCI_POLL_SECS,
             handshake_only: false,
         }
     }
@@ -289,6 +293,10 @@ pub struct PluginSection {
     pub secrets: BTreeMap<String, SecretSource>,
     /// Its own limits.
     pub limits: LimitsOverride,
+    /// Where the host fetches it from: `oci://REGISTRY/REPO:TAG` or
+    /// `@sha256:DIGEST`, pulled into the plugin folder at start (and, for a
+    /// tag, again every `[server] oci_poll_secs`).
+    pub source: Option<String>,
 }
 
 /// `[plugins.<name>.secrets] VAR = { file = "..." }` or `{ env = "..." }`:
@@ -413,6 +421,19 @@ mod tests {
         }
         let c = Config::parse("[http]\npath = \"/api/mcp\"\n", Path::new(".")).unwrap();
         assert_eq!(c.http.path, "/api/mcp");
+    }
+
+    #[test]
+    fn an_oci_source_must_be_a_reference() {
+        let c = Config::parse(
+            "[plugins.notes]\nsource = \"oci://r.example/tools/notes:1\"\n",
+            Path::new("."),
+        )
+        .unwrap();
+        assert!(c.plugins["notes"].source.is_some());
+        assert_eq!(c.server.oci_poll_secs, 300);
+        let e = error("[plugins.notes]\nsource = \"r.example/tools/notes:1\"\n");
+        assert!(e.contains("plugins.notes.source"), "{e}");
     }
 
     fn error(text: &str) -> String {
