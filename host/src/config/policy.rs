@@ -137,27 +137,15 @@ impl Policy {
 /// The value `source` names; the error says why there is none (never
 /// quoting what was read). Reads a file: call it off the async workers.
 fn secret(source: &SecretSource) -> Result<String, String> {
-    use std::io::Read;
     if let Some(var) = &source.env {
         return std::env::var(var).map_err(|_| format!("host variable {var} is not set"));
     }
     let Some(path) = &source.file else {
         return Err("no source".into());
     };
-    let unreadable = |e: std::io::Error| format!("secret file {} unreadable: {e}", path.display());
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .map_err(unreadable)?
-        .take(MAX_SECRET_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_SECRET_BYTES {
-        return Err(format!(
-            "secret file {} is over {} KiB",
-            path.display(),
-            MAX_SECRET_BYTES >> 10
-        ));
-    }
+    // A regular file only (a FIFO would block the load), and not a big one.
+    let bytes = crate::files::read_regular(path, MAX_SECRET_BYTES)
+        .map_err(|e| format!("secret file {} unreadable: {e}", path.display()))?;
     let mut value = String::from_utf8(bytes)
         .map_err(|_| format!("secret file {} is not UTF-8", path.display()))?;
     if value.ends_with('\n') {
@@ -247,6 +235,8 @@ secrets = "read-only"
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("token"), "s3cr3t\r\n").unwrap();
         std::fs::write(dir.path().join("big"), vec![b'x'; 65 << 10]).unwrap();
+        let fifo = std::ffi::CString::new(dir.path().join("fifo").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         std::env::set_var("WASM_MCP_POLICY_SOURCE", "from-the-host");
         let text = r#"
 [plugins.p.secrets]
@@ -254,11 +244,12 @@ TOKEN = { file = "token" }
 RENAMED = { env = "WASM_MCP_POLICY_SOURCE" }
 GONE = { file = "missing" }
 BIG = { file = "big" }
+FIFO = { file = "fifo" }
 UNSET = { env = "WASM_MCP_POLICY_NEVER_SET" }
 "#;
         let policy = Policy::new(Config::parse(text, dir.path()).unwrap());
         let manifest: Manifest = toml::from_str(
-            r#"env = ["TOKEN", "RENAMED", "GONE", "BIG", "UNSET", "WASM_MCP_POLICY_SOURCE"]"#,
+            r#"env = ["TOKEN", "RENAMED", "GONE", "BIG", "FIFO", "UNSET", "WASM_MCP_POLICY_SOURCE"]"#,
         )
         .unwrap();
         let d = policy.decide("p", &manifest);
@@ -273,7 +264,9 @@ UNSET = { env = "WASM_MCP_POLICY_NEVER_SET" }
         for expected in [
             "env GONE: secret file",
             "env BIG: secret file",
-            "over 64 KiB",
+            "over the limit of 65536 bytes",
+            "env FIFO: secret file",
+            "not a regular file",
             "env UNSET: host variable WASM_MCP_POLICY_NEVER_SET is not set",
             "env WASM_MCP_POLICY_SOURCE: not allowed",
         ] {
