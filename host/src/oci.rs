@@ -8,6 +8,7 @@
 //! puts it in a plugin folder, where the folder's watcher loads it like
 //! any other file.
 
+use crate::reload::folder;
 use anyhow::{bail, Context as _, Result};
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::manifest::OciImageManifest;
@@ -121,7 +122,7 @@ pub async fn push(file: &Path, reference: &Reference, max_bytes: u64) -> Result<
         Ok(text) => {
             let text = String::from_utf8(text)
                 .with_context(|| format!("{} is not UTF-8", manifest_file.display()))?;
-            let manifest: crate::config::Manifest = toml::from_str(&text)
+            let manifest = crate::config::Manifest::parse(&text)
                 .with_context(|| format!("reading {}", manifest_file.display()))?;
             // As compact JSON: registries refuse raw newlines in annotations.
             Some(serde_json::to_string(&manifest)?)
@@ -248,18 +249,12 @@ pub async fn pull(
             changed: false,
         });
     }
-    // The manifest first: the watcher loads the pair once the component lands.
-    match &plugin_manifest {
-        Some(text) => replace(&manifest_file, text.as_bytes()).await?,
-        None => match tokio::fs::remove_file(&manifest_file).await {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(e).with_context(|| format!("removing {}", manifest_file.display()))
-            }
-        },
-    }
-    replace(&file, &component).await?;
+    // Staged under a hidden name of its own (this process's), then moved in.
+    let staged = folder::staging_path(into, name, &format!("wasm.{}", std::process::id()));
+    tokio::fs::write(&staged, &component)
+        .await
+        .with_context(|| format!("writing {}", staged.display()))?;
+    folder::install(into, name, &staged, plugin_manifest.as_deref()).await?;
     Ok(Pulled {
         digest,
         file,
@@ -269,10 +264,7 @@ pub async fn pull(
 
 fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest as _;
-    sha2::Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    format!("{:x}", sha2::Sha256::digest(data))
 }
 
 /// Reads regular file `path` of at most `limit` bytes, off the async workers.

@@ -70,59 +70,20 @@ impl Workspace {
             source.name,
             source.dir.display()
         );
-        let staging = self.plugins.join(format!(".{}.wasm.building", source.name));
+        let staging = crate::reload::folder::staging_path(&self.plugins, &source.name, "wasm");
         source
             .toolchain
             .build(&source.dir, &staging, &self.wit, self.release)
             .await?;
-        self.install_manifest(source).await?;
-        let target = self.plugins.join(format!("{}.wasm", source.name));
-        tokio::fs::rename(&staging, &target)
-            .await
-            .with_context(|| format!("installing {}", target.display()))?;
+        let manifest = source_manifest(source).await?;
+        crate::reload::folder::install(&self.plugins, &source.name, &staging, manifest.as_deref())
+            .await?;
         eprintln!(
             "wasm-mcp dev: built {} in {:.1}s",
             source.name,
             started.elapsed().as_secs_f64()
         );
         Ok(())
-    }
-
-    /// Puts the source's manifest (`NAME.toml` in its folder) beside its
-    /// component, as `serve` reads it, or removes a stale one.
-    async fn install_manifest(&self, source: &Source) -> Result<()> {
-        let file = format!("{}.toml", source.name);
-        let target = self.plugins.join(&file);
-        let path = source.dir.join(&file);
-        let read = {
-            let path = path.clone();
-            tokio::task::spawn_blocking(move || {
-                crate::files::read_regular_text(&path, crate::files::MAX_MANIFEST_BYTES)
-            })
-            .await?
-        };
-        let text = match read {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return match tokio::fs::remove_file(&target).await {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        Err(e).with_context(|| format!("removing {}", target.display()))
-                    }
-                    _ => Ok(()),
-                };
-            }
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
-        crate::config::Manifest::parse(&text)
-            .with_context(|| format!("invalid manifest {}", path.display()))?;
-        let staging = self.plugins.join(format!(".{file}.building"));
-        let installing = || format!("installing {}", target.display());
-        tokio::fs::write(&staging, text)
-            .await
-            .with_context(installing)?;
-        tokio::fs::rename(&staging, &target)
-            .await
-            .with_context(installing)
     }
 
     /// Rebuilds `source` whenever its files change, until the process ends;
@@ -297,6 +258,27 @@ fn excerpt(text: &str, max: usize) -> String {
         .find(|&i| text.is_char_boundary(i))
         .unwrap_or(text.len());
     format!("…{}", &text[start..])
+}
+
+/// The manifest in a source folder (`NAME.toml`), checked; `None` when it
+/// has none.
+async fn source_manifest(source: &Source) -> Result<Option<String>> {
+    let path = source.dir.join(format!("{}.toml", source.name));
+    let read = {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::files::read_regular_text(&path, crate::files::MAX_MANIFEST_BYTES)
+        })
+        .await?
+    };
+    let text = match read {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    crate::config::Manifest::parse(&text)
+        .with_context(|| format!("invalid manifest {}", path.display()))?;
+    Ok(Some(text))
 }
 
 #[cfg(test)]

@@ -23,6 +23,49 @@ pub async fn read_plugin(path: &Path, limit: u64) -> Result<Option<(ComponentSou
     .await?
 }
 
+/// The name of a hidden file beside plugin `name` in `folder`, where its
+/// component or manifest is written before [`install`] moves it in place
+/// (the watcher ignores hidden files).
+pub fn staging_path(folder: &Path, name: &str, what: &str) -> PathBuf {
+    folder.join(format!(".{name}.{what}.staged"))
+}
+
+/// Puts plugin `name` into `folder` as the watcher expects it: its
+/// manifest first (`NAME.toml`, or a stale one removed when `manifest` is
+/// `None`), then its component, moved from `staged` (see
+/// [`staging_path`]); each in one step, so no half-written file is ever
+/// loaded.
+pub async fn install(
+    folder: &Path,
+    name: &str,
+    staged: &Path,
+    manifest: Option<&str>,
+) -> Result<()> {
+    let component = folder.join(format!("{name}.wasm"));
+    let manifest_file = Manifest::path_for(&component);
+    match manifest {
+        Some(text) => {
+            let staged_manifest = staging_path(folder, name, "toml");
+            let installing = || format!("installing {}", manifest_file.display());
+            tokio::fs::write(&staged_manifest, text)
+                .await
+                .with_context(installing)?;
+            tokio::fs::rename(&staged_manifest, &manifest_file)
+                .await
+                .with_context(installing)?;
+        }
+        None => match tokio::fs::remove_file(&manifest_file).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing {}", manifest_file.display()))
+            }
+            _ => {}
+        },
+    }
+    tokio::fs::rename(staged, &component)
+        .await
+        .with_context(|| format!("installing {}", component.display()))
+}
+
 /// The `*.wasm` entries directly in `dir` (folders aside), sorted. What
 /// is not a regular file is refused, with the reason, when it is loaded.
 pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
