@@ -85,7 +85,13 @@ def test_metrics_count_calls_by_outcome_and_show_the_hosts_state(tmp_path, cache
         assert call(host.url, session, "spin", {}, 13)["result"]["isError"] is True
         # No root granted: the plugin reports the failure itself.
         assert call(host.url, session, "read", {"path": "/data/x"}, 11)["result"]["isError"] is True
-        samples = scrape(f"{base}/metrics")
+        # A call's instance is torn down just after its answer is sent.
+        deadline = time.monotonic() + 10
+        while True:
+            samples = scrape(f"{base}/metrics")
+            if value(samples, "wasm_mcp_instances") == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         calls = "wasm_mcp_tool_calls_total"
         assert value(samples, calls, plugin="hello", tool="greet", outcome="ok") == 3
         assert value(samples, calls, plugin="hello", tool="greet", outcome="trap") == 0

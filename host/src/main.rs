@@ -419,13 +419,14 @@ async fn serve_folder(
     let listen = http.http.clone().or_else(|| config.http.listen.clone());
     let Some(listen) = listen else {
         tracing::info!(plugins = %dir.display(), "serving over stdio");
-        let pipes = wasm_mcp::transport::std_pipes::std_pipes()?;
+        let (out, outgoing) = wasm_mcp::server::Outbox::new();
+        let pipes = wasm_mcp::transport::std_pipes::std_pipes(outgoing)?;
         // On a worker, not the main thread: each request's task is then
         // spawned where it runs next, instead of waking a worker to run it.
-        tokio::spawn(wasm_mcp::transport::stdio::serve(
+        tokio::spawn(wasm_mcp::transport::stdio::serve_lines(
             server,
             pipes.input,
-            pipes.output,
+            out,
         ))
         .await??;
         // The last answers may still be on their way to stdout.

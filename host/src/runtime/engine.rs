@@ -85,9 +85,9 @@ impl Runtime {
             // HTTP load, decommits were ~10% of the host's time.
             .decommit_batch_size(32);
 
-        // The pool has room for as many instances as the permits allow; the
-        // baseline tier allocates on demand but takes the same permits.
-        let instances = Arc::new(tokio::sync::Semaphore::new(config.max_instances as usize));
+        // The pool has room for as many instances as there are slots; the
+        // baseline tier allocates on demand but takes the same slots.
+        let instances = super::slots::Slots::new(config.max_instances as usize);
         let optimized = Tier::new(
             Strategy::Cranelift,
             InstanceAllocationStrategy::Pooling(pool),
@@ -214,7 +214,7 @@ impl Runtime {
 
     /// Plugin instances alive now, in both tiers.
     pub fn instances_in_use(&self) -> usize {
-        let free = self.optimized.instances.available_permits();
+        let free = self.optimized.instances.free();
         (self.config.max_instances as usize).saturating_sub(free)
     }
 

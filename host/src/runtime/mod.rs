@@ -19,6 +19,7 @@ mod log_pipe;
 mod plain;
 mod plugin;
 mod quota;
+mod slots;
 mod state;
 mod tier;
 mod wait_clock;
@@ -29,6 +30,7 @@ pub use engine::{Runtime, RuntimeConfig};
 pub use grants::{DirGrant, DirHandle, Grants, HostPattern, Limits, Secret};
 pub use inspect::{describe, ComponentDescription};
 pub use plugin::{CallError, Exports, Listing, LoadedPlugin};
+pub use slots::answer_first;
 
 /// The contract's `completions` interface types.
 pub use bindings::exports::wasm_mcp::plugin::completions;

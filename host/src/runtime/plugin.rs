@@ -9,6 +9,7 @@ use super::context::{CallContext, Quiet};
 use super::grants::Grants;
 use super::lift::{self, BoundedList, Budget, Budgeted, IntoOwned};
 use super::plain::PlainTools;
+use super::slots::{self, Slots};
 use super::state::CallState;
 use super::tier::Tier;
 use super::wait_clock::WaitClock;
@@ -108,7 +109,7 @@ pub struct LoadedPlugin {
     /// client gives its permit back meanwhile).
     turns: Arc<Semaphore>,
     /// The host's instances alive at once, shared by every plugin.
-    instances: Arc<Semaphore>,
+    instances: Arc<Slots>,
     pre: InstancePre<CallState>,
     functions: ExportedFunctions,
     /// Where its blocking OS work runs.
@@ -210,9 +211,6 @@ impl LoadedPlugin {
         timeout: Duration,
         call: impl AsyncFnOnce(&mut Store<CallState>, Instance) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        // Declared before the store, so given back only after the store
-        // (and its instance) is gone.
-        let _instance: tokio::sync::OwnedSemaphorePermit;
         let mut store = self.store(context.clone())?;
         let clock = store.data().wait_clock.clone();
         // Wait for a turn (the client may give up meanwhile); the deadline
@@ -222,11 +220,7 @@ impl LoadedPlugin {
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
         store.data_mut().turn.hold(self.turns.clone(), turn);
-        _instance = self
-            .instances
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| CallError::Busy)?;
+        let slot = self.instances.take().await.map_err(|_| CallError::Busy)?;
         let stderr = store.data().stderr.clone();
         let limits = &self.grants.limits;
         let budget = Budget::new(limits.max_result_bytes, limits.max_result_items);
@@ -237,9 +231,13 @@ impl LoadedPlugin {
                 call(&mut store, instance).await
             }),
         );
-        guarded(&*context, clock, timeout, call)
+        let result = guarded(&*context, clock, timeout, call)
             .await
-            .map_err(|error| error.with_last_words(&stderr))
+            .map_err(|error| error.with_last_words(&stderr));
+        // The slot is given back only after the store (and its instance)
+        // is gone.
+        slots::tear_down(store, slot, &self.instances);
+        result
     }
 
     /// Calls the exported function at `index` with `params`.

@@ -2,10 +2,10 @@
 //! instantiates what it compiled, with every import the host provides.
 
 use super::bindings;
+use super::slots::Slots;
 use super::state::CallState;
 use anyhow::Result;
 use std::sync::Arc;
-use tokio::sync::Semaphore;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, Strategy};
 
@@ -13,9 +13,9 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, Strategy};
 pub(super) struct Tier {
     pub(super) engine: Engine,
     pub(super) linker: Linker<CallState>,
-    /// One permit per instance that may be alive at once, shared by every
-    /// tier (`[server] max_instances`).
-    pub(super) instances: Arc<Semaphore>,
+    /// The instances that may be alive at once, shared by every tier
+    /// (`[server] max_instances`).
+    pub(super) instances: Arc<Slots>,
 }
 
 impl Tier {
@@ -24,7 +24,7 @@ impl Tier {
     pub(super) fn new(
         strategy: Strategy,
         allocation: InstanceAllocationStrategy,
-        instances: Arc<Semaphore>,
+        instances: Arc<Slots>,
     ) -> Result<Self> {
         // The baseline compiler builds each component on the thread that
         // asks: at startup many compile at once, and in the shared thread

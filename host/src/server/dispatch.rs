@@ -77,7 +77,8 @@ impl Connection {
                 };
                 let this = self.clone();
                 let cancel = self.track(&id);
-                tokio::spawn(async move {
+                // The instances its call used are torn down after it answered.
+                tokio::spawn(crate::runtime::answer_first(async move {
                     let _admitted = admitted;
                     let request = super::request::Request {
                         conn: &this,
@@ -96,7 +97,7 @@ impl Connection {
                     } else if let Some(response) = response {
                         reply.send(response);
                     }
-                });
+                }));
             }
             Incoming::Notification { method, params } => self.notification(&method, &params),
             Incoming::Response { id, outcome } => {

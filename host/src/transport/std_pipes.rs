@@ -3,48 +3,47 @@
 //! tokio's `stdin()` and `stdout()` hand every read and every write to the
 //! shared blocking pool: a round trip over stdio woke three or four pool
 //! threads, which contended for the pool's lock (~24 futex calls per call).
-//! Here one thread reads stdin and one writes stdout, for the whole life of
-//! the process, and each hands its data over through a small bounded channel.
+//! Here one thread reads stdin and hands its data over through a small
+//! bounded channel, and one takes the server's messages straight from the
+//! connection's outbox (bounded by the outbox) and writes them to stdout.
 
+use crate::server::OutboxReceiver;
 use std::io::{Read, Write};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::mpsc;
-use tokio_util::sync::PollSender;
 
 /// The most stdin read in one go, in bytes.
 const READ_CHUNK: usize = 64 << 10;
 /// Chunks read ahead of the server (so at most 4 × 64 KiB buffered).
 const READ_AHEAD: usize = 4;
-/// Writes queued for stdout; a writer that gets ahead waits.
-const WRITE_QUEUE: usize = 64;
 
-/// stdin as an [`AsyncRead`], stdout as an [`AsyncWrite`], and a way to
-/// wait until everything written has reached stdout.
+/// stdin as an [`AsyncRead`], and a way to wait until everything the
+/// outbox held has reached stdout.
 pub struct StdPipes {
     /// What stdin brings.
     pub input: ThreadReader,
-    /// What goes to stdout.
-    pub output: ThreadWriter,
-    /// Ends when `output` is dropped and all it was given is written.
+    /// Ends when every sender of the outbox is gone and all it held is
+    /// written (or stdout closed).
     pub written: WriterDone,
 }
 
-/// Starts the two threads.
-pub fn std_pipes() -> std::io::Result<StdPipes> {
+/// Starts the two threads: stdout gets what `outgoing` receives, one
+/// message per line. Call it inside the runtime.
+pub fn std_pipes(outgoing: OutboxReceiver) -> std::io::Result<StdPipes> {
     let (chunks, received) = mpsc::channel(READ_AHEAD);
     std::thread::Builder::new()
         .name("stdin".into())
         .spawn(move || read_stdin(chunks))?;
-    let (lines, to_write) = mpsc::channel(WRITE_QUEUE);
+    let runtime = tokio::runtime::Handle::current();
     // One message ever: the thread is done.
     let (done, written) = std::sync::mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("stdout".into())
         .spawn(move || {
-            write_stdout(to_write);
+            write_stdout(&runtime, outgoing);
             let _ = done.send(());
         })?;
     Ok(StdPipes {
@@ -52,9 +51,6 @@ pub fn std_pipes() -> std::io::Result<StdPipes> {
             chunks: received,
             current: Vec::new(),
             at: 0,
-        },
-        output: ThreadWriter {
-            lines: PollSender::new(lines),
         },
         written: WriterDone(written),
     })
@@ -78,15 +74,17 @@ fn read_stdin(chunks: mpsc::Sender<std::io::Result<Vec<u8>>>) {
     }
 }
 
-fn write_stdout(mut lines: mpsc::Receiver<Vec<u8>>) {
+fn write_stdout(runtime: &tokio::runtime::Handle, mut outgoing: OutboxReceiver) {
     let mut stdout = std::io::stdout().lock();
-    while let Some(line) = lines.blocking_recv() {
+    while let Some(message) = runtime.block_on(outgoing.recv()) {
+        let mut line = message.into_text().into_bytes();
+        line.push(b'\n');
         if stdout
             .write_all(&line)
             .and_then(|()| stdout.flush())
             .is_err()
         {
-            // The reader went away; dropping `lines` tells the server.
+            // The reader went away; dropping `outgoing` tells the server.
             return;
         }
     }
@@ -119,39 +117,6 @@ impl AsyncRead for ThreadReader {
         let n = buf.remaining().min(this.current.len() - this.at);
         buf.put_slice(&this.current[this.at..this.at + n]);
         this.at += n;
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// stdout, written by its thread. A write is done once the thread has it;
-/// the thread writes and flushes each one as it arrives.
-pub struct ThreadWriter {
-    lines: PollSender<Vec<u8>>,
-}
-
-fn gone() -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout is closed")
-}
-
-impl AsyncWrite for ThreadWriter {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        if ready!(self.lines.poll_reserve(cx)).is_err() {
-            return Poll::Ready(Err(gone()));
-        }
-        self.lines.send_item(buf.to_vec()).map_err(|_| gone())?;
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.lines.close();
         Poll::Ready(Ok(()))
     }
 }

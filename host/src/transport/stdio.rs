@@ -16,7 +16,6 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out, mut outgoing) = Outbox::new();
-    let conn = Connection::new(server.clone(), out.clone(), None);
     let writer = tokio::spawn(async move {
         while let Some(message) = outgoing.recv().await {
             let mut line = message.into_text().into_bytes();
@@ -26,7 +25,19 @@ where
             }
         }
     });
+    let served = serve_lines(server, input, out).await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
+    served
+}
 
+/// Serves one client whose messages come from `input` until it closes;
+/// what the server sends goes to `out`, whose receiver the caller writes
+/// out, one message per line.
+pub async fn serve_lines<R>(server: Arc<Server>, input: R, out: Outbox) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+{
+    let conn = Connection::new(server.clone(), out.clone(), None);
     let mut reader = BufReader::new(input);
     let mut line = Vec::new();
     loop {
@@ -72,8 +83,5 @@ where
     }
     server.publish(ServerEvent::Shutdown);
     conn.close();
-    drop(conn);
-    drop(out);
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
     Ok(())
 }
