@@ -115,6 +115,17 @@ enum Command {
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Sign a published component (cosign-compatible, key-based): the
+    /// signature of its manifest digest is pushed beside it, at tag
+    /// sha256-DIGEST.sig, as `cosign sign --key` does.
+    Sign {
+        /// What: oci://REGISTRY/REPO:TAG or oci://REGISTRY/REPO@sha256:DIGEST.
+        reference: String,
+        /// The private key: ECDSA P-256, PKCS#8 PEM (e.g. from `openssl
+        /// genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`).
+        #[arg(long)]
+        key: PathBuf,
+    },
     /// Fetch a component from an OCI registry (oci://REGISTRY/REPO:TAG or
     /// @sha256:DIGEST) into a plugin folder, where a serving host loads it.
     /// It is kept by digest in the compile cache's folder too.
@@ -133,7 +144,8 @@ enum Command {
     },
     /// Print what a component offers (tools, resources, prompts) and what it imports.
     Inspect {
-        /// The component file.
+        /// The component file, or oci://REGISTRY/REPO:TAG (pulled under the
+        /// signature policy, which is shown).
         file: PathBuf,
         /// The config whose grants to apply (see the README).
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
@@ -264,6 +276,7 @@ fn main() -> Result<()> {
                 name,
                 config,
             } => pull(reference, plugins, name, config).await,
+            Command::Sign { reference, key } => sign(reference, key).await,
             Command::New { .. } | Command::Wit | Command::WasiAdapter { .. } => {
                 unreachable!("handled before the runtime")
             }
@@ -395,7 +408,7 @@ async fn serve_folder(
     if let Some(served) = served {
         let _ = served.set(server.clone());
     }
-    follow_sources(&config, &dir)?;
+    follow_sources(&config, &dir).await?;
     // Serve at once; the plugins load meanwhile, then changes are watched.
     let loading = server.loading();
     let (background, loads) = (server.clone(), loader.clone());
@@ -453,11 +466,12 @@ async fn serve_folder(
 
 /// Starts pulling the plugins the config names by OCI reference into the
 /// plugin folder (in the background: the host serves meanwhile).
-fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
+async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
     let mut sources = Vec::new();
     for (name, section) in &config.plugins {
         if let Some(source) = &section.source {
-            sources.push((name.clone(), wasm_mcp::oci::reference(source)?));
+            let trust = settings::trust(config, Some(name)).await?;
+            sources.push((name.clone(), wasm_mcp::oci::reference(source)?, trust));
         }
     }
     if sources.is_empty() {
@@ -488,6 +502,16 @@ async fn push(file: PathBuf, reference: String, config_path: Option<PathBuf>) ->
     Ok(())
 }
 
+/// `wasm-mcp sign`.
+async fn sign(reference: String, key: PathBuf) -> Result<()> {
+    let target = wasm_mcp::oci::reference(&reference)?;
+    let key = tokio::task::spawn_blocking(move || wasm_mcp::oci::signature::SigningKey::read(&key))
+        .await??;
+    let digest = wasm_mcp::oci::sign(&target, &key).await?;
+    println!("signed {reference} ({digest})");
+    Ok(())
+}
+
 /// `wasm-mcp pull`.
 async fn pull(
     reference: String,
@@ -515,12 +539,14 @@ async fn pull(
             "the compile cache is off (server.cache_dir is \"\"): no store for pulled components",
         )?
         .join("oci");
+    let trust = settings::trust(&config, Some(&name)).await?;
     let pulled = wasm_mcp::oci::pull(
         &source,
         &name,
         &store,
         &dir,
         config.server.max_plugin_mb << 20,
+        &trust,
     )
     .await?;
     println!(
@@ -528,6 +554,13 @@ async fn pull(
         pulled.digest,
         pulled.file.display()
     );
+    match pulled.signature {
+        Some(wasm_mcp::oci::signature::Verdict::Verified(key)) => {
+            println!("signature: verified with {key}")
+        }
+        Some(_) => println!("signature: none (the policy is if-present)"),
+        None => println!("signature: not checked (the policy is off)"),
+    }
     Ok(())
 }
 
@@ -561,8 +594,58 @@ async fn warm(plugins: Option<PathBuf>, config_path: Option<PathBuf>) -> Result<
 
 /// `wasm-mcp inspect`: what a component imports and exports, what its
 /// manifest asks for and is granted, and what it offers.
+/// An `oci://` reference is pulled first (under the signature policy, into
+/// a folder of its own), and what its signatures came to is shown.
 async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     let config = settings::load_config(config_path).await?;
+    let Some(reference) = file.to_str().filter(|f| f.starts_with("oci://")) else {
+        return inspect_file(file, config).await;
+    };
+    let source = wasm_mcp::oci::reference(reference)?;
+    let name = source.repository().rsplit('/').next().unwrap_or_default();
+    let name = if wasm_mcp::names::is_valid(name) {
+        name.to_owned()
+    } else {
+        "plugin".to_owned()
+    };
+    let store = settings::runtime_config(&config)
+        .cache_dir
+        .context(
+            "the compile cache is off (server.cache_dir is \"\"): no store for pulled components",
+        )?
+        .join("oci");
+    let into = std::env::temp_dir().join(format!("wasm-mcp-inspect-{}", std::process::id()));
+    tokio::fs::create_dir_all(&into).await?;
+    let trust = settings::trust(&config, Some(&name)).await?;
+    let pulled = wasm_mcp::oci::pull(
+        &source,
+        &name,
+        &store,
+        &into,
+        config.server.max_plugin_mb << 20,
+        &trust,
+    )
+    .await;
+    let inspected = match pulled {
+        Ok(pulled) => {
+            println!("{reference} ({})", pulled.digest);
+            match &pulled.signature {
+                Some(wasm_mcp::oci::signature::Verdict::Verified(key)) => {
+                    println!("signature: verified with {key}")
+                }
+                Some(_) => println!("signature: none (the policy is if-present)"),
+                None => println!("signature: not checked (the policy is off)"),
+            }
+            inspect_file(pulled.file, config).await
+        }
+        Err(e) => Err(e),
+    };
+    let _ = tokio::fs::remove_dir_all(&into).await;
+    inspected
+}
+
+/// `wasm-mcp inspect` of a component file.
+async fn inspect_file(file: PathBuf, config: Config) -> Result<()> {
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: None,
         cache_key_file: None,

@@ -275,3 +275,26 @@ pub(super) fn check_limits(section: &str, limits: &LimitsSection) -> Result<()> 
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
+
+/// `[signatures]`: key paths resolved against `base`; a policy that checks
+/// signatures needs a key.
+pub(super) fn signatures(config: &mut Config, base: &Path) -> Result<()> {
+    for key in &mut config.signatures.keys {
+        if key.is_relative() {
+            *key = base.join(&*key);
+        }
+    }
+    let checking = std::iter::once(("signatures.policy".to_owned(), config.signatures.policy))
+        .chain(config.plugins.iter().filter_map(|(name, p)| {
+            p.signatures
+                .map(|policy| (format!("plugins.{name}.signatures"), policy))
+        }))
+        .find(|(_, policy)| *policy != super::SignaturePolicy::Off);
+    if let Some((field, _)) = checking {
+        anyhow::ensure!(
+            !config.signatures.keys.is_empty(),
+            "{field} checks signatures, but [signatures] keys names no public key"
+        );
+    }
+    Ok(())
+}

@@ -43,6 +43,35 @@ pub struct Config {
     pub tasks: TasksSection,
     /// `[metrics]`
     pub metrics: MetricsSection,
+    /// `[signatures]`
+    pub signatures: SignaturesSection,
+}
+
+/// `[signatures]`: what a plugin pulled from an OCI registry must carry
+/// (cosign-compatible signatures, checked with these keys).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SignaturesSection {
+    /// For every pulled plugin, unless its `[plugins.NAME] signatures` says
+    /// otherwise.
+    pub policy: SignaturePolicy,
+    /// Public keys (PEM, ECDSA P-256, like `cosign.pub`); relative paths
+    /// are relative to the config.
+    pub keys: Vec<PathBuf>,
+}
+
+/// Whether a pulled plugin's signature is checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SignaturePolicy {
+    /// Not looked at.
+    #[default]
+    Off,
+    /// A plugin without a signature loads (with a warning); one with
+    /// signatures loads only if one of them verifies.
+    IfPresent,
+    /// A plugin loads only if a signature of it verifies.
+    Required,
 }
 
 /// `[metrics]`: where operators scrape the host besides the MCP listener.
@@ -297,6 +326,8 @@ pub struct PluginSection {
     /// `@sha256:DIGEST`, pulled into the plugin folder at start (and, for a
     /// tag, again every `[server] oci_poll_secs`).
     pub source: Option<String>,
+    /// Its own signature policy (instead of `[signatures] policy`).
+    pub signatures: Option<SignaturePolicy>,
 }
 
 /// `[plugins.<name>.secrets] VAR = { file = "..." }` or `{ env = "..." }`:
@@ -333,6 +364,7 @@ impl Config {
         check::plugins(&mut config, text, base)?;
         check::http(&mut config.http, base)?;
         check::tasks(&mut config.tasks, base)?;
+        check::signatures(&mut config, base)?;
         Ok(config)
     }
 
@@ -351,6 +383,14 @@ impl Config {
             );
         }
         Ok(())
+    }
+
+    /// The signature policy of plugin `name` (`None`: one not named in
+    /// the config).
+    pub fn signature_policy(&self, name: Option<&str>) -> SignaturePolicy {
+        name.and_then(|n| self.plugins.get(n))
+            .and_then(|p| p.signatures)
+            .unwrap_or(self.signatures.policy)
     }
 
     /// The largest memory cap any plugin may get, in bytes.

@@ -24,6 +24,28 @@ pub async fn load_config(path: Option<PathBuf>) -> Result<Config> {
     }
 }
 
+/// What pulling plugin `name` (`None`: one the config does not name)
+/// asks of its signatures. Reads `[signatures] keys` (off the async
+/// workers) only when the policy checks signatures.
+pub async fn trust(config: &Config, name: Option<&str>) -> Result<crate::oci::Trust> {
+    let policy = config.signature_policy(name);
+    if policy == crate::config::SignaturePolicy::Off {
+        return Ok(crate::oci::Trust::default());
+    }
+    let files = config.signatures.keys.clone();
+    let keys = tokio::task::spawn_blocking(move || {
+        files
+            .iter()
+            .map(|file| crate::oci::signature::PublicKey::read(file))
+            .collect::<Result<Vec<_>>>()
+    })
+    .await??;
+    Ok(crate::oci::Trust {
+        policy,
+        keys: keys.into(),
+    })
+}
+
 /// The server's settings; `notices` are added to the instructions.
 pub fn server_options(config: &Config, notices: Arc<Notices>) -> ServerOptions {
     let server = &config.server;

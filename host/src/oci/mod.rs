@@ -8,15 +8,20 @@
 //! puts it in a plugin folder, where the folder's watcher loads it like
 //! any other file.
 
+pub mod signature;
+
+use crate::config::SignaturePolicy;
 use crate::reload::folder;
 use anyhow::{bail, Context as _, Result};
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
+use signature::{PublicKey, Verdict};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -35,6 +40,44 @@ pub const MANIFEST_ANNOTATION: &str = "dev.wasm-mcp.manifest";
 
 /// The largest plugin manifest carried, in bytes.
 const MAX_MANIFEST_BYTES: usize = crate::files::MAX_MANIFEST_BYTES as usize;
+
+/// What a pull asks of an artifact's signatures.
+#[derive(Debug, Clone, Default)]
+pub struct Trust {
+    /// Whether they are checked, and what a missing one means.
+    pub policy: SignaturePolicy,
+    /// The keys a signature may verify with.
+    pub keys: Arc<[PublicKey]>,
+}
+
+impl Trust {
+    /// Checks the signatures of manifest `digest` of `reference` under the
+    /// policy: what they came to (`None`: not checked), or why the
+    /// artifact is refused.
+    async fn check(
+        &self,
+        client: &Client,
+        reference: &Reference,
+        digest: &str,
+        auth: &RegistryAuth,
+    ) -> Result<Option<Verdict>> {
+        if self.policy == SignaturePolicy::Off {
+            return Ok(None);
+        }
+        let verdict = signature::check(client, reference, digest, &self.keys, auth).await?;
+        match (&verdict, self.policy) {
+            (Verdict::Verified(_), _) | (Verdict::Unsigned, SignaturePolicy::IfPresent) => {}
+            (Verdict::Unsigned, _) => bail!(
+                "refused {reference} ({digest}): it has no signature, and the signature policy \
+                 requires one"
+            ),
+            (Verdict::Invalid(why), _) => {
+                bail!("refused {reference} ({digest}): its signature does not verify: {why}")
+            }
+        }
+        Ok(Some(verdict))
+    }
+}
 
 /// Where a registry is asked for; parsed from `oci://REGISTRY/REPO:TAG` or
 /// `oci://REGISTRY/REPO@sha256:DIGEST`.
@@ -161,18 +204,22 @@ pub struct Pulled {
     pub file: PathBuf,
     /// Whether the folder changed (false: it held this version already).
     pub changed: bool,
+    /// What its signatures came to (`None`: not checked).
+    pub signature: Option<Verdict>,
 }
 
 /// Fetches `reference` (a component of at most `max_bytes`, its digest
-/// checked), keeps it in `store` by digest, and puts it in folder `into`
-/// as `NAME.wasm` (with its manifest as `NAME.toml`, or none), replacing
-/// what was there in one step each.
+/// checked, its signatures as `trust` asks), keeps it in `store` by
+/// digest, and puts it in folder `into` as `NAME.wasm` (with its manifest
+/// as `NAME.toml`, or none), replacing what was there in one step each.
+/// One that fails changes nothing.
 pub async fn pull(
     reference: &Reference,
     name: &str,
     store: &Path,
     into: &Path,
     max_bytes: u64,
+    trust: &Trust,
 ) -> Result<Pulled> {
     anyhow::ensure!(
         crate::names::is_valid(name),
@@ -184,6 +231,7 @@ pub async fn pull(
         .pull_image_manifest(reference, &auth)
         .await
         .with_context(|| format!("pulling the manifest of {reference}"))?;
+    let signature = trust.check(&client, reference, &digest, &auth).await?;
     let layer = match manifest.layers.as_slice() {
         [layer] if [WASM_LAYER, OLD_WASM_LAYER].contains(&layer.media_type.as_str()) => layer,
         _ => bail!("{reference} is not a WebAssembly component artifact (one {WASM_LAYER} layer)"),
@@ -247,6 +295,7 @@ pub async fn pull(
             digest,
             file,
             changed: false,
+            signature,
         });
     }
     // Staged under a hidden name of its own (this process's), then moved in.
@@ -259,7 +308,24 @@ pub async fn pull(
         digest,
         file,
         changed: true,
+        signature,
     })
+}
+
+/// Signs what `reference` names (see [`signature::sign`]); its manifest
+/// digest.
+pub async fn sign(reference: &Reference, key: &signature::SigningKey) -> Result<String> {
+    let client = client(reference);
+    let auth = credentials(reference.resolve_registry()).await?;
+    let digest = match reference.digest() {
+        Some(digest) => digest.to_owned(),
+        None => client
+            .fetch_manifest_digest(reference, &auth)
+            .await
+            .with_context(|| format!("asking {reference} for its digest"))?,
+    };
+    signature::sign(&client, reference, &digest, key, &auth).await?;
+    Ok(digest)
 }
 
 fn sha256_hex(data: &[u8]) -> String {
@@ -281,17 +347,22 @@ async fn read(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
 /// in the folder, if any, keeps serving) and is logged; a moved tag
 /// replaces the plugin's file, which the folder's watcher reloads.
 pub async fn follow(
-    mut sources: Vec<(String, Reference)>,
+    mut sources: Vec<(String, Reference, Trust)>,
     store: PathBuf,
     into: PathBuf,
     max_bytes: u64,
     every: Option<Duration>,
 ) {
     loop {
-        for (name, reference) in &sources {
-            match pull(reference, name, &store, &into, max_bytes).await {
+        for (name, reference, trust) in &sources {
+            match pull(reference, name, &store, &into, max_bytes, trust).await {
                 Ok(pulled) if pulled.changed => {
-                    tracing::info!(plugin = %name, %reference, digest = %pulled.digest, "pulled")
+                    let signature = match &pulled.signature {
+                        Some(Verdict::Verified(key)) => format!("verified with {key}"),
+                        Some(_) => "none".to_owned(),
+                        None => "not checked".to_owned(),
+                    };
+                    tracing::info!(plugin = %name, %reference, digest = %pulled.digest, %signature, "pulled")
                 }
                 Ok(_) => tracing::debug!(plugin = %name, %reference, "unchanged"),
                 Err(e) => tracing::warn!(
@@ -301,7 +372,7 @@ pub async fn follow(
             }
         }
         // A digest never moves.
-        sources.retain(|(_, reference)| reference.digest().is_none());
+        sources.retain(|(_, reference, _)| reference.digest().is_none());
         let Some(every) = every.filter(|_| !sources.is_empty()) else {
             return;
         };

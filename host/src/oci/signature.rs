@@ -1,0 +1,375 @@
+//! Cosign-compatible signatures of artifacts (key-based, in the "simple
+//! signing" format that `cosign sign --key` writes by default).
+//!
+//! The signatures of the artifact whose manifest digest is `sha256:HEX`
+//! are an OCI manifest at tag `sha256-HEX.sig` of the same repository. Each
+//! layer is a payload (`application/vnd.dev.cosign.simplesigning.v1+json`)
+//! naming that digest, signed with ECDSA P-256 and SHA-256; the signature
+//! (ASN.1 DER, base64) is the layer's `dev.cosignproject.cosign/signature`
+//! annotation. No transparency log is consulted (as with cosign's
+//! `--insecure-ignore-tlog`, or `--tlog-upload=false` when signing).
+
+use anyhow::{bail, Context as _, Result};
+use base64::Engine as _;
+use oci_client::client::{Config, ImageLayer};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::manifest::OciImageManifest;
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use ring::signature::{
+    EcdsaKeyPair, UnparsedPublicKey, ECDSA_P256_SHA256_ASN1, ECDSA_P256_SHA256_ASN1_SIGNING,
+};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A signature payload layer's media type.
+pub const PAYLOAD_LAYER: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
+
+/// The layer annotation holding the signature of its payload.
+pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+
+/// What a payload says it is.
+const PAYLOAD_TYPE: &str = "cosign container image signature";
+
+/// The most signatures of one artifact looked at.
+const MAX_SIGNATURES: usize = 16;
+
+/// The largest payload read, in bytes (cosign's are a few hundred).
+const MAX_PAYLOAD_BYTES: usize = 64 << 10;
+
+/// The largest key file read, in bytes.
+const MAX_KEY_BYTES: u64 = 64 << 10;
+
+/// The DER of an ECDSA P-256 SubjectPublicKeyInfo up to its point.
+const P256_SPKI_PREFIX: [u8; 26] = [
+    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
+    0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+];
+
+/// A public key signatures are checked with: ECDSA P-256, as PEM
+/// (`PUBLIC KEY`), like `cosign.pub`.
+#[derive(Debug, Clone)]
+pub struct PublicKey {
+    /// Where it came from, to say which key verified.
+    pub name: String,
+    point: Vec<u8>,
+}
+
+impl PublicKey {
+    /// Reads key file `path` (blocking).
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = crate::files::read_regular_text(path, MAX_KEY_BYTES)
+            .with_context(|| format!("reading key {}", path.display()))?;
+        Self::parse(&path.display().to_string(), &text)
+            .with_context(|| format!("key {}", path.display()))
+    }
+
+    /// Parses a PEM public key; `name` says where it came from.
+    pub fn parse(name: &str, pem_text: &str) -> Result<Self> {
+        let block = pem::parse(pem_text).context("not PEM")?;
+        anyhow::ensure!(
+            block.tag() == "PUBLIC KEY",
+            "a {:?} PEM block, not a PUBLIC KEY",
+            block.tag()
+        );
+        let der = block.contents();
+        match der.strip_prefix(&P256_SPKI_PREFIX[..]) {
+            Some(point) if point.len() == 65 && point[0] == 4 => Ok(PublicKey {
+                name: name.to_owned(),
+                point: point.to_vec(),
+            }),
+            _ => bail!("not an ECDSA P-256 public key (the kind cosign generates)"),
+        }
+    }
+
+    fn verifies(&self, payload: &[u8], signature: &[u8]) -> bool {
+        UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, &self.point)
+            .verify(payload, signature)
+            .is_ok()
+    }
+}
+
+/// What an artifact's signatures came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A signature of this digest verifies with the key named.
+    Verified(String),
+    /// It has no signature.
+    Unsigned,
+    /// It has signatures, and none of this digest verifies with any key.
+    Invalid(String),
+}
+
+/// The tag that holds the signatures of manifest `digest` in the
+/// repository of `reference`.
+fn signature_reference(reference: &Reference, digest: &str) -> Reference {
+    Reference::with_tag(
+        reference.resolve_registry().to_owned(),
+        reference.repository().to_owned(),
+        format!("{}.sig", digest.replace(':', "-")),
+    )
+}
+
+/// The signatures of the artifact whose manifest digest is `digest`, in
+/// the repository of `reference`, checked with `keys`.
+pub async fn check(
+    client: &Client,
+    reference: &Reference,
+    digest: &str,
+    keys: &[PublicKey],
+    auth: &RegistryAuth,
+) -> Result<Verdict> {
+    let Some(manifest) = signatures(client, reference, digest, auth).await? else {
+        return Ok(Verdict::Unsigned);
+    };
+    let mut why = Vec::new();
+    for layer in manifest.layers.iter().take(MAX_SIGNATURES) {
+        let Some(signature) = layer
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SIGNATURE_ANNOTATION))
+        else {
+            continue;
+        };
+        if layer.media_type != PAYLOAD_LAYER {
+            continue;
+        }
+        let Ok(signature) = base64::engine::general_purpose::STANDARD.decode(signature) else {
+            why.push("a signature is not base64".to_owned());
+            continue;
+        };
+        if usize::try_from(layer.size).map_or(true, |size| size > MAX_PAYLOAD_BYTES) {
+            why.push(format!("a payload is over {MAX_PAYLOAD_BYTES} bytes"));
+            continue;
+        }
+        let mut payload = super::Limited {
+            data: Vec::new(),
+            max: MAX_PAYLOAD_BYTES,
+        };
+        client
+            .pull_blob(&signature_reference(reference, digest), layer, &mut payload)
+            .await
+            .with_context(|| format!("pulling a signature of {reference}"))?;
+        if format!("sha256:{}", super::sha256_hex(&payload.data)) != layer.digest {
+            why.push("a payload does not match its digest".to_owned());
+            continue;
+        }
+        let Some(key) = keys.iter().find(|k| k.verifies(&payload.data, &signature)) else {
+            why.push("a signature verifies with none of the keys".to_owned());
+            continue;
+        };
+        match signed_digest(&payload.data) {
+            Some(signed) if signed == digest => return Ok(Verdict::Verified(key.name.clone())),
+            Some(signed) => why.push(format!("a signature is of another artifact ({signed})")),
+            None => why.push("a signed payload is not a cosign image signature".to_owned()),
+        }
+    }
+    if why.is_empty() {
+        why.push("its signature manifest holds no cosign signature".to_owned());
+    }
+    why.dedup();
+    Ok(Verdict::Invalid(why.join("; ")))
+}
+
+/// The signature manifest of `digest`, or `None` when it has none.
+async fn signatures(
+    client: &Client,
+    reference: &Reference,
+    digest: &str,
+    auth: &RegistryAuth,
+) -> Result<Option<OciImageManifest>> {
+    let tag = signature_reference(reference, digest);
+    match client.pull_image_manifest(&tag, auth).await {
+        Ok((manifest, _)) => Ok(Some(manifest)),
+        Err(e) if is_not_found(&e) => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("asking {reference} for its signatures")),
+    }
+}
+
+fn is_not_found(error: &OciDistributionError) -> bool {
+    match error {
+        OciDistributionError::ImageManifestNotFoundError(_) => true,
+        OciDistributionError::ServerError { code: 404, .. } => true,
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().all(|e| {
+            matches!(
+                e.code,
+                OciErrorCode::ManifestUnknown | OciErrorCode::NotFound
+            )
+        }),
+        _ => false,
+    }
+}
+
+/// The digest a cosign payload vouches for.
+fn signed_digest(payload: &[u8]) -> Option<String> {
+    let payload: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    let critical = &payload["critical"];
+    if critical["type"] != PAYLOAD_TYPE {
+        return None;
+    }
+    critical["image"]["docker-manifest-digest"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// The payload that vouches for manifest `digest` of `reference`'s
+/// repository, as cosign writes it.
+fn payload(reference: &Reference, digest: &str) -> Vec<u8> {
+    let payload = serde_json::json!({
+        "critical": {
+            "identity": {
+                "docker-reference": format!(
+                    "{}/{}",
+                    reference.resolve_registry(),
+                    reference.repository()
+                ),
+            },
+            "image": { "docker-manifest-digest": digest },
+            "type": PAYLOAD_TYPE,
+        },
+        "optional": null,
+    });
+    serde_json::to_vec(&payload).expect("a JSON value serializes")
+}
+
+/// A private key that signs: ECDSA P-256 as PKCS#8 PEM (`PRIVATE KEY`),
+/// e.g. from `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`.
+pub struct SigningKey(EcdsaKeyPair);
+
+impl SigningKey {
+    /// Reads key file `path` (blocking).
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = crate::files::read_regular_text(path, MAX_KEY_BYTES)
+            .with_context(|| format!("reading key {}", path.display()))?;
+        let block = pem::parse(&text).with_context(|| format!("{} is not PEM", path.display()))?;
+        anyhow::ensure!(
+            block.tag() == "PRIVATE KEY",
+            "{} holds a {:?} PEM block, not a PKCS#8 PRIVATE KEY",
+            path.display(),
+            block.tag()
+        );
+        let pair = EcdsaKeyPair::from_pkcs8(
+            &ECDSA_P256_SHA256_ASN1_SIGNING,
+            block.contents(),
+            &ring::rand::SystemRandom::new(),
+        )
+        .map_err(|e| anyhow::anyhow!("{} is not an ECDSA P-256 key: {e}", path.display()))?;
+        Ok(SigningKey(pair))
+    }
+}
+
+/// Signs the artifact whose manifest digest is `digest` in `reference`'s
+/// repository with `key`: its signature is added to those already there.
+pub async fn sign(
+    client: &Client,
+    reference: &Reference,
+    digest: &str,
+    key: &SigningKey,
+    auth: &RegistryAuth,
+) -> Result<()> {
+    let payload = payload(reference, digest);
+    let signature = key
+        .0
+        .sign(&ring::rand::SystemRandom::new(), &payload)
+        .map_err(|_| anyhow::anyhow!("signing failed"))?;
+    let annotation = base64::engine::general_purpose::STANDARD.encode(signature.as_ref());
+    let tag = signature_reference(reference, digest);
+    // The signatures already there stay (their payloads are small).
+    let mut layers = Vec::new();
+    if let Some(existing) = signatures(client, reference, digest, auth).await? {
+        for layer in existing.layers.iter().take(MAX_SIGNATURES - 1) {
+            if layer.media_type != PAYLOAD_LAYER
+                || usize::try_from(layer.size).map_or(true, |size| size > MAX_PAYLOAD_BYTES)
+            {
+                continue;
+            }
+            let mut data = super::Limited {
+                data: Vec::new(),
+                max: MAX_PAYLOAD_BYTES,
+            };
+            client
+                .pull_blob(&tag, layer, &mut data)
+                .await
+                .with_context(|| format!("pulling a signature of {reference}"))?;
+            layers.push(ImageLayer::new(
+                data.data,
+                layer.media_type.clone(),
+                layer.annotations.clone(),
+            ));
+        }
+    }
+    layers.push(ImageLayer::new(
+        payload,
+        PAYLOAD_LAYER.to_owned(),
+        Some(BTreeMap::from([(
+            SIGNATURE_ANNOTATION.to_owned(),
+            annotation,
+        )])),
+    ));
+    let diff_ids: Vec<String> = layers.iter().map(ImageLayer::sha256_digest).collect();
+    let config = serde_json::json!({
+        "architecture": "",
+        "config": {},
+        "created": "0001-01-01T00:00:00Z",
+        "history": [{ "created": "0001-01-01T00:00:00Z" }],
+        "os": "",
+        "rootfs": { "type": "layers", "diff_ids": diff_ids },
+    });
+    let config = Config::oci_v1(serde_json::to_vec(&config)?, None);
+    let manifest = OciImageManifest::build(&layers, &config, None);
+    client
+        .push(&tag, &layers, config, auth, Some(manifest))
+        .await
+        .with_context(|| format!("pushing the signature of {reference}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A P-256 key pair made by `openssl genpkey` (test only).
+    const PRIVATE: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgzmRhTRgy43LlPIaf
+oArCpVPuabsWVOW4Lcenzb+QCr+hRANCAATqZXeFIWmj7ieslT8l0iFz2+BKg3mE
+fC9KqKlqOXxJWI10Cl2lIeIRFOaw/GZsUxEYd5FG/OdzEcCRbkF/gMBo
+-----END PRIVATE KEY-----
+";
+
+    #[test]
+    fn a_payload_names_the_digest_and_signs_and_verifies() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key.pem");
+        std::fs::write(&file, PRIVATE).unwrap();
+        let key = SigningKey::read(&file).unwrap();
+        let public = {
+            use ring::signature::KeyPair as _;
+            let mut der = P256_SPKI_PREFIX.to_vec();
+            der.extend_from_slice(key.0.public_key().as_ref());
+            pem::encode(&pem::Pem::new("PUBLIC KEY", der))
+        };
+        let public = PublicKey::parse("test.pub", &public).unwrap();
+        let reference: Reference = "localhost:5000/plugins/hello:1".parse().unwrap();
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        let payload = payload(&reference, &digest);
+        assert_eq!(signed_digest(&payload), Some(digest.clone()));
+        let signature = key
+            .0
+            .sign(&ring::rand::SystemRandom::new(), &payload)
+            .unwrap();
+        assert!(public.verifies(&payload, signature.as_ref()));
+        let mut other = payload.clone();
+        other[10] ^= 1;
+        assert!(!public.verifies(&other, signature.as_ref()));
+    }
+
+    #[test]
+    fn keys_of_other_kinds_are_refused_clearly() {
+        let rsa = "-----BEGIN PUBLIC KEY-----\nMFwwDQYJKoZIhvcNAQEBBQADSwAwSAJBAL1=\n-----END PUBLIC KEY-----\n";
+        assert!(PublicKey::parse("x", rsa).is_err());
+        assert!(PublicKey::parse("x", "not pem").is_err());
+        let private = PRIVATE;
+        let error = PublicKey::parse("x", private).unwrap_err().to_string();
+        assert!(error.contains("not a PUBLIC KEY"), "{error}");
+    }
+}
