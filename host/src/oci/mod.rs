@@ -6,7 +6,8 @@
 //! `push` publishes a component file; `pull` fetches one (by tag or by
 //! digest), checks its digest and size, keeps it in a store by digest, and
 //! puts it in a plugin folder, where the folder's watcher loads it like
-//! any other file.
+//! any other file. A pull checks the artifact's signatures first, as the
+//! signature policy asks ([`signature`]).
 
 pub mod signature;
 
@@ -66,7 +67,11 @@ impl Trust {
         }
         let verdict = signature::check(client, reference, digest, &self.keys, auth).await?;
         match (&verdict, self.policy) {
-            (Verdict::Verified(_), _) | (Verdict::Unsigned, SignaturePolicy::IfPresent) => {}
+            (Verdict::Verified(_), _) => {}
+            (Verdict::Unsigned, SignaturePolicy::IfPresent) => tracing::warn!(
+                %reference,
+                "it has no signature; installed (the signature policy is if-present)"
+            ),
             (Verdict::Unsigned, _) => bail!(
                 "refused {reference} ({digest}): it has no signature, and the signature policy \
                  requires one"
