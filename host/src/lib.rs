@@ -19,4 +19,5 @@ pub mod runtime;
 pub mod scaffold;
 pub mod server;
 pub mod settings;
+pub mod traces;
 pub mod transport;

@@ -202,18 +202,40 @@ struct HttpArgs {
 }
 
 fn main() -> Result<()> {
-    tracing_subscriber::fmt()
+    use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let cli = Cli::parse();
+    // TLS for registries and trace endpoints, with the crypto the host
+    // already has.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // Traces are asked for in the config of a command that serves, read
+    // here (a bad config is reported by the command itself).
+    let traces = match &cli.command {
+        Command::Serve {
+            config: Some(path), ..
+        }
+        | Command::Dev {
+            config: Some(path), ..
+        } => Config::load(path).ok().map(|c| c.traces),
+        _ => None,
+    };
+    let traces = traces.map(|t| wasm_mcp::traces::layer(&t)).transpose();
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
+        .with_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
                 tracing_subscriber::EnvFilter::new("info,wasmtime=warn,cranelift=warn")
             }),
-        )
-        .init();
-    let cli = Cli::parse();
-    // TLS for registries, with the crypto the host already has.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+        );
+    let (traces, traces_failed) = match traces {
+        Ok(layer) => (layer.flatten(), None),
+        Err(e) => (None, Some(e)),
+    };
+    tracing_subscriber::registry().with(log).with(traces).init();
+    if let Some(e) = traces_failed {
+        tracing::warn!("traces are off: {e:#}");
+    }
     // The commands that only write files or print need no async runtime.
     let command = match cli.command {
         Command::New {
@@ -287,6 +309,7 @@ fn main() -> Result<()> {
     // plugin: do not wait for them long. (The task store's writes are
     // transactions: one cut short leaves the store as it was.)
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    wasm_mcp::traces::flush();
     result
 }
 

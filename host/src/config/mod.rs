@@ -45,6 +45,28 @@ pub struct Config {
     pub metrics: MetricsSection,
     /// `[signatures]`
     pub signatures: SignaturesSection,
+    /// `[traces]`
+    pub traces: TracesSection,
+}
+
+/// `[traces]`: OpenTelemetry traces, sent over OTLP/HTTP (JSON); off
+/// unless an endpoint is given.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TracesSection {
+    /// The OTLP/HTTP traces endpoint, e.g. `http://127.0.0.1:4318/v1/traces`.
+    pub endpoint: Option<String>,
+    /// The `service.name` the spans carry.
+    pub service_name: String,
+}
+
+impl Default for TracesSection {
+    fn default() -> Self {
+        TracesSection {
+            endpoint: None,
+            service_name: "wasm-mcp".to_owned(),
+        }
+    }
 }
 
 /// `[signatures]`: what a plugin pulled from an OCI registry must carry

@@ -163,7 +163,9 @@ impl Runtime {
         source.check_header()?;
         let this = self.clone();
         let name: Arc<str> = name.into();
+        let span = tracing::debug_span!("plugin.compile", plugin = %name, compiler = "optimizing");
         tokio::task::spawn_blocking(move || {
+            let _compiling = span.enter();
             let tier = &this.optimized;
             let component = this.cache.load(&tier.engine, &source)?;
             let hash = source.hash.clone();
@@ -188,7 +190,9 @@ impl Runtime {
         source.check_header()?;
         let this = self.clone();
         let name: Arc<str> = name.into();
+        let span = tracing::debug_span!("plugin.compile", plugin = %name, compiler = "baseline");
         tokio::task::spawn_blocking(move || {
+            let _compiling = span.enter();
             let tier = this.quick.as_ref().expect("checked above");
             let started = std::time::Instant::now();
             let component = wasmtime::component::Component::new(&tier.engine, source.bytes())?;

@@ -17,6 +17,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
+use tracing::Instrument as _;
 use wasmtime::component::{
     Component, ComponentExportIndex, ComponentNamedList, ComponentType, Instance, InstancePre,
     Lift, Lower,
@@ -224,14 +225,22 @@ impl LoadedPlugin {
         let stderr = store.data().stderr.clone();
         let limits = &self.grants.limits;
         let budget = Budget::new(limits.max_result_bytes, limits.max_result_items);
+        let span = tracing::debug_span!("plugin.call", plugin = %self.name);
         let call = Budgeted::new(
             budget,
             self.pool.run(async {
-                let instance = self.pre.instantiate_async(&mut store).await?;
-                call(&mut store, instance).await
+                let instance = self
+                    .pre
+                    .instantiate_async(&mut store)
+                    .instrument(tracing::debug_span!("plugin.instantiate"))
+                    .await?;
+                call(&mut store, instance)
+                    .instrument(tracing::debug_span!("plugin.run"))
+                    .await
             }),
         );
         let result = guarded(&*context, clock, timeout, call)
+            .instrument(span)
             .await
             .map_err(|error| error.with_last_words(&stderr));
         // The slot is given back only after the store (and its instance)

@@ -9,6 +9,7 @@ use super::{events, methods, roots, Outbox, Outgoing, Server};
 use crate::protocol::{meta, notification, parse_message, Caching, Incoming, Method, RequestId};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 impl Connection {
     /// A new session whose messages go to `out`, acting for `principal`
@@ -77,27 +78,38 @@ impl Connection {
                 };
                 let this = self.clone();
                 let cancel = self.track(&id);
+                let span = tracing::debug_span!(
+                    "mcp.request",
+                    otel.name = %method,
+                    otel.kind = "server",
+                    rpc.method = %method,
+                    mcp.request.id = %id,
+                );
+                crate::traces::continue_from(&span, &params);
                 // The instances its call used are torn down after it answered.
-                tokio::spawn(crate::runtime::answer_first(async move {
-                    let _admitted = admitted;
-                    let request = super::request::Request {
-                        conn: &this,
-                        id: &id,
-                        params: &params,
-                        era: &era,
-                        cancel: cancel.clone(),
-                        reply: &reply,
-                    };
-                    let outcome = methods::handle(request, &method, parsed).await;
-                    let response = this.respond(&id, &era, parsed, outcome);
-                    this.untrack(&id);
-                    // A cancelled request gets no response.
-                    if cancel.is_cancelled() {
-                        tracing::debug!(%id, method, "request cancelled");
-                    } else if let Some(response) = response {
-                        reply.send(response);
+                tokio::spawn(crate::runtime::answer_first(
+                    async move {
+                        let _admitted = admitted;
+                        let request = super::request::Request {
+                            conn: &this,
+                            id: &id,
+                            params: &params,
+                            era: &era,
+                            cancel: cancel.clone(),
+                            reply: &reply,
+                        };
+                        let outcome = methods::handle(request, &method, parsed).await;
+                        let response = this.respond(&id, &era, parsed, outcome);
+                        this.untrack(&id);
+                        // A cancelled request gets no response.
+                        if cancel.is_cancelled() {
+                            tracing::debug!(%id, method, "request cancelled");
+                        } else if let Some(response) = response {
+                            reply.send(response);
+                        }
                     }
-                }));
+                    .instrument(span),
+                ));
             }
             Incoming::Notification { method, params } => self.notification(&method, &params),
             Incoming::Response { id, outcome } => {

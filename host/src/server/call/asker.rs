@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::oneshot;
+use tracing::Instrument as _;
 
 /// The connection a call's questions go out on.
 pub trait Client: Send + Sync {
@@ -70,6 +71,18 @@ impl Asker {
     /// Sends `method` and waits for the client's result, until `timeout`
     /// or `cancelled`; then the client is told the request is cancelled.
     pub async fn ask(
+        &self,
+        method: &str,
+        params: Value,
+        cancelled: BoxFuture<()>,
+    ) -> Result<Value, InputError> {
+        let span = tracing::debug_span!("client.request", rpc.method = %method);
+        self.ask_unrecorded(method, params, cancelled)
+            .instrument(span)
+            .await
+    }
+
+    async fn ask_unrecorded(
         &self,
         method: &str,
         params: Value,

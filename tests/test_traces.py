@@ -1,0 +1,121 @@
+"""Traces over OTLP/HTTP (JSON), received here by a small OTLP receiver:
+a span per request, continuing the W3C trace context the client sent in
+`_meta`, with the plugin call and its parts as children."""
+
+import json
+import os
+import shutil
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from conftest import PLUGINS, RawHost
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT = "00f067aa0ba902b7"
+
+
+class Receiver:
+    """Collects the spans POSTed to /v1/traces."""
+
+    def __init__(self):
+        self.spans = []
+        self.resources = []
+        self.paths = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.paths.append((self.path, self.headers["Content-Type"]))
+                for resource_spans in json.loads(body).get("resourceSpans", []):
+                    receiver.resources.append(resource_spans.get("resource", {}))
+                    for scope in resource_spans.get("scopeSpans", []):
+                        receiver.spans.extend(scope.get("spans", []))
+                answer = b"{}"
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def attribute(span, key):
+    for a in span.get("attributes", []):
+        if a["key"] == key:
+            return next(iter(a["value"].values()))
+    return None
+
+
+def test_a_request_continues_the_clients_trace_and_the_plugin_call_is_its_child(tmp_path, cache_dir):
+    receiver = Receiver()
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(PLUGINS / "hello.wasm", plugins)
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[traces]\nendpoint = "{receiver.url}"\n'
+                      'service_name = "traced-host"\n')
+    host = RawHost(plugins, dict(os.environ, WASM_MCP_CONFIG=str(config)))
+    try:
+        host.initialize()
+        traced = host.request("tools/call", {"name": "greet", "arguments": {"name": "t"},
+                                             "_meta": {"traceparent": f"00-{TRACE}-{PARENT}-01"}})
+        assert traced["result"]["content"][0]["text"] == "Hello, t!", traced
+        untraced = host.request("tools/call", {"name": "greet", "arguments": {"name": "u"}})
+        assert untraced["result"]["content"][0]["text"] == "Hello, u!", untraced
+    finally:
+        # Spans still batched are sent as the host stops.
+        host.close()
+        receiver.close()
+    assert receiver.paths and all(p == ("/v1/traces", "application/json") for p in receiver.paths), receiver.paths
+    names = [s["name"] for s in receiver.spans]
+    by_id = {s["spanId"]: s for s in receiver.spans}
+
+    [request] = [s for s in receiver.spans if s["name"] == "tools/call" and s["traceId"] == TRACE]
+    assert request["parentSpanId"] == PARENT, request
+    assert attribute(request, "mcp.request.id") is not None, request
+    [call] = [s for s in receiver.spans if s["name"] == "plugin.call" and s["traceId"] == TRACE]
+    assert call["parentSpanId"] == request["spanId"], call
+    assert attribute(call, "plugin") == "hello", call
+    for part in ("plugin.instantiate", "plugin.run"):
+        [span] = [s for s in receiver.spans if s["name"] == part and s["traceId"] == TRACE]
+        assert span["parentSpanId"] == call["spanId"], span
+        assert int(span["startTimeUnixNano"]) >= int(call["startTimeUnixNano"]), span
+
+    # Without a traceparent, a request starts a trace of its own.
+    others = [s for s in receiver.spans if s["name"] == "tools/call" and s["traceId"] != TRACE]
+    assert others and all(not s.get("parentSpanId") for s in others), others
+    assert any(by_id.get(s.get("parentSpanId"), {}).get("name") == "tools/call"
+               for s in receiver.spans if s["name"] == "plugin.call" and s["traceId"] != TRACE), names
+
+    # Loading the plugin was traced too, and every span names the service.
+    assert "plugin.compile" in names, names
+    services = {attribute({"attributes": r.get("attributes", [])}, "service.name") for r in receiver.resources}
+    assert services == {"traced-host"}, services
+
+
+def test_without_an_endpoint_nothing_is_sent_and_a_bad_one_does_not_stop_the_host(tmp_path, cache_dir):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(PLUGINS / "hello.wasm", plugins)
+    config = tmp_path / "config.toml"
+    # Nothing listens there: export fails, the host serves on.
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[traces]\nendpoint = "http://127.0.0.1:9/v1/traces"\n')
+    host = RawHost(plugins, dict(os.environ, WASM_MCP_CONFIG=str(config)))
+    try:
+        host.initialize()
+        answer = host.request("tools/call", {"name": "greet", "arguments": {"name": "x"},
+                                             "_meta": {"traceparent": "not a traceparent"}})
+        assert answer["result"]["content"][0]["text"] == "Hello, x!", answer
+    finally:
+        host.close()
