@@ -5,8 +5,12 @@ a span per request, continuing the W3C trace context the client sent in
 import json
 import os
 import shutil
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
 
 from conftest import PLUGINS, RawHost
 
@@ -104,18 +108,31 @@ def test_a_request_continues_the_clients_trace_and_the_plugin_call_is_its_child(
     assert services == {"traced-host"}, services
 
 
-def test_without_an_endpoint_nothing_is_sent_and_a_bad_one_does_not_stop_the_host(tmp_path, cache_dir):
+@pytest.mark.parametrize("collector", ["refusing", "silent"])
+def test_a_collector_that_is_down_or_silent_costs_the_host_nothing(tmp_path, cache_dir, collector):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     shutil.copy(PLUGINS / "hello.wasm", plugins)
+    # Refusing: nothing listens. Silent: connections are taken and never
+    # answered.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    port = silent.getsockname()[1]
+    if collector == "refusing":
+        silent.close()
     config = tmp_path / "config.toml"
-    # Nothing listens there: export fails, the host serves on.
-    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[traces]\nendpoint = "http://127.0.0.1:9/v1/traces"\n')
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[traces]\nendpoint = "http://127.0.0.1:{port}/v1/traces"\n')
     host = RawHost(plugins, dict(os.environ, WASM_MCP_CONFIG=str(config)))
     try:
         host.initialize()
-        answer = host.request("tools/call", {"name": "greet", "arguments": {"name": "x"},
-                                             "_meta": {"traceparent": "not a traceparent"}})
-        assert answer["result"]["content"][0]["text"] == "Hello, x!", answer
+        for i in range(20):
+            answer = host.request("tools/call", {"name": "greet", "arguments": {"name": str(i)},
+                                                 "_meta": {"traceparent": "not a traceparent"}})
+            assert answer["result"]["content"][0]["text"] == f"Hello, {i}!", answer
     finally:
+        started = time.monotonic()
         host.close()
+        silent.close()
+    # The spans still batched are given up on, not waited for.
+    assert time.monotonic() - started < 10

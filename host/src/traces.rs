@@ -64,11 +64,11 @@ where
     ))
 }
 
-/// Sends the spans not sent yet and stops (blocking; call it outside the
-/// runtime).
+/// Sends the spans not sent yet and stops, waiting at most half a second
+/// for the collector (blocking; call it outside the runtime).
 pub fn flush() {
     if let Some(provider) = PROVIDER.get() {
-        let _ = provider.shutdown();
+        let _ = provider.shutdown_with_timeout(std::time::Duration::from_millis(500));
     }
 }
 
