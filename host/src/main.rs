@@ -556,35 +556,51 @@ async fn pull(
             .unwrap_or_default()
             .to_owned(),
     };
-    let store = settings::runtime_config(&config)
-        .cache_dir
-        .context(
-            "the compile cache is off (server.cache_dir is \"\"): no store for pulled components",
-        )?
-        .join("oci");
-    let trust = settings::trust(&config, Some(&name)).await?;
-    let pulled = wasm_mcp::oci::pull(
-        &source,
-        &name,
-        &store,
-        &dir,
-        config.server.max_plugin_mb << 20,
-        &trust,
-    )
-    .await?;
+    let pulled = pull_into(&config, &source, &name, &dir).await?;
     println!(
         "pulled {reference} ({}) into {}",
         pulled.digest,
         pulled.file.display()
     );
-    match pulled.signature {
-        Some(wasm_mcp::oci::signature::Verdict::Verified(key)) => {
-            println!("signature: verified with {key}")
-        }
-        Some(_) => println!("signature: none (the policy is if-present)"),
-        None => println!("signature: not checked (the policy is off)"),
-    }
+    println!("{}", signature_line(&pulled.signature));
     Ok(())
+}
+
+/// Pulls `source` as plugin `name` into folder `into`, under the
+/// signature policy, keeping it in the compile cache's store.
+async fn pull_into(
+    config: &Config,
+    source: &oci_client::Reference,
+    name: &str,
+    into: &std::path::Path,
+) -> Result<wasm_mcp::oci::Pulled> {
+    let store = settings::runtime_config(config)
+        .cache_dir
+        .context(
+            "the compile cache is off (server.cache_dir is \"\"): no store for pulled components",
+        )?
+        .join("oci");
+    let trust = settings::trust(config, Some(name)).await?;
+    wasm_mcp::oci::pull(
+        source,
+        name,
+        &store,
+        into,
+        config.server.max_plugin_mb << 20,
+        &trust,
+    )
+    .await
+}
+
+/// What a pull's signatures came to, as one line.
+fn signature_line(verdict: &Option<wasm_mcp::oci::signature::Verdict>) -> String {
+    match verdict {
+        Some(wasm_mcp::oci::signature::Verdict::Verified(key)) => {
+            format!("signature: verified with {key}")
+        }
+        Some(_) => "signature: none (the policy is if-present)".to_owned(),
+        None => "signature: not checked (the policy is off)".to_owned(),
+    }
 }
 
 /// `wasm-mcp warm`: compiles every plugin of the folder into the compile
@@ -631,34 +647,12 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     } else {
         "plugin".to_owned()
     };
-    let store = settings::runtime_config(&config)
-        .cache_dir
-        .context(
-            "the compile cache is off (server.cache_dir is \"\"): no store for pulled components",
-        )?
-        .join("oci");
     let into = std::env::temp_dir().join(format!("wasm-mcp-inspect-{}", std::process::id()));
     tokio::fs::create_dir_all(&into).await?;
-    let trust = settings::trust(&config, Some(&name)).await?;
-    let pulled = wasm_mcp::oci::pull(
-        &source,
-        &name,
-        &store,
-        &into,
-        config.server.max_plugin_mb << 20,
-        &trust,
-    )
-    .await;
-    let inspected = match pulled {
+    let inspected = match pull_into(&config, &source, &name, &into).await {
         Ok(pulled) => {
             println!("{reference} ({})", pulled.digest);
-            match &pulled.signature {
-                Some(wasm_mcp::oci::signature::Verdict::Verified(key)) => {
-                    println!("signature: verified with {key}")
-                }
-                Some(_) => println!("signature: none (the policy is if-present)"),
-                None => println!("signature: not checked (the policy is off)"),
-            }
+            println!("{}", signature_line(&pulled.signature));
             inspect_file(pulled.file, config).await
         }
         Err(e) => Err(e),
