@@ -48,14 +48,14 @@ pub use plugin::Plugin;
 pub use prompt::Prompt;
 pub use prompt::{assistant, user, IntoMessages, PromptMessage};
 pub use resource::{IntoContents, Resource, Template, UriVars};
-pub use tool::{CallResult, IntoCallResult, Structured, TaskSupport, Tool};
+pub use tool::{CallResult, IntoCallResult, Structured, TaskSupport, Tool, ToolAnnotations};
 
 /// Everything a plugin usually needs, in one `use`.
 pub mod prelude {
     pub use crate::{
         assistant, audio, embedded, export_plugin, host, image, text, user, CallResult, Content,
         Plugin, PromptMessage, Resource, ResourceContents, Structured, TaskSupport, Template, Tool,
-        UriVars,
+        ToolAnnotations, UriVars,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
 
-pub use wit::TaskSupport;
+pub use wit::{TaskSupport, ToolAnnotations};
 
 /// The result of a tool call.
 pub type CallResult = wit::CallResult;
@@ -132,6 +132,7 @@ pub struct Tool {
     pub(crate) meta: wit::Tool,
     pub(crate) handler: Handler,
     input_schema: Option<Value>,
+    output_schema: Option<Value>,
     derive_input_schema: fn() -> Value,
     derive_output_schema: fn() -> Option<Value>,
 }
@@ -164,6 +165,7 @@ impl Tool {
             },
             handler,
             input_schema: None,
+            output_schema: None,
             derive_input_schema: input_schema_of::<A>,
             derive_output_schema: R::output_schema,
         }
@@ -177,7 +179,11 @@ impl Tool {
             .unwrap_or_else(self.derive_input_schema);
         wit::Tool {
             input_schema: input.to_string(),
-            output_schema: (self.derive_output_schema)().map(|s| s.to_string()),
+            output_schema: self
+                .output_schema
+                .clone()
+                .or_else(self.derive_output_schema)
+                .map(|s| s.to_string()),
             ..self.meta.clone()
         }
     }
@@ -200,7 +206,7 @@ impl Tool {
         self
     }
 
-    fn annotations(&mut self) -> &mut wit::ToolAnnotations {
+    fn hints(&mut self) -> &mut wit::ToolAnnotations {
         self.meta.annotations.get_or_insert(wit::ToolAnnotations {
             title: None,
             read_only_hint: None,
@@ -210,33 +216,58 @@ impl Tool {
         })
     }
 
+    /// Sets the tool's annotations outright (a hint left `None` is not sent).
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.meta.annotations = Some(annotations);
+        self
+    }
+
     /// Marks the tool as not modifying its environment.
     pub fn read_only(mut self) -> Self {
-        self.annotations().read_only_hint = Some(true);
+        self.hints().read_only_hint = Some(true);
         self
     }
 
     /// Marks the tool as possibly destructive.
     pub fn destructive(mut self) -> Self {
-        self.annotations().destructive_hint = Some(true);
+        self.hints().destructive_hint = Some(true);
+        self
+    }
+
+    /// Marks the tool as not destructive: it only adds to its environment.
+    pub fn non_destructive(mut self) -> Self {
+        self.hints().destructive_hint = Some(false);
         self
     }
 
     /// Marks repeated calls with the same arguments as having no further effect.
     pub fn idempotent(mut self) -> Self {
-        self.annotations().idempotent_hint = Some(true);
+        self.hints().idempotent_hint = Some(true);
         self
     }
 
     /// Marks the tool as reaching an open world of external entities.
     pub fn open_world(mut self) -> Self {
-        self.annotations().open_world_hint = Some(true);
+        self.hints().open_world_hint = Some(true);
+        self
+    }
+
+    /// Marks the tool as reaching only a closed world (its own data).
+    pub fn closed_world(mut self) -> Self {
+        self.hints().open_world_hint = Some(false);
         self
     }
 
     /// Replaces the input schema (JSON) derived from the argument type.
     pub fn input_schema(mut self, schema: Value) -> Self {
         self.input_schema = Some(schema);
+        self
+    }
+
+    /// Sets the output schema (JSON), for a tool whose result type does not
+    /// derive one (for example a handler returning a [`CallResult`]).
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
         self
     }
 
