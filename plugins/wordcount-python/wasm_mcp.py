@@ -22,9 +22,13 @@ exports (`wasm-mcp dev` picks it: `tools-plugin` here; export `Resources`,
 resource template's `{name}` matches one path segment. A tool's input
 schema comes from its parameters' type hints (str, int, float, bool, list,
 dict, Optional; a parameter with a default is optional), its description
-and the parameters' descriptions from its docstring. A tool returns a str
-(text), or anything JSON can hold (text and structured content); an
-exception becomes a tool error with its message.
+and the parameters' descriptions from its docstring; `input_schema=`,
+`output_schema=`, `title=` and `annotations=` (the ToolAnnotations hints
+by their Python names, e.g. `read_only_hint=True`) set them outright. A
+tool returns a str (text), anything JSON can hold (text and structured
+content) or `result(...)` (its own text beside structured content); an
+exception becomes a tool error with its message (a `ToolError`'s message
+alone, else prefixed with the exception's type).
 """
 
 import importlib
@@ -79,7 +83,7 @@ def _template_matcher(uri_template: str):
 
     return match
 
-__all__ = ["Plugin", "text"]
+__all__ = ["Plugin", "ToolError", "result", "text"]
 
 
 def text(value: str) -> types.Content:
@@ -150,7 +154,24 @@ def _input_schema(func) -> dict:
     return {"type": "object", "properties": properties, "required": required}
 
 
+class ToolError(Exception):
+    """A tool failure whose message alone is what the model reads."""
+
+
+def result(text_: str, structured: dict | None = None, *, is_error: bool = False):
+    """A tool result: the text clients read, and the structured content
+    (a JSON object) beside it."""
+    return tools.CallResult(
+        content=[text(text_)],
+        structured_content=None if structured is None else json.dumps(structured),
+        is_error=is_error,
+        meta=None,
+    )
+
+
 def _result(value):
+    if tools is not None and isinstance(value, tools.CallResult):
+        return value
     if isinstance(value, str):
         return tools.CallResult(content=[text(value)], structured_content=None, is_error=False, meta=None)
     encoded = json.dumps(value)
@@ -195,7 +216,8 @@ class Plugin:
                     try:
                         return _result(func(**json.loads(arguments)))
                     except Exception as error:  # a tool error, for the model to see
-                        message = f"{type(error).__name__}: {error}"
+                        message = str(error) if isinstance(error, ToolError) \
+                            else f"{type(error).__name__}: {error}"
                         return tools.CallResult(content=[text(message)], structured_content=None,
                                                 is_error=True, meta=None)
             self.Tools = _Tools
@@ -256,20 +278,28 @@ class Plugin:
                                                   has_more=len(values) > MAX_COMPLETIONS)
             self.Completions = _Completions
 
-    def tool(self, func=None, *, name: str | None = None, description: str | None = None):
+    def tool(self, func=None, *, name: str | None = None, description: str | None = None,
+             title: str | None = None, annotations: dict | None = None,
+             input_schema: dict | None = None, output_schema: dict | None = None):
         """Makes `func` a tool (`@plugin.tool` or `@plugin.tool(name=...)`)."""
 
         _require(tools, "tools")
 
         def register(func):
             doc, _ = _doc(func)
+            hints = None
+            if annotations is not None:
+                fields = dict(title=None, read_only_hint=None, destructive_hint=None,
+                              idempotent_hint=None, open_world_hint=None)
+                fields.update(annotations)
+                hints = tools.ToolAnnotations(**fields)
             entry = tools.Tool(
                 name=name or func.__name__,
-                title=None,
+                title=title,
                 description=description or doc,
-                input_schema=json.dumps(_input_schema(func)),
-                output_schema=None,
-                annotations=None,
+                input_schema=json.dumps(input_schema if input_schema is not None else _input_schema(func)),
+                output_schema=None if output_schema is None else json.dumps(output_schema),
+                annotations=hints,
                 task_support=tools.TaskSupport.FORBIDDEN,
                 icons=[],
                 meta=None,
@@ -279,7 +309,8 @@ class Plugin:
 
         return register(func) if func is not None else register
 
-    def resource(self, uri: str, *, name: str | None = None, mime_type: str | None = "text/plain"):
+    def resource(self, uri: str, *, name: str | None = None, mime_type: str | None = "text/plain",
+                 title: str | None = None):
         """Makes `func()` (returning str, or bytes) the resource at `uri`."""
 
         _require(resources, "resources")
@@ -287,7 +318,7 @@ class Plugin:
         def register(func):
             doc, _ = _doc(func)
             entry = resources.Resource(
-                uri=uri, name=name or func.__name__, title=None, description=doc,
+                uri=uri, name=name or func.__name__, title=title, description=doc,
                 mime_type=mime_type, size=None, annotations=None, icons=[], meta=None,
             )
             self._resources[uri] = (entry, func)
