@@ -8,6 +8,7 @@
 //! [roots]                         # folders, by the config's root names
 //! notes = "read-write"
 //! docs = "read-only"
+//! # "*" = "read-write"            # or: every root the config allows it
 //! ```
 
 use super::Mode;
@@ -29,6 +30,9 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The root name that asks for every root the config allows the plugin.
+    pub const ANY_ROOT: &'static str = "*";
+
     /// The manifest file of the component at `wasm`: same folder and stem, `.toml`.
     pub fn path_for(wasm: &Path) -> PathBuf {
         wasm.with_extension("toml")

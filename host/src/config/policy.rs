@@ -2,7 +2,7 @@
 //! and what the config allows it. Everything else is denied, and the
 //! decision is reported item by item.
 
-use super::{Config, Manifest, Mode, SecretSource, MAX_SECRET_BYTES};
+use super::{Config, Manifest, Mode};
 use crate::runtime::{DirGrant, Grants, HostPattern, Secret};
 
 /// The config's rules for granting.
@@ -50,7 +50,23 @@ impl Policy {
         let mut d = Decision::default();
         d.grants.limits = self.config.limits.with(&allowed.limits).to_limits();
 
-        for (name, &wanted) in &manifest.roots {
+        // `*` asks for every root the config allows the plugin, as far as
+        // the mode it names; a root also named on its own keeps its mode.
+        let mut asked: Vec<(&String, Mode)> = manifest
+            .roots
+            .iter()
+            .filter(|(name, _)| name.as_str() != Manifest::ANY_ROOT)
+            .map(|(name, &mode)| (name, mode))
+            .collect();
+        if let Some(&any) = manifest.roots.get(Manifest::ANY_ROOT) {
+            for name in allowed.roots.iter().map(|r| r.get_ref()) {
+                if !manifest.roots.contains_key(name) {
+                    asked.push((name, any));
+                }
+            }
+        }
+        asked.sort();
+        for (name, wanted) in asked {
             let Some(root) = self.config.roots.get(name) else {
                 d.denied
                     .push(format!("root {name}: no such root in the config"));
@@ -106,7 +122,7 @@ impl Policy {
 
         for var in &manifest.env {
             let value = if let Some(source) = allowed.secrets.get(var) {
-                secret(source)
+                source.read()
             } else if allowed.env.iter().any(|a| a.get_ref() == var) {
                 std::env::var(var).map_err(|_| "not set on the host".to_owned())
             } else {
@@ -134,29 +150,6 @@ impl Policy {
     }
 }
 
-/// The value `source` names; the error says why there is none (never
-/// quoting what was read). Reads a file: call it off the async workers.
-fn secret(source: &SecretSource) -> Result<String, String> {
-    if let Some(var) = &source.env {
-        return std::env::var(var).map_err(|_| format!("host variable {var} is not set"));
-    }
-    let Some(path) = &source.file else {
-        return Err("no source".into());
-    };
-    // A regular file only (a FIFO would block the load), and not a big one.
-    let bytes = crate::files::read_regular(path, MAX_SECRET_BYTES)
-        .map_err(|e| format!("secret file {} unreadable: {e}", path.display()))?;
-    let mut value = String::from_utf8(bytes)
-        .map_err(|_| format!("secret file {} is not UTF-8", path.display()))?;
-    if value.ends_with('\n') {
-        value.pop();
-        if value.ends_with('\r') {
-            value.pop();
-        }
-    }
-    Ok(value)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +172,38 @@ env = ["WASM_MCP_POLICY_TEST", "WASM_MCP_POLICY_UNSET"]
 call_timeout_ms = 500
 "#;
         Policy::new(Config::parse(text, base).unwrap())
+    }
+
+    #[test]
+    fn a_star_asks_for_every_root_the_config_allows() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = policy(dir.path());
+        let dirs = |text: &str, plugin: &str| {
+            let manifest: Manifest = toml::from_str(text).unwrap();
+            let d = policy.decide(plugin, &manifest);
+            d.grants
+                .dirs
+                .iter()
+                .map(|g| (g.guest_path.clone(), g.writable))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            dirs("[roots]\n\"*\" = \"read-write\"\n", "p"),
+            [("/docs".to_owned(), false), ("/scratch".to_owned(), true)]
+        );
+        assert_eq!(
+            dirs("[roots]\n\"*\" = \"read-only\"\n", "p"),
+            [("/docs".to_owned(), false), ("/scratch".to_owned(), false)]
+        );
+        // A root named on its own keeps its own mode; an unknown plugin gets nothing.
+        assert_eq!(
+            dirs(
+                "[roots]\n\"*\" = \"read-only\"\nscratch = \"read-write\"\n",
+                "p"
+            ),
+            [("/docs".to_owned(), false), ("/scratch".to_owned(), true)]
+        );
+        assert!(dirs("[roots]\n\"*\" = \"read-write\"\n", "other").is_empty());
     }
 
     #[test]
