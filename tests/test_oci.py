@@ -176,6 +176,47 @@ def test_registry_credentials_come_from_the_environment_and_are_never_shown(tmp_
         registry.close()
 
 
+def test_registry_credentials_come_from_the_config_with_the_password_from_a_secret_source(
+        tmp_path, cache_dir, host_env):
+    password = f"pw-{os.urandom(8).hex()}"
+    registry = Registry(tmp_path, {"ops": password})
+    try:
+        secret = tmp_path / "registry-password"
+        secret.write_text(password + "\n")
+        login = f'[registries."{registry.address}"]\nusername = "ops"\npassword = {{ file = "{secret}" }}\n'
+        env = environment(tmp_path, cache_dir, host_env, login)
+        env["HOME"] = str(tmp_path)  # no docker config.json of the machine's
+        env["RUST_LOG"] = "debug"
+        ref = f"oci://{registry.address}/tools/hello:1"
+        plugins = tmp_path / "plugins"
+        plugins.mkdir()
+        key = tmp_path / "signing.key"
+        subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-out", str(key)], check=True, capture_output=True)
+        runs = [wasm_mcp("push", str(PLUGINS / "hello.wasm"), ref, env=env),
+                wasm_mcp("sign", ref, "--key", str(key), env=env),
+                wasm_mcp("pull", ref, "--plugins", str(plugins), env=env)]
+        assert (plugins / "hello.wasm").read_bytes() == (PLUGINS / "hello.wasm").read_bytes()
+        # The config's login comes before the environment's.
+        wrong_env = dict(env, WASM_MCP_OCI_USERNAME="ops", WASM_MCP_OCI_PASSWORD="wrong")
+        runs.append(wasm_mcp("pull", ref, "--plugins", str(plugins), "--name", "again", env=wrong_env))
+        assert (plugins / "again.wasm").exists()
+        # A wrong password is refused by the registry; a missing secret says which.
+        secret.write_text("wrong\n")
+        runs.append(wasm_mcp("pull", ref, "--plugins", str(plugins), "--name", "third", env=env, check=False))
+        assert runs[-1].returncode != 0 and not (plugins / "third.wasm").exists()
+        secret.unlink()
+        runs.append(wasm_mcp("pull", ref, "--plugins", str(plugins), "--name", "third", env=env, check=False))
+        assert runs[-1].returncode != 0
+        assert f'registries."{registry.address}".password: secret file' in runs[-1].stderr, runs[-1].stderr
+        header = base64.b64encode(f"ops:{password}".encode()).decode()
+        for done in runs:
+            shown = done.stdout + done.stderr
+            assert password not in shown and header not in shown
+    finally:
+        registry.close()
+
+
 def test_a_plugin_sourced_from_a_tag_follows_it_and_survives_the_registry_going_away(tmp_path, cache_dir, host_env):
     registry = Registry(tmp_path)
     ref = f"oci://{registry.address}/tools/moving:stable"

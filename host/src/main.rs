@@ -104,14 +104,15 @@ enum Command {
         config: Option<PathBuf>,
     },
     /// Publish a component, with the manifest beside it, to an OCI
-    /// registry: `oci://REGISTRY/REPO:TAG`. Credentials: WASM_MCP_OCI_USERNAME
-    /// and WASM_MCP_OCI_PASSWORD, else docker's config.json.
+    /// registry: `oci://REGISTRY/REPO:TAG`. Credentials: the config's
+    /// [registries."REGISTRY"], else WASM_MCP_OCI_USERNAME and
+    /// WASM_MCP_OCI_PASSWORD, else docker's config.json.
     Push {
         /// The component file.
         file: PathBuf,
         /// Where: oci://REGISTRY/REPO:TAG.
         reference: String,
-        /// A TOML config file (for [server] max_plugin_mb).
+        /// A TOML config file (for [server] max_plugin_mb, [registries]).
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
     },
@@ -125,6 +126,9 @@ enum Command {
         /// genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`).
         #[arg(long)]
         key: PathBuf,
+        /// A TOML config file (for [registries]).
+        #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
+        config: Option<PathBuf>,
     },
     /// Fetch a component from an OCI registry (oci://REGISTRY/REPO:TAG or
     /// @sha256:DIGEST) into a plugin folder, where a serving host loads it.
@@ -298,7 +302,11 @@ fn main() -> Result<()> {
                 name,
                 config,
             } => pull(reference, plugins, name, config).await,
-            Command::Sign { reference, key } => sign(reference, key).await,
+            Command::Sign {
+                reference,
+                key,
+                config,
+            } => sign(reference, key, config).await,
             Command::New { .. } | Command::Wit | Command::WasiAdapter { .. } => {
                 unreachable!("handled before the runtime")
             }
@@ -512,6 +520,7 @@ async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
         dir.to_owned(),
         config.server.max_plugin_mb << 20,
         every,
+        wasm_mcp::oci::Logins::of(config),
     ));
     Ok(())
 }
@@ -520,17 +529,20 @@ async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
 async fn push(file: PathBuf, reference: String, config_path: Option<PathBuf>) -> Result<()> {
     let config = settings::load_config(config_path).await?;
     let target = wasm_mcp::oci::reference(&reference)?;
-    let digest = wasm_mcp::oci::push(&file, &target, config.server.max_plugin_mb << 20).await?;
+    let logins = wasm_mcp::oci::Logins::of(&config);
+    let digest =
+        wasm_mcp::oci::push(&file, &target, config.server.max_plugin_mb << 20, &logins).await?;
     println!("pushed {} as {reference} ({digest})", file.display());
     Ok(())
 }
 
 /// `wasm-mcp sign`.
-async fn sign(reference: String, key: PathBuf) -> Result<()> {
+async fn sign(reference: String, key: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
+    let config = settings::load_config(config_path).await?;
     let target = wasm_mcp::oci::reference(&reference)?;
     let key = tokio::task::spawn_blocking(move || wasm_mcp::oci::signature::SigningKey::read(&key))
         .await??;
-    let digest = wasm_mcp::oci::sign(&target, &key).await?;
+    let digest = wasm_mcp::oci::sign(&target, &key, &wasm_mcp::oci::Logins::of(&config)).await?;
     println!("signed {reference} ({digest})");
     Ok(())
 }
@@ -588,6 +600,7 @@ async fn pull_into(
         into,
         config.server.max_plugin_mb << 20,
         &trust,
+        &wasm_mcp::oci::Logins::of(config),
     )
     .await
 }

@@ -144,6 +144,29 @@ pub(super) fn plugins(config: &mut Config, text: &str, base: &Path) -> Result<()
     Ok(())
 }
 
+/// `[registries."HOST"]`: a registry name, and a password with exactly
+/// one source; files made relative to `base`.
+pub(super) fn registries(
+    registries: &mut BTreeMap<String, super::RegistryLogin>,
+    base: &Path,
+) -> Result<()> {
+    for (registry, login) in registries.iter_mut() {
+        anyhow::ensure!(
+            !registry.is_empty() && !registry.contains(['/', ' ']),
+            "registries: {registry:?} is not a registry (HOST or HOST:PORT)"
+        );
+        let source = &mut login.password;
+        anyhow::ensure!(
+            source.file.is_some() != source.env.is_some(),
+            "registries.\"{registry}\".password needs exactly one of file and env"
+        );
+        if let Some(file) = &mut source.file {
+            *file = base.join(&*file);
+        }
+    }
+    Ok(())
+}
+
 /// `[plugins.NAME.secrets]`: variable names, each with exactly one source,
 /// none also in `env`; files made relative to `base`.
 fn secrets(plugin: &str, section: &mut PluginSection, base: &Path) -> Result<()> {

@@ -47,6 +47,21 @@ pub struct Config {
     pub signatures: SignaturesSection,
     /// `[traces]`
     pub traces: TracesSection,
+    /// `[registries."HOST[:PORT]"]`: credentials for OCI registries.
+    pub registries: BTreeMap<String, RegistryLogin>,
+}
+
+/// `[registries."HOST[:PORT]"]`: the login for one OCI registry, named as
+/// in references (`oci://HOST[:PORT]/...`). The password comes from a
+/// secret's source, never from the config itself.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryLogin {
+    /// The user name.
+    pub username: String,
+    /// Where the password (or token) comes from: `{ file = "..." }` or
+    /// `{ env = "VAR" }`.
+    pub password: SecretSource,
 }
 
 /// `[traces]`: OpenTelemetry traces, sent over OTLP/HTTP (JSON); off
@@ -368,6 +383,31 @@ pub struct SecretSource {
 /// The largest secret file read, in bytes.
 pub const MAX_SECRET_BYTES: u64 = 64 << 10;
 
+impl SecretSource {
+    /// The value this names; the error says why there is none (never
+    /// quoting what was read). Reads a file: call it off the async workers.
+    pub fn read(&self) -> Result<String, String> {
+        if let Some(var) = &self.env {
+            return std::env::var(var).map_err(|_| format!("host variable {var} is not set"));
+        }
+        let Some(path) = &self.file else {
+            return Err("no source".into());
+        };
+        // A regular file only (a FIFO would block the load), and not a big one.
+        let bytes = crate::files::read_regular(path, MAX_SECRET_BYTES)
+            .map_err(|e| format!("secret file {} unreadable: {e}", path.display()))?;
+        let mut value = String::from_utf8(bytes)
+            .map_err(|_| format!("secret file {} is not UTF-8", path.display()))?;
+        if value.ends_with('\n') {
+            value.pop();
+            if value.ends_with('\r') {
+                value.pop();
+            }
+        }
+        Ok(value)
+    }
+}
+
 impl Config {
     /// Reads and checks `path`. Errors name the file and the line.
     pub fn load(path: &Path) -> Result<Self> {
@@ -387,6 +427,7 @@ impl Config {
         check::http(&mut config.http, base)?;
         check::tasks(&mut config.tasks, base)?;
         check::signatures(&mut config, base)?;
+        check::registries(&mut config.registries, base)?;
         Ok(config)
     }
 
@@ -472,6 +513,37 @@ mod tests {
                 e.contains("server.max_instances must be from 1 to 4096"),
                 "{e}"
             );
+        }
+    }
+
+    #[test]
+    fn registry_logins_take_a_password_from_a_secret_source_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("pw"), "hunter2\n").unwrap();
+        let c = Config::parse(
+            "[registries.\"r.example:5000\"]\nusername = \"ops\"\npassword = { file = \"pw\" }\n",
+            dir.path(),
+        )
+        .unwrap();
+        let login = &c.registries["r.example:5000"];
+        assert_eq!(login.username, "ops");
+        assert_eq!(login.password.read().unwrap(), "hunter2");
+        for (wrong, expected) in [
+            (
+                "[registries.r]\nusername = \"u\"\npassword = \"plain\"\n",
+                "invalid type",
+            ),
+            (
+                "[registries.r]\nusername = \"u\"\npassword = {}\n",
+                "exactly one of file and env",
+            ),
+            (
+                "[registries.\"r/x\"]\nusername = \"u\"\npassword = { env = \"P\" }\n",
+                "not a registry",
+            ),
+        ] {
+            let e = error(wrong);
+            assert!(e.contains(expected), "{wrong}: {e}");
         }
     }
 

@@ -11,7 +11,7 @@
 
 pub mod signature;
 
-use crate::config::SignaturePolicy;
+use crate::config::{RegistryLogin, SignaturePolicy};
 use crate::reload::folder;
 use anyhow::{bail, Context as _, Result};
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
@@ -117,10 +117,29 @@ fn client(reference: &Reference) -> Client {
     })
 }
 
-/// The credentials for `registry`: `WASM_MCP_OCI_USERNAME` and
-/// `WASM_MCP_OCI_PASSWORD`, else the registry's entry in docker's
-/// `config.json` (`$DOCKER_CONFIG`, else `~/.docker`), else none.
-pub async fn credentials(registry: &str) -> Result<RegistryAuth> {
+/// The registry logins of the config (`[registries."HOST"]`), by registry.
+#[derive(Debug, Clone, Default)]
+pub struct Logins(Arc<BTreeMap<String, RegistryLogin>>);
+
+impl Logins {
+    /// The logins of `config`.
+    pub fn of(config: &crate::config::Config) -> Self {
+        Logins(Arc::new(config.registries.clone()))
+    }
+}
+
+/// The credentials for `registry`: its entry in `logins` (the password
+/// read from its source now, off the async workers), else
+/// `WASM_MCP_OCI_USERNAME` and `WASM_MCP_OCI_PASSWORD`, else the registry's
+/// entry in docker's `config.json` (`$DOCKER_CONFIG`, else `~/.docker`),
+/// else none.
+pub async fn credentials(registry: &str, logins: &Logins) -> Result<RegistryAuth> {
+    if let Some(login) = logins.0.get(registry).cloned() {
+        let password = tokio::task::spawn_blocking(move || login.password.read())
+            .await?
+            .map_err(|why| anyhow::anyhow!("registries.\"{registry}\".password: {why}"))?;
+        return Ok(RegistryAuth::Basic(login.username, password));
+    }
     if let (Ok(user), Ok(password)) = (
         std::env::var("WASM_MCP_OCI_USERNAME"),
         std::env::var("WASM_MCP_OCI_PASSWORD"),
@@ -161,7 +180,12 @@ fn docker_auth(text: &[u8], registry: &str) -> Result<RegistryAuth> {
 
 /// Publishes component `file` (with the manifest beside it, if any) as
 /// `reference`; the manifest's digest.
-pub async fn push(file: &Path, reference: &Reference, max_bytes: u64) -> Result<String> {
+pub async fn push(
+    file: &Path,
+    reference: &Reference,
+    max_bytes: u64,
+    logins: &Logins,
+) -> Result<String> {
     let component = read(file, max_bytes)
         .await
         .with_context(|| format!("reading {}", file.display()))?;
@@ -188,7 +212,7 @@ pub async fn push(file: &Path, reference: &Reference, max_bytes: u64) -> Result<
     let annotations = manifest.map(|m| BTreeMap::from([(MANIFEST_ANNOTATION.to_owned(), m)]));
     let image = OciImageManifest::build(std::slice::from_ref(&layer), &config, annotations);
     let client = client(reference);
-    let auth = credentials(reference.resolve_registry()).await?;
+    let auth = credentials(reference.resolve_registry(), logins).await?;
     client
         .push(reference, &[layer], config, &auth, Some(image))
         .await
@@ -225,13 +249,14 @@ pub async fn pull(
     into: &Path,
     max_bytes: u64,
     trust: &Trust,
+    logins: &Logins,
 ) -> Result<Pulled> {
     anyhow::ensure!(
         crate::names::is_valid(name),
         "{name:?} cannot name a plugin (letters, digits, '-' or '_')"
     );
     let client = client(reference);
-    let auth = credentials(reference.resolve_registry()).await?;
+    let auth = credentials(reference.resolve_registry(), logins).await?;
     let (manifest, digest) = client
         .pull_image_manifest(reference, &auth)
         .await
@@ -319,9 +344,13 @@ pub async fn pull(
 
 /// Signs what `reference` names (see [`signature::sign`]); its manifest
 /// digest.
-pub async fn sign(reference: &Reference, key: &signature::SigningKey) -> Result<String> {
+pub async fn sign(
+    reference: &Reference,
+    key: &signature::SigningKey,
+    logins: &Logins,
+) -> Result<String> {
     let client = client(reference);
-    let auth = credentials(reference.resolve_registry()).await?;
+    let auth = credentials(reference.resolve_registry(), logins).await?;
     let digest = match reference.digest() {
         Some(digest) => digest.to_owned(),
         None => client
@@ -357,10 +386,11 @@ pub async fn follow(
     into: PathBuf,
     max_bytes: u64,
     every: Option<Duration>,
+    logins: Logins,
 ) {
     loop {
         for (name, reference, trust) in &sources {
-            match pull(reference, name, &store, &into, max_bytes, trust).await {
+            match pull(reference, name, &store, &into, max_bytes, trust, &logins).await {
                 Ok(pulled) if pulled.changed => {
                     let signature = match &pulled.signature {
                         Some(Verdict::Verified(key)) => format!("verified with {key}"),
