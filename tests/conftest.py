@@ -44,11 +44,17 @@ def host_env(cache_dir):
     return env
 
 
+# The real plugins in dist/plugins (the reference servers' jobs), which
+# tests/test_reference_servers.py serves on their own, with their grants.
+REAL_PLUGINS = {"filesystem", "time", "memory"}
+
+
 @pytest.fixture(scope="session")
 def all_plugins(tmp_path_factory):
     """The example plugins plus the misbehaving test fixture, in one folder."""
     folder = tmp_path_factory.mktemp("plugins")
-    for source in list(PLUGINS.glob("*.wasm")) + [FIXTURES / "crashy.wasm"]:
+    examples = [p for p in PLUGINS.glob("*.wasm") if p.stem not in REAL_PLUGINS]
+    for source in examples + [FIXTURES / "crashy.wasm"]:
         shutil.copy(source, folder / source.name)
     return folder
 
