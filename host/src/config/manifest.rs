@@ -2,7 +2,7 @@
 //! `<plugin>.toml`; a plugin without one asks for nothing.
 //!
 //! ```toml
-//! hosts = ["api.github.com"]      # outbound HTTP
+//! hosts = ["api.github.com"]      # outbound HTTP ("*": every host the config allows it)
 //! env = ["GITHUB_TOKEN"]          # environment variables
 //!
 //! [roots]                         # folders, by the config's root names
@@ -30,8 +30,9 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// The root name that asks for every root the config allows the plugin.
-    pub const ANY_ROOT: &'static str = "*";
+    /// The root name (or host) that asks for every root (or host) the
+    /// config allows the plugin.
+    pub const ANY: &'static str = "*";
 
     /// The manifest file of the component at `wasm`: same folder and stem, `.toml`.
     pub fn path_for(wasm: &Path) -> PathBuf {

@@ -55,10 +55,10 @@ impl Policy {
         let mut asked: Vec<(&String, Mode)> = manifest
             .roots
             .iter()
-            .filter(|(name, _)| name.as_str() != Manifest::ANY_ROOT)
+            .filter(|(name, _)| name.as_str() != Manifest::ANY)
             .map(|(name, &mode)| (name, mode))
             .collect();
-        if let Some(&any) = manifest.roots.get(Manifest::ANY_ROOT) {
+        if let Some(&any) = manifest.roots.get(Manifest::ANY) {
             for name in allowed.roots.iter().map(|r| r.get_ref()) {
                 if !manifest.roots.contains_key(name) {
                     asked.push((name, any));
@@ -105,7 +105,13 @@ impl Policy {
             .iter()
             .filter_map(|h| HostPattern::parse(h.get_ref()))
             .collect();
-        for asked in &manifest.hosts {
+        // `*` asks for every host the config allows the plugin.
+        let asked_hosts: Vec<&String> = if manifest.hosts.iter().any(|h| h == Manifest::ANY) {
+            allowed.hosts.iter().map(|h| h.get_ref()).collect()
+        } else {
+            manifest.hosts.iter().collect()
+        };
+        for asked in asked_hosts {
             let Some(pattern) = HostPattern::parse(asked) else {
                 d.denied
                     .push(format!("host {asked:?}: not a host name or *.domain"));
@@ -204,6 +210,17 @@ call_timeout_ms = 500
             [("/docs".to_owned(), false), ("/scratch".to_owned(), true)]
         );
         assert!(dirs("[roots]\n\"*\" = \"read-write\"\n", "other").is_empty());
+        let hosts = |plugin: &str| {
+            let manifest: Manifest = toml::from_str("hosts = [\"*\"]\n").unwrap();
+            let d = policy.decide(plugin, &manifest);
+            d.grants
+                .hosts
+                .iter()
+                .map(|h| h.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(hosts("p"), ["*.example.com", "127.0.0.1"]);
+        assert!(hosts("other").is_empty());
     }
 
     #[test]
