@@ -46,7 +46,7 @@ def host_env(cache_dir):
 
 # The real plugins in dist/plugins (the reference servers' jobs), which
 # tests/test_reference_servers.py serves on their own, with their grants.
-REAL_PLUGINS = {"filesystem", "time", "memory"}
+REAL_PLUGINS = {"fetch", "filesystem", "time", "memory"}
 
 
 @pytest.fixture(scope="session")

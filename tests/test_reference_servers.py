@@ -1,15 +1,20 @@
-"""The real plugins (plugins/time-rust, plugins/memory-python) side by side
-with the reference servers they stand in for (`mcp-server-time` from PyPI,
-`@modelcontextprotocol/server-memory` from npm, both installed by
+"""The real plugins (plugins/filesystem-rust, fetch-rust, time-rust,
+memory-python) side by side with the reference servers they stand in for
+(`@modelcontextprotocol/server-filesystem` and `server-memory` from npm,
+`mcp-server-fetch` and `mcp-server-time` from PyPI, all installed by
 scripts/test): the same calls over stdio with the real Python `mcp`
-client, and the results compared after normalising only what must differ.
-Every difference that remains is listed here with its reason."""
+client, on the same fixture folder or the same loopback site, and the
+results compared after normalising only what must differ (the served
+folder's host path). Every difference that remains is listed here with
+its reason."""
 
 import datetime
+import http.server
 import json
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -446,3 +451,144 @@ async def test_filesystem_in_a_read_only_root_refuses_changes_clearly(tmp_path, 
     assert sorted(p.name for p in (top / "files").iterdir()) == sorted(
         ["a.txt", "crlf.txt", "indented.py", "Zeta.txt", "alpha2.txt", "_under.txt", "10.txt", "café.txt",
          ".hidden", "big.bin", "pic.png", "sound.wav", "sub", "link-out", "dir-link"])
+
+
+# --- fetch --------------------------------------------------------------------
+
+PAGE = """<!DOCTYPE html>
+<html><head><title>Sandboxes</title><script>track()</script><style>p{}</style></head>
+<body><article>
+<h1>Why sandboxes</h1>
+<p>A <b>plugin</b> that is <em>sandboxed</em> cannot read your <a href="/secrets">secrets</a>.</p>
+<h2>What it may do</h2>
+<ul><li>read granted folders</li><li>call granted hosts</li></ul>
+<p>Everything else is denied, by construction.</p>
+</article></body></html>"""
+
+LONG = "".join(f"line {i}: {'é' * (i % 7)}{'x' * (i % 13)}\n" for i in range(400))
+
+
+class Site(http.server.BaseHTTPRequestHandler):
+    """A small site on loopback: pages, a robots.txt, redirects, errors."""
+
+    routes = {
+        "/robots.txt": (200, "text/plain", "User-agent: *\nDisallow: /private\n# a comment\nAllow: /private/open\n"),
+        "/page.html": (200, "text/html; charset=utf-8", PAGE),
+        "/long.txt": (200, "text/plain; charset=utf-8", LONG),
+        "/data.json": (200, "application/json", '{"a": [1, 2, 3]}'),
+        "/untyped": (200, "", "no content type here"),
+        "/private/x": (200, "text/plain", "private"),
+        "/private/open/y": (200, "text/plain", "open after all"),
+        "/missing": (404, "text/plain", "nope"),
+        "/broken": (500, "text/plain", "boom"),
+    }
+    redirects = {"/moved": "/long.txt", "/sneaky": "/private/x", "/loop": "/loop"}
+
+    def do_GET(self):  # noqa: N802 (the http.server name)
+        if self.path in self.redirects:
+            self.send_response(302)
+            self.send_header("Location", self.redirects[self.path])
+            self.end_headers()
+            return
+        status, kind, body = self.routes.get(self.path, (404, "text/plain", "not found"))
+        data = body.encode()
+        self.send_response(status)
+        if kind:
+            self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def site():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Site)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+FETCH_CONFIG = '[plugins.fetch]\nhosts = ["127.0.0.1"]\n'
+
+
+async def test_fetch_matches_mcp_server_fetch(tmp_path, cache_dir, site):
+    mine = ours(tmp_path, cache_dir, "fetch", FETCH_CONFIG)
+    theirs = reference(str(PYTHON_BIN / "mcp-server-fetch"), "--allow-private-ips")
+    calls = [
+        {"url": f"{site}/long.txt"},
+        {"url": f"{site}/long.txt", "max_length": 300},
+        {"url": f"{site}/long.txt", "max_length": 300, "start_index": 300},
+        {"url": f"{site}/long.txt", "start_index": 999999},
+        {"url": f"{site}/long.txt", "max_length": 20000},
+        {"url": f"{site}/data.json"},
+        {"url": f"{site}/page.html", "raw": True},
+        {"url": f"{site}/moved", "max_length": 50},
+        {"url": f"{site}/private/x"},
+        {"url": f"{site}/private/open/y"},
+        {"url": f"{site}/sneaky"},
+        {"url": f"{site}/missing"},
+        {"url": f"{site}/broken"},
+        {"url": site},
+    ]
+    async with mine as a, theirs as b:
+        listed_a = {t.name: described(t) for t in (await a.list_tools()).tools}
+        listed_b = {t.name: described(t) for t in (await b.list_tools()).tools}
+        assert listed_a == listed_b
+        assert [p.name for p in (await a.list_prompts()).prompts] == ["fetch"]
+
+        for arguments in calls:
+            got_a = await outcome(a, "fetch", arguments)
+            got_b = await outcome(b, "fetch", arguments)
+            assert got_a == got_b, arguments
+
+        # HTML to Markdown: the reference extracts the article with
+        # readability (which drops a first heading that repeats the title)
+        # and converts it with markdownify; ours converts the page's body
+        # with htmd, leaving scripts, styles and the head out. The text a
+        # model reads is the same but for that heading; so what is compared
+        # is the content, line by line.
+        page_a = (await outcome(a, "fetch", {"url": f"{site}/page.html"}))["content"][0]["text"]
+        page_b = (await outcome(b, "fetch", {"url": f"{site}/page.html"}))["content"][0]["text"]
+        for text in (page_a, page_b):
+            assert text.startswith(f"Contents of {site}/page.html:\n"), text
+            for piece in ("## What it may do", "A **plugin** that is *sandboxed* cannot read your [secrets](/secrets).",
+                          "* read granted folders\n* call granted hosts",
+                          "Everything else is denied, by construction."):
+                assert piece in text, (piece, text)
+            assert "track()" not in text and "p{}" not in text
+        assert "# Why sandboxes" in page_a
+        lines = lambda text: [line for line in text.splitlines() if line.strip()]  # noqa: E731
+        assert [line for line in lines(page_a) if line != "# Why sandboxes"] == lines(page_b)
+
+        # The prompt: the page for a user (robots.txt not consulted).
+        prompt_a = await a.get_prompt("fetch", {"url": f"{site}/private/x"})
+        prompt_b = await b.get_prompt("fetch", {"url": f"{site}/private/x"})
+        assert prompt_a.messages[0].content.text == prompt_b.messages[0].content.text
+
+        # Deliberate differences:
+        # - a host the plugin is not granted is refused by the sandbox (the
+        #   reference, started with --allow-private-ips, would fetch it);
+        refused = await outcome(a, "fetch", {"url": site.replace("127.0.0.1", "localhost") + "/long.txt"})
+        assert refused["is_error"], refused
+        assert "does not grant this plugin localhost" in refused["content"][0]["text"]
+        # - a redirect loop and a refused connection fail in both, each
+        #   naming the failure in its own HTTP library's words;
+        for url in (f"{site}/loop", "http://127.0.0.1:9/"):
+            got_a = await outcome(a, "fetch", {"url": url})
+            got_b = await outcome(b, "fetch", {"url": url})
+            assert got_a["is_error"] and got_b["is_error"], (url, got_a, got_b)
+        # - arguments out of range are refused by both, each in its own
+        #   words: a tool error, or invalid params (-32602) where the host
+        #   (or the reference's validator) checks them against the schema.
+        def refused(got: dict) -> bool:
+            return bool(got.get("is_error")) or got.get("protocol_error") == -32602
+        for arguments in ({"url": site, "max_length": 0}, {"url": site, "start_index": -1},
+                          {"url": site, "max_length": "10"}, {"url": site, "raw": "yes"},
+                          {"url": "not a url"}):
+            got_a = await outcome(a, "fetch", arguments)
+            got_b = await outcome(b, "fetch", arguments)
+            assert refused(got_a) and refused(got_b), (arguments, got_a, got_b)
