@@ -546,8 +546,9 @@ async def test_fetch_matches_mcp_server_fetch(tmp_path, cache_dir, site):
             assert got_a == got_b, arguments
 
         # HTML to Markdown: the reference extracts the article with
-        # readability (which drops a first heading that repeats the title)
-        # and converts it with markdownify; ours converts the page's body
+        # readability (which drops a first heading that repeats the title,
+        # when it runs readability.js) and converts it with markdownify;
+        # ours converts the page's body
         # with htmd, leaving scripts, styles and the head out. The text a
         # model reads is the same but for that heading; so what is compared
         # is the content, line by line.
@@ -561,8 +562,9 @@ async def test_fetch_matches_mcp_server_fetch(tmp_path, cache_dir, site):
                 assert piece in text, (piece, text)
             assert "track()" not in text and "p{}" not in text
         assert "# Why sandboxes" in page_a
-        lines = lambda text: [line for line in text.splitlines() if line.strip()]  # noqa: E731
-        assert [line for line in lines(page_a) if line != "# Why sandboxes"] == lines(page_b)
+        def lines(text: str) -> list[str]:
+            return [line for line in text.splitlines() if line.strip() and line != "# Why sandboxes"]
+        assert lines(page_a) == lines(page_b)
 
         # The prompt: the page for a user (robots.txt not consulted).
         prompt_a = await a.get_prompt("fetch", {"url": f"{site}/private/x"})
