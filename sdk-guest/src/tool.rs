@@ -271,6 +271,23 @@ impl Tool {
         self
     }
 
+    /// Replaces the input schema with what `schema` returns, called only
+    /// when the tool is listed (a plugin is built afresh for every call, so
+    /// a schema that is costly to build need not be built for calls).
+    pub fn input_schema_with(mut self, schema: fn() -> Value) -> Self {
+        self.input_schema = None;
+        self.derive_input_schema = schema;
+        self
+    }
+
+    /// Replaces the output schema with what `schema` returns, called only
+    /// when the tool is listed.
+    pub fn output_schema_with(mut self, schema: fn() -> Option<Value>) -> Self {
+        self.output_schema = None;
+        self.derive_output_schema = schema;
+        self
+    }
+
     /// Sets `_meta` on the tool's description.
     pub fn meta(mut self, meta: Value) -> Self {
         self.meta.meta = Some(meta.to_string());
