@@ -6,12 +6,13 @@
 //! listing (with sizes, as a tree), moving, searching with globs, file
 //! information and the list of allowed folders.
 //!
-//! The tools' descriptions and schemas are the reference's own
-//! (`tools.json`). Paths outside the roots are refused with the
+//! The tools' descriptions (`meta.rs`) and schemas (`schemas.json`) are
+//! the reference's own. Paths outside the roots are refused with the
 //! reference's words; what keeps them out is the sandbox itself (see
 //! `roots`).
 
 mod diff;
+mod meta;
 mod roots;
 mod text;
 
@@ -31,26 +32,6 @@ const MAX_READ_BYTES: u64 = 32 << 20;
 /// A tool's outcome: its text (also its structured `content`), or the
 /// message of its failure.
 type Answer = Result<String, String>;
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Spec {
-    name: String,
-    title: String,
-    description: String,
-    input_schema: Value,
-    output_schema: Value,
-    annotations: Hints,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Hints {
-    read_only_hint: Option<bool>,
-    destructive_hint: Option<bool>,
-    idempotent_hint: Option<bool>,
-    open_world_hint: Option<bool>,
-}
 
 fn text_result(answer: Answer) -> CallResult {
     match answer {
@@ -712,23 +693,61 @@ fn run(name: &str, args: Value) -> CallResult {
     text_result(answer)
 }
 
+/// Schema `key` (`inputSchema` or `outputSchema`) of tool `name`, from the
+/// reference's listing. Parsed only when the tools are listed.
+fn schema(name: &str, key: &str) -> Option<Value> {
+    let mut all: Vec<Value> = serde_json::from_str(include_str!("schemas.json")).ok()?;
+    let at = all.iter().position(|t| t["name"] == name)?;
+    Some(all.swap_remove(at)[key].take())
+}
+
+/// The schema functions of each tool (closures of no state, so plain
+/// `fn`s the SDK calls only when listing).
+macro_rules! schemas {
+    ($name:expr, $($tool:literal),* $(,)?) => {
+        match $name {
+            $($tool => (
+                (|| schema($tool, "inputSchema").unwrap_or_default()) as fn() -> Value,
+                (|| schema($tool, "outputSchema")) as fn() -> Option<Value>,
+            ),)*
+            _ => (Value::default as fn() -> Value, (|| None) as fn() -> Option<Value>),
+        }
+    };
+}
+
 fn plugin() -> Plugin {
-    let specs: Vec<Spec> = serde_json::from_str(include_str!("tools.json")).unwrap_or_default();
-    specs.into_iter().fold(Plugin::new(), |plugin, spec| {
-        let name = spec.name.clone();
-        let hints = spec.annotations;
+    meta::TOOLS.iter().fold(Plugin::new(), |plugin, tool| {
+        let (input, output) = schemas!(
+            tool.name,
+            "read_file",
+            "read_text_file",
+            "read_media_file",
+            "read_multiple_files",
+            "write_file",
+            "edit_file",
+            "create_directory",
+            "list_directory",
+            "list_directory_with_sizes",
+            "directory_tree",
+            "move_file",
+            "search_files",
+            "get_file_info",
+            "list_allowed_directories",
+        );
+        let [read_only_hint, destructive_hint, idempotent_hint, open_world_hint] = tool.hints;
+        let name = tool.name;
         plugin.add_tool(
-            Tool::new(spec.name, move |args: Value| run(&name, args))
-                .title(spec.title)
-                .description(spec.description)
-                .input_schema(spec.input_schema)
-                .output_schema(spec.output_schema)
+            Tool::new(name, move |args: Value| run(name, args))
+                .title(tool.title)
+                .description(tool.description)
+                .input_schema_with(input)
+                .output_schema_with(output)
                 .annotations(ToolAnnotations {
                     title: None,
-                    read_only_hint: hints.read_only_hint,
-                    destructive_hint: hints.destructive_hint,
-                    idempotent_hint: hints.idempotent_hint,
-                    open_world_hint: hints.open_world_hint,
+                    read_only_hint,
+                    destructive_hint,
+                    idempotent_hint,
+                    open_world_hint,
                 }),
         )
     })
@@ -758,6 +777,17 @@ mod tests {
         assert!(apply_edit("abc", &edit("zzz", "y"))
             .unwrap_err()
             .contains("Could not find"));
+    }
+
+    #[test]
+    fn every_tool_has_its_schemas() {
+        for tool in &meta::TOOLS {
+            let input = schema(tool.name, "inputSchema").unwrap();
+            assert_eq!(input["type"], "object", "{}", tool.name);
+            assert!(schema(tool.name, "outputSchema").is_some(), "{}", tool.name);
+        }
+        let listed: Vec<Value> = serde_json::from_str(include_str!("schemas.json")).unwrap();
+        assert_eq!(listed.len(), meta::TOOLS.len());
     }
 
     #[test]
