@@ -317,6 +317,7 @@ def fs_calls(p: str) -> list:
         ("read_text_file", {"path": f"{p}/a.txt", "head": 1, "tail": 1}),
         ("read_file", {"path": f"{p}/sub/y.txt"}),
         ("read_text_file", {"path": f"{p}/missing.txt"}),
+        ("read_text_file", {"path": f"{p}/sub"}),
         ("read_multiple_files", {"paths": [f"{p}/a.txt", f"{p}/missing.txt", f"{p}/sub/y.txt"]}),
         ("read_media_file", {"path": f"{p}/pic.png"}),
         ("read_media_file", {"path": f"{p}/sound.wav"}),

@@ -61,26 +61,34 @@ fn parse<T: serde::de::DeserializeOwned>(tool: &str, args: Value) -> Result<T, S
         .map_err(|e| format!("Input validation error: Invalid arguments for tool {tool}: {e}"))
 }
 
-/// Reads at most [`MAX_READ_BYTES`] of regular file `path`.
+/// Reads at most [`MAX_READ_BYTES`] of file `path`. Each file operation
+/// is a trip to the host's file threads, so this makes as few as it can:
+/// no `stat` (a folder fails at its first read), reads until one returns
+/// nothing.
 fn read_bytes(path: &str) -> Result<Vec<u8>, String> {
-    let file = fs::File::open(path).map_err(|e| text::io_error(&e, "open", path))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| text::io_error(&e, "fstat", path))?;
-    if meta.is_dir() {
-        return Err("EISDIR: illegal operation on a directory, read".to_owned());
-    }
+    let mut file = fs::File::open(path).map_err(|e| text::io_error(&e, "open", path))?;
     let mut data = Vec::new();
-    file.take(MAX_READ_BYTES + 1)
-        .read_to_end(&mut data)
-        .map_err(|e| text::io_error(&e, "read", path))?;
-    if data.len() as u64 > MAX_READ_BYTES {
-        return Err(format!(
-            "{path} is larger than {} MiB, the most this plugin reads",
-            MAX_READ_BYTES >> 20
-        ));
+    let mut chunk = vec![0u8; 256 << 10];
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == ErrorKind::IsADirectory => {
+                return Err("EISDIR: illegal operation on a directory, read".to_owned())
+            }
+            Err(e) => return Err(text::io_error(&e, "read", path)),
+        };
+        if n == 0 {
+            return Ok(data);
+        }
+        data.extend_from_slice(&chunk[..n]);
+        if data.len() as u64 > MAX_READ_BYTES {
+            return Err(format!(
+                "{path} is larger than {} MiB, the most this plugin reads",
+                MAX_READ_BYTES >> 20
+            ));
+        }
     }
-    Ok(data)
 }
 
 fn read_text(path: &str) -> Result<String, String> {
