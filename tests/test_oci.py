@@ -4,6 +4,7 @@ a component with its manifest, `wasm-mcp pull` fetches it by tag or by
 digest into a plugin folder, where a serving host loads it."""
 
 import base64
+import json
 import os
 import shutil
 import socket
@@ -172,6 +173,35 @@ def test_registry_credentials_come_from_the_environment_and_are_never_shown(tmp_
         again = wasm_mcp("pull", ref, "--plugins", str(plugins), "--name", "again", env=env)
         assert password not in again.stdout + again.stderr
         assert (plugins / "again.wasm").exists()
+        # From docker's credential helper (credsStore), asked with `get` and
+        # the registry on stdin, before the auths entry.
+        helpers = tmp_path / "bin"
+        helpers.mkdir()
+        answer = json.dumps({"ServerURL": registry.address, "Username": "ops", "Secret": password})
+        helper = helpers / "docker-credential-wasmtest"
+        helper.write_text(
+            "#!/bin/sh\nread server\n"
+            f'if [ "$1" = get ] && [ "$server" = "{registry.address}" ]; then echo \'{answer}\'; '
+            "else echo 'credentials not found in native keychain'; exit 1; fi\n")
+        helper.chmod(0o755)
+        stuck = helpers / "docker-credential-stuck"
+        stuck.write_text("#!/bin/sh\nexec sleep 600\n")
+        stuck.chmod(0o755)
+        (tmp_path / ".docker" / "config.json").write_text(json.dumps(
+            {"credsStore": "wasmtest", "auths": {registry.address: {"auth": base64.b64encode(b"ops:wrong").decode()}}}))
+        helped = dict(env, PATH=f"{helpers}:{env['PATH']}")
+        stored = wasm_mcp("pull", ref, "--plugins", str(plugins), "--name", "stored", env=helped)
+        assert (plugins / "stored.wasm").exists()
+        # A helper that never answers is given up after a bounded wait, and
+        # the auths entry (here a wrong one) is used instead.
+        (tmp_path / ".docker" / "config.json").write_text(json.dumps(
+            {"credHelpers": {registry.address: "stuck"}, "credsStore": "wasmtest"}))
+        started = time.monotonic()
+        gave_up = wasm_mcp("pull", ref, "--plugins", str(plugins), "--name", "never", env=helped, check=False)
+        assert gave_up.returncode != 0 and time.monotonic() - started < 60
+        assert "docker-credential-stuck did not answer" in gave_up.stderr, gave_up.stderr
+        for done in (stored, gave_up):
+            assert password not in done.stdout + done.stderr
     finally:
         registry.close()
 

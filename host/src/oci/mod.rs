@@ -9,6 +9,7 @@
 //! any other file. A pull checks the artifact's signatures first, as the
 //! signature policy asks ([`signature`]).
 
+pub mod docker;
 pub mod signature;
 
 use crate::config::{RegistryLogin, SignaturePolicy};
@@ -130,9 +131,8 @@ impl Logins {
 
 /// The credentials for `registry`: its entry in `logins` (the password
 /// read from its source now, off the async workers), else
-/// `WASM_MCP_OCI_USERNAME` and `WASM_MCP_OCI_PASSWORD`, else the registry's
-/// entry in docker's `config.json` (`$DOCKER_CONFIG`, else `~/.docker`),
-/// else none.
+/// `WASM_MCP_OCI_USERNAME` and `WASM_MCP_OCI_PASSWORD`, else what docker
+/// keeps for it (see [`docker`]), else none.
 pub async fn credentials(registry: &str, logins: &Logins) -> Result<RegistryAuth> {
     if let Some(login) = logins.0.get(registry).cloned() {
         let password = tokio::task::spawn_blocking(move || login.password.read())
@@ -146,36 +146,7 @@ pub async fn credentials(registry: &str, logins: &Logins) -> Result<RegistryAuth
     ) {
         return Ok(RegistryAuth::Basic(user, password));
     }
-    let dir = std::env::var_os("DOCKER_CONFIG")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".docker")));
-    let Some(file) = dir.map(|d| d.join("config.json")) else {
-        return Ok(RegistryAuth::Anonymous);
-    };
-    let text = match read(&file, 1 << 20).await {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RegistryAuth::Anonymous),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
-    };
-    docker_auth(&text, registry).with_context(|| format!("reading {}", file.display()))
-}
-
-/// The Basic credentials docker's `config.json` keeps for `registry`.
-fn docker_auth(text: &[u8], registry: &str) -> Result<RegistryAuth> {
-    use base64::Engine as _;
-    let config: serde_json::Value = serde_json::from_slice(text).context("not JSON")?;
-    let Some(auth) = config["auths"][registry]["auth"].as_str() else {
-        return Ok(RegistryAuth::Anonymous);
-    };
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(auth)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .context("the auth entry is not base64 of user:password")?;
-    let (user, password) = decoded
-        .split_once(':')
-        .context("the auth entry is not user:password")?;
-    Ok(RegistryAuth::Basic(user.to_owned(), password.to_owned()))
+    docker::credentials(registry).await
 }
 
 /// Publishes component `file` (with the manifest beside it, if any) as
@@ -462,7 +433,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn references_and_docker_credentials() {
+    fn references() {
         let r = reference("oci://127.0.0.1:5000/tools/hello:1.0").unwrap();
         assert_eq!(r.resolve_registry(), "127.0.0.1:5000");
         assert_eq!(r.repository(), "tools/hello");
@@ -471,16 +442,5 @@ mod tests {
         let r = reference(&format!("oci://ghcr.io/x/y@{digest}")).unwrap();
         assert_eq!(r.digest(), Some(digest.as_str()));
         assert!(reference("ghcr.io/x/y:1").is_err());
-        let config = br#"{"auths": {"r.example:5000": {"auth": "dXNlcjpwYXNzOndvcmQ="}}}"#;
-        match docker_auth(config, "r.example:5000").unwrap() {
-            RegistryAuth::Basic(user, password) => {
-                assert_eq!((user.as_str(), password.as_str()), ("user", "pass:word"))
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(
-            docker_auth(config, "elsewhere").unwrap(),
-            RegistryAuth::Anonymous
-        ));
     }
 }
