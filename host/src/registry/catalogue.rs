@@ -267,7 +267,10 @@ fn unique_name(
 /// The largest compiled form of one schema `pattern`.
 const MAX_PATTERN_BYTES: usize = 1 << 20;
 
-/// An input schema parsed and compiled; it must describe an object.
+/// An input schema parsed and compiled; it must describe an object. It is
+/// read in the draft its `$schema` names (zod and the TypeScript SDK
+/// write draft-07); without one, or naming a meta-schema this host does
+/// not know, in 2020-12.
 fn compile_schema(schema: &str) -> Result<(serde_json::Value, jsonschema::Validator), String> {
     let value: serde_json::Value = serde_json::from_str(schema).map_err(|e| e.to_string())?;
     if value.get("type").and_then(|t| t.as_str()) != Some("object") {
@@ -275,12 +278,69 @@ fn compile_schema(schema: &str) -> Result<(serde_json::Value, jsonschema::Valida
     }
     // `pattern`s run on the `regex` crate: linear in the input, so a
     // plugin's schema cannot make validating a request take long.
-    let patterns = jsonschema::PatternOptions::regex()
-        .size_limit(MAX_PATTERN_BYTES)
-        .dfa_size_limit(MAX_PATTERN_BYTES);
-    let validator = jsonschema::draft202012::options()
-        .with_pattern_options(patterns)
-        .build(&value)
-        .map_err(|e| e.to_string())?;
+    let patterns = || {
+        jsonschema::PatternOptions::regex()
+            .size_limit(MAX_PATTERN_BYTES)
+            .dfa_size_limit(MAX_PATTERN_BYTES)
+    };
+    let by_its_draft = jsonschema::options()
+        .with_pattern_options(patterns())
+        .build(&value);
+    let validator = match by_its_draft {
+        Ok(validator) => validator,
+        Err(_) if value.get("$schema").is_some() => {
+            let mut plain = value.clone();
+            if let Some(object) = plain.as_object_mut() {
+                object.remove("$schema");
+            }
+            jsonschema::draft202012::options()
+                .with_pattern_options(patterns())
+                .build(&plain)
+                .map_err(|e| e.to_string())?
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     Ok((value, validator))
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::compile_schema;
+
+    #[test]
+    fn schemas_are_read_in_the_draft_they_name() {
+        for meta in [
+            Some("http://json-schema.org/draft-04/schema#"),
+            Some("http://json-schema.org/draft-06/schema#"),
+            Some("http://json-schema.org/draft-07/schema#"),
+            Some("https://json-schema.org/draft/2019-09/schema"),
+            Some("https://json-schema.org/draft/2020-12/schema"),
+            Some("https://example.com/my-meta"),
+            Some("not a url"),
+            None,
+        ] {
+            let declared = meta.map_or(String::new(), |m| format!(r#""$schema":"{m}","#));
+            let schema = format!(
+                r#"{{{declared}"type":"object","properties":{{"a":{{"type":"string"}},"b":{{"type":"array","items":{{"type":"object","required":["c"]}}}}}},"required":["a"]}}"#
+            );
+            let (_, v) = compile_schema(&schema).unwrap();
+            let check = |args: serde_json::Value| v.is_valid(&args);
+            assert!(
+                !check(serde_json::json!({})),
+                "{meta:?}: a missing property"
+            );
+            assert!(
+                !check(serde_json::json!({"a": 1})),
+                "{meta:?}: a wrong type"
+            );
+            assert!(
+                !check(serde_json::json!({"a": "x", "b": [{}]})),
+                "{meta:?}: a nested required"
+            );
+            assert!(
+                check(serde_json::json!({"a": "x", "b": [{"c": 1}]})),
+                "{meta:?}"
+            );
+        }
+    }
 }
