@@ -529,6 +529,7 @@ async def test_fetch_matches_mcp_server_fetch(tmp_path, cache_dir, site):
         {"url": f"{site}/data.json"},
         {"url": f"{site}/page.html", "raw": True},
         {"url": f"{site}/moved", "max_length": 50},
+        {"url": f"{site}/long.txt", "max_length": 10, "unknown": "ignored by both"},
         {"url": f"{site}/private/x"},
         {"url": f"{site}/private/open/y"},
         {"url": f"{site}/sneaky"},

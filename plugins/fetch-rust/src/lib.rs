@@ -33,9 +33,8 @@ fn ignore_robots() -> bool {
 }
 
 /// The tool's arguments, checked as strictly as the reference's pydantic
-/// model (integers must be integers, in range).
+/// model (integers must be integers, in range; others are ignored).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct FetchArgs {
     url: String,
     #[serde(default = "default_max_length")]
