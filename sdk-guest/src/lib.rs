@@ -48,14 +48,16 @@ pub use plugin::Plugin;
 pub use prompt::Prompt;
 pub use prompt::{assistant, user, IntoMessages, PromptMessage};
 pub use resource::{IntoContents, Resource, Template, UriVars};
-pub use tool::{CallResult, IntoCallResult, Structured, TaskSupport, Tool, ToolAnnotations};
+pub use tool::{
+    error_result, CallResult, IntoCallResult, Structured, TaskSupport, Tool, ToolAnnotations,
+};
 
 /// Everything a plugin usually needs, in one `use`.
 pub mod prelude {
     pub use crate::{
-        assistant, audio, embedded, export_plugin, host, image, text, user, CallResult, Content,
-        Plugin, PromptMessage, Resource, ResourceContents, Structured, TaskSupport, Template, Tool,
-        ToolAnnotations, UriVars,
+        assistant, audio, embedded, error_result, export_plugin, host, image, text, user,
+        CallResult, Content, Plugin, PromptMessage, Resource, ResourceContents, Structured,
+        TaskSupport, Template, Tool, ToolAnnotations, UriVars,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};

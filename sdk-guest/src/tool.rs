@@ -100,7 +100,9 @@ impl<T: IntoCallResult, E: std::fmt::Display> IntoCallResult for Result<T, E> {
     }
 }
 
-fn error_result(message: String) -> CallResult {
+/// A tool error (`isError: true`) with `message` as its text, for the
+/// model to read.
+pub fn error_result(message: impl Into<String>) -> CallResult {
     CallResult {
         content: vec![text(message)],
         structured_content: None,

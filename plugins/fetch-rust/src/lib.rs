@@ -162,13 +162,9 @@ fn fetch_url(
     ))
 }
 
+/// A tool error, worded as the reference words it.
 fn tool_error(message: String) -> CallResult {
-    CallResult {
-        content: vec![text(format!("Error executing tool fetch: {message}"))],
-        structured_content: None,
-        is_error: true,
-        meta: None,
-    }
+    error_result(format!("Error executing tool fetch: {message}"))
 }
 
 fn fetch(args: Value) -> CallResult {

@@ -41,16 +41,7 @@ fn text_result(answer: Answer) -> CallResult {
             is_error: false,
             meta: None,
         },
-        Err(message) => failure(message),
-    }
-}
-
-fn failure(message: String) -> CallResult {
-    CallResult {
-        content: vec![text(message)],
-        structured_content: None,
-        is_error: true,
-        meta: None,
+        Err(message) => error_result(message),
     }
 }
 
@@ -114,14 +105,10 @@ fn write_text(path: &str, content: &str) -> Result<(), String> {
 }
 
 fn replace(path: &str, content: &str) -> Result<(), String> {
-    let mut nonce = [0u8; 16];
-    for (i, b) in wasi::random::random::get_random_bytes(16)
-        .into_iter()
-        .enumerate()
-    {
-        nonce[i] = b;
-    }
-    let hex: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    let hex: String = wasi::random::random::get_random_bytes(16)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let temporary = format!("{path}.{hex}.tmp");
     let written = fs::write(&temporary, content)
         .map_err(|e| text::io_error(&e, "open", &temporary))
@@ -219,7 +206,7 @@ fn read_media_file(roots: &Roots, args: OnePath) -> CallResult {
     });
     let (path, data) = match found {
         Ok(found) => found,
-        Err(message) => return failure(message),
+        Err(message) => return error_result(message),
     };
     let mime = media_type(&path);
     let base64 = base64::engine::general_purpose::STANDARD.encode(&data);
@@ -680,7 +667,7 @@ fn run(name: &str, args: Value) -> CallResult {
         "read_media_file" => {
             return match parse(name, args) {
                 Ok(a) => read_media_file(&roots, a),
-                Err(message) => failure(message),
+                Err(message) => error_result(message),
             }
         }
         "read_multiple_files" => parse(name, args).and_then(|a| read_multiple_files(&roots, a)),

@@ -43,12 +43,7 @@ struct TimeConversion {
 
 /// A tool failure, worded as the reference words it.
 fn failure(tool: &str, why: impl std::fmt::Display) -> CallResult {
-    CallResult {
-        content: vec![text(format!("Error executing tool {tool}: {why}"))],
-        structured_content: None,
-        is_error: true,
-        meta: None,
-    }
+    error_result(format!("Error executing tool {tool}: {why}"))
 }
 
 /// Structured content with its JSON (indented by two) as the text.
@@ -185,9 +180,9 @@ fn zone_description(which: &str, examples: &str, local: &str) -> String {
     )
 }
 
-fn plugin() -> Plugin {
+fn current_time_schema() -> Value {
     let local = local_zone();
-    let current_schema = json!({
+    json!({
         "properties": {
             "timezone": string_property(
                 "Timezone",
@@ -197,8 +192,12 @@ fn plugin() -> Plugin {
         "required": ["timezone"],
         "title": "get_current_timeArguments",
         "type": "object"
-    });
-    let convert_schema = json!({
+    })
+}
+
+fn convert_time_schema() -> Value {
+    let local = local_zone();
+    json!({
         "properties": {
             "source_timezone": string_property(
                 "Source Timezone",
@@ -213,55 +212,73 @@ fn plugin() -> Plugin {
         "required": ["source_timezone", "time", "target_timezone"],
         "title": "convert_timeArguments",
         "type": "object"
-    });
+    })
+}
+
+fn conversion_schema() -> Option<Value> {
+    Some(json!({
+        "properties": {
+            "source": { "$ref": "#/$defs/TimeResult" },
+            "target": { "$ref": "#/$defs/TimeResult" },
+            "time_difference": { "title": "Time Difference", "type": "string" }
+        },
+        "required": ["source", "target", "time_difference"],
+        "type": "object",
+        "$defs": { "TimeResult": time_result_schema() },
+        "title": "TimeConversionResult"
+    }))
+}
+
+/// Runs tool `name`'s function `run` on its arguments, answering as the
+/// reference does.
+fn answer<A: serde::de::DeserializeOwned, R: Serialize>(
+    name: &str,
+    args: Value,
+    run: fn(&A) -> Result<R, String>,
+) -> CallResult {
+    match serde_json::from_value::<A>(args) {
+        Ok(args) => match run(&args) {
+            Ok(result) => structured(&result),
+            Err(why) => failure(name, why),
+        },
+        Err(e) => failure(name, e),
+    }
+}
+
+/// A read-only tool of this plugin; its schemas are built only when listed.
+fn tool(
+    name: &'static str,
+    description: &str,
+    run: impl Fn(Value) -> CallResult + 'static,
+    input: fn() -> Value,
+    output: fn() -> Option<Value>,
+) -> Tool {
+    Tool::new(name, run)
+        .description(description)
+        .input_schema_with(input)
+        .output_schema_with(output)
+        .read_only()
+        .non_destructive()
+        .idempotent()
+        .closed_world()
+}
+
+fn plugin() -> Plugin {
     Plugin::new()
-        .add_tool(
-            Tool::new(
-                "get_current_time",
-                |args: Value| match serde_json::from_value::<CurrentTime>(args) {
-                    Ok(args) => match current_time(&args) {
-                        Ok(result) => structured(&result),
-                        Err(why) => failure("get_current_time", why),
-                    },
-                    Err(e) => failure("get_current_time", e),
-                },
-            )
-            .description("Get current time in a specific timezone")
-            .input_schema(current_schema)
-            .output_schema(time_result_schema())
-            .read_only()
-            .non_destructive()
-            .idempotent()
-            .closed_world(),
-        )
-        .add_tool(
-            Tool::new("convert_time", |args: Value| {
-                match serde_json::from_value::<ConvertTime>(args) {
-                    Ok(args) => match convert_time(&args) {
-                        Ok(result) => structured(&result),
-                        Err(why) => failure("convert_time", why),
-                    },
-                    Err(e) => failure("convert_time", e),
-                }
-            })
-            .description("Convert time between timezones")
-            .input_schema(convert_schema)
-            .output_schema(json!({
-                "properties": {
-                    "source": { "$ref": "#/$defs/TimeResult" },
-                    "target": { "$ref": "#/$defs/TimeResult" },
-                    "time_difference": { "title": "Time Difference", "type": "string" }
-                },
-                "required": ["source", "target", "time_difference"],
-                "type": "object",
-                "$defs": { "TimeResult": time_result_schema() },
-                "title": "TimeConversionResult"
-            }))
-            .read_only()
-            .non_destructive()
-            .idempotent()
-            .closed_world(),
-        )
+        .add_tool(tool(
+            "get_current_time",
+            "Get current time in a specific timezone",
+            |args| answer("get_current_time", args, current_time),
+            current_time_schema,
+            || Some(time_result_schema()),
+        ))
+        .add_tool(tool(
+            "convert_time",
+            "Convert time between timezones",
+            |args| answer("convert_time", args, convert_time),
+            convert_time_schema,
+            conversion_schema,
+        ))
 }
 
 export_plugin!(plugin);
