@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): the host's instructions per HTTP request, counted
+by valgrind's callgrind, which counts the same whatever else the machine
+does. Wall-clock A/B runs on a shared 2-core machine spread by +-25%; this
+settles a few-percent question.
+
+Starts each given build with hello's `greet` on the stateless 2026-07-28
+wire, sends WARMUP requests with instrumentation off, switches it on
+(callgrind_control), sends REQUESTS more one at a time on one keep-alive
+connection, and prints instructions per request for `tools/call greet` and
+`server/discover`. Each build's profile stays in OUT (callgrind_annotate it).
+
+    scripts/bench-callgrind.py [--requests 500] [--out DIR] [--peers PERF_PEERS] [BINARY ...]
+
+BINARY defaults to target/release/wasm-mcp. The first build is the
+baseline the others are given as ratios of. --peers adds rmcp's native
+server from ../shared/peer-bench (its `perf-peers` binary). Needs valgrind
+(Debian's).
+"""
+
+import argparse
+import http.client
+import json
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WIRE = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": WIRE,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+TARGETS = {
+    "greet": ("tools/call", {"name": "greet", "arguments": {"name": "bench"}}, "Hello, bench!"),
+    "discover": ("server/discover", {}, "supportedVersions"),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def request(conn: http.client.HTTPConnection, method: str, params: dict) -> str:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": dict(params, _meta=META)})
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": WIRE, "Mcp-Method": method}
+    if "name" in params:
+        headers["Mcp-Name"] = params["name"]
+    conn.request("POST", "/mcp", body=body, headers=headers)
+    response = conn.getresponse()
+    text = response.read().decode()
+    if response.status != 200:
+        raise RuntimeError(f"{method}: HTTP {response.status}: {text}")
+    return text
+
+
+def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, peer: bool) -> float:
+    method, params, expect = TARGETS[target]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        plugins = tmp / "plugins"
+        plugins.mkdir()
+        (plugins / "hello.wasm").write_bytes((ROOT / "dist/plugins/hello.wasm").read_bytes())
+        config = tmp / "config.toml"
+        # Few pooled slots: valgrind runs the host slowly, and reserving
+        # 1000 slots' address space under it takes long.
+        config.write_text(f'[server]\ncache_dir = "{tmp / "cache"}"\nwatch = false\nmax_instances = 4\n')
+        port = free_port()
+        dump = out / f"{binary.parent.name}-{binary.name}-{target}.callgrind"
+        if peer:
+            command = [str(binary), "rmcp-http", f"127.0.0.1:{port}"]
+        else:
+            command = [str(binary), "serve", "--plugins", str(plugins), "--config", str(config),
+                       "--http", f"127.0.0.1:{port}"]
+        host = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={dump}",
+             *command],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            conn = None
+            deadline = time.monotonic() + 300
+            while True:
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                    if expect in request(conn, method, params):
+                        break
+                except (OSError, RuntimeError, http.client.HTTPException):
+                    pass
+                if time.monotonic() > deadline or host.poll() is not None:
+                    raise RuntimeError(f"{binary} did not answer {method} under valgrind")
+                time.sleep(0.5)
+            for _ in range(warmup):
+                request(conn, method, params)
+            subprocess.run(["callgrind_control", "--instr=on", str(host.pid)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(requests):
+                assert expect in request(conn, method, params)
+            subprocess.run(["callgrind_control", "--dump", str(host.pid)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        finally:
+            host.terminate()
+            host.wait(timeout=120)
+    # callgrind_control --dump writes DUMP.1 (the final dump at exit is DUMP).
+    totals = [int(m.group(1)) for f in sorted(out.glob(dump.name + ".*"))
+              for m in [re.search(r"^summary: (\d+)", f.read_text(errors="replace"), re.M)] if m]
+    if not totals:
+        raise RuntimeError(f"no callgrind dump for {binary} {target}")
+    return totals[0] / requests
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("binaries", nargs="*", type=Path, default=[ROOT / "target/release/wasm-mcp"])
+    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--targets", default="greet,discover")
+    parser.add_argument("--peers", type=Path,
+                        help="peer-bench's perf-peers binary: rmcp's native greet, measured the same way")
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "wasm-mcp-callgrind")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for old in args.out.glob("*.callgrind*"):
+        old.unlink()
+    base = None
+    runs = [(b, False) for b in args.binaries]
+    if args.peers:
+        runs.append((args.peers, True))
+    for binary, peer in runs:
+        figures = {t: measure(binary.resolve(), t, args.requests, args.warmup, args.out, peer)
+                   for t in args.targets.split(",")}
+        line = "  ".join(f"{t} {n:10.0f} instr/request" for t, n in figures.items())
+        if base is None:
+            base = figures
+        else:
+            line += "  " + "  ".join(f"{t} {figures[t] / base[t]:.3f}x" for t in figures)
+        print(f"{binary}: {line}", flush=True)
+    print(f"profiles in {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
