@@ -10,6 +10,7 @@ mod cache;
 mod call_error;
 mod context;
 mod engine;
+mod exports;
 mod grants;
 mod imports;
 mod inspect;

@@ -6,8 +6,9 @@ use super::bindings::wasm_mcp::plugin::types;
 use super::blocking::BlockingPool;
 pub use super::call_error::CallError;
 use super::context::{CallContext, Quiet};
+use super::exports::ExportedFunctions;
 use super::grants::Grants;
-use super::lift::{self, BoundedList, Budget, Budgeted, IntoOwned};
+use super::lift::{Budget, Budgeted};
 use super::plain::PlainTools;
 use super::slots::{self, Slots};
 use super::state::CallState;
@@ -18,10 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
-use wasmtime::component::{
-    Component, ComponentExportIndex, ComponentNamedList, ComponentType, Instance, InstancePre,
-    Lift, Lower,
-};
+use wasmtime::component::{Component, Instance, InstancePre};
 use wasmtime::{Engine, Store};
 
 /// Which of the contract's interfaces a component exports.
@@ -48,53 +46,6 @@ pub struct Listing {
     pub templates: Vec<resources::ResourceTemplate>,
     /// From `list-prompts`.
     pub prompts: Vec<prompts::Prompt>,
-}
-
-/// Each interface's functions, when the component exports all of them.
-#[derive(Default)]
-struct ExportedFunctions {
-    tools: Option<(ComponentExportIndex, ComponentExportIndex)>,
-    resources: Option<(
-        ComponentExportIndex,
-        ComponentExportIndex,
-        ComponentExportIndex,
-    )>,
-    prompts: Option<(ComponentExportIndex, ComponentExportIndex)>,
-    completions: Option<ComponentExportIndex>,
-    /// A plain component's functions, served as tools, when it exports
-    /// none of the contract's interfaces.
-    plain: Option<PlainTools>,
-}
-
-impl ExportedFunctions {
-    fn find(component: &Component) -> Self {
-        let func = |interface: &str, name: &str| {
-            let interface =
-                component.get_export_index(None, format!("wasm-mcp:plugin/{interface}@0.1.0"))?;
-            component.get_export_index(Some(&interface), name)
-        };
-        ExportedFunctions {
-            tools: func("tools", "list-tools").zip(func("tools", "call-tool")),
-            resources: match (
-                func("resources", "list-resources"),
-                func("resources", "list-resource-templates"),
-                func("resources", "read-resource"),
-            ) {
-                (Some(a), Some(b), Some(c)) => Some((a, b, c)),
-                _ => None,
-            },
-            prompts: func("prompts", "list-prompts").zip(func("prompts", "get-prompt")),
-            completions: func("completions", "complete"),
-            plain: None,
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.tools.is_none()
-            && self.resources.is_none()
-            && self.prompts.is_none()
-            && self.plain.is_none()
-    }
 }
 
 /// A compiled, linked plugin, ready to instantiate once per call.
@@ -249,22 +200,6 @@ impl LoadedPlugin {
         result
     }
 
-    /// Calls the exported function at `index` with `params`.
-    async fn call_export<P, R>(
-        store: &mut Store<CallState>,
-        instance: Instance,
-        index: &ComponentExportIndex,
-        params: P,
-    ) -> wasmtime::Result<R::Owned>
-    where
-        P: ComponentNamedList + Lower + Send + Sync,
-        R: ComponentType + Lift + IntoOwned + Send + Sync + 'static,
-    {
-        let func = instance.get_typed_func::<P, (R,)>(&mut *store, index)?;
-        let (value,) = func.call_async(&mut *store, params).await?;
-        Ok(value.into_owned())
-    }
-
     /// Asks every `list-*` export, in one instance, under the load deadline.
     pub async fn list(&self) -> Result<Listing, CallError> {
         let context: Arc<dyn CallContext> = Arc::new(Quiet {
@@ -280,35 +215,14 @@ impl LoadedPlugin {
                     listing.tools = plain.tools();
                 }
                 if let Some((list, _)) = &f.tools {
-                    listing.tools =
-                        Self::call_export::<(), BoundedList<lift::Tool>>(store, instance, list, ())
-                            .await?;
+                    listing.tools = list.call(store, instance, ()).await?;
                 }
                 if let Some((resources, templates, _)) = &f.resources {
-                    listing.resources = Self::call_export::<(), BoundedList<lift::Resource>>(
-                        store,
-                        instance,
-                        resources,
-                        (),
-                    )
-                    .await?;
-                    listing.templates =
-                        Self::call_export::<(), BoundedList<lift::ResourceTemplate>>(
-                            store,
-                            instance,
-                            templates,
-                            (),
-                        )
-                        .await?;
+                    listing.resources = resources.call(store, instance, ()).await?;
+                    listing.templates = templates.call(store, instance, ()).await?;
                 }
                 if let Some((list, _)) = &f.prompts {
-                    listing.prompts = Self::call_export::<(), BoundedList<lift::Prompt>>(
-                        store,
-                        instance,
-                        list,
-                        (),
-                    )
-                    .await?;
+                    listing.prompts = list.call(store, instance, ()).await?;
                 }
                 Ok(listing)
             },
@@ -331,20 +245,14 @@ impl LoadedPlugin {
         if let Some(plain) = &self.functions.plain {
             return self.call_plain(plain, context, name, arguments).await;
         }
-        let (_, index) = self
+        let (_, export) = self
             .functions
             .tools
             .as_ref()
             .ok_or(CallError::NotExported("tools"))?;
         let timeout = self.grants.limits.call_timeout;
         self.run(context, timeout, async |store, instance| {
-            Self::call_export::<_, Result<lift::CallResult, lift::Error>>(
-                store,
-                instance,
-                index,
-                (name, arguments),
-            )
-            .await
+            export.call(store, instance, (name, arguments)).await
         })
         .await
     }
@@ -384,20 +292,14 @@ impl LoadedPlugin {
         context: Arc<dyn CallContext>,
         uri: &str,
     ) -> Result<Result<Vec<types::ResourceContents>, types::Error>, CallError> {
-        let (_, _, index) = self
+        let (_, _, export) = self
             .functions
             .resources
             .as_ref()
             .ok_or(CallError::NotExported("resources"))?;
         let timeout = self.grants.limits.call_timeout;
         self.run(context, timeout, async |store, instance| {
-            Self::call_export::<_, Result<BoundedList<lift::ResourceContents>, lift::Error>>(
-                store,
-                instance,
-                index,
-                (uri,),
-            )
-            .await
+            export.call(store, instance, (uri,)).await
         })
         .await
     }
@@ -409,20 +311,14 @@ impl LoadedPlugin {
         name: &str,
         arguments: &[(String, String)],
     ) -> Result<Result<prompts::PromptResult, types::Error>, CallError> {
-        let (_, index) = self
+        let (_, export) = self
             .functions
             .prompts
             .as_ref()
             .ok_or(CallError::NotExported("prompts"))?;
         let timeout = self.grants.limits.call_timeout;
         self.run(context, timeout, async |store, instance| {
-            Self::call_export::<_, Result<lift::PromptResult, lift::Error>>(
-                store,
-                instance,
-                index,
-                (name, arguments),
-            )
-            .await
+            export.call(store, instance, (name, arguments)).await
         })
         .await
     }
@@ -433,20 +329,14 @@ impl LoadedPlugin {
         context: Arc<dyn CallContext>,
         request: &completions::CompletionRequest,
     ) -> Result<Result<completions::Completion, types::Error>, CallError> {
-        let index = self
+        let export = self
             .functions
             .completions
             .as_ref()
             .ok_or(CallError::NotExported("completions"))?;
         let timeout = self.grants.limits.call_timeout;
         self.run(context, timeout, async |store, instance| {
-            Self::call_export::<_, Result<lift::Completion, lift::Error>>(
-                store,
-                instance,
-                index,
-                (request,),
-            )
-            .await
+            export.call(store, instance, (request,)).await
         })
         .await
     }

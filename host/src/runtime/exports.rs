@@ -1,0 +1,154 @@
+//! The contract's exported functions, each looked up once per component
+//! and called with the Rust types of its signature; the types are checked
+//! against the component at its first call only.
+
+use super::bindings::exports::wasm_mcp::plugin::completions;
+use super::lift::{self, BoundedList, IntoOwned};
+use super::plain::PlainTools;
+use super::state::CallState;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use wasmtime::component::{
+    Component, ComponentExportIndex, ComponentNamedList, ComponentType, Instance, Lift, Lower,
+    TypedFunc,
+};
+use wasmtime::Store;
+
+/// The Rust types an export is called with: its parameters and its result.
+pub(super) trait Signature {
+    /// The parameters, borrowed from the caller.
+    type Params<'a>: ComponentNamedList + Lower + Send + Sync;
+    /// The result, lifted under the plugin's limits.
+    type Result: ComponentType + Lift + IntoOwned + Send + Sync + 'static;
+}
+
+macro_rules! signatures {
+    ($($(#[$doc:meta])* $name:ident: ($($param:ty),*) -> $result:ty;)*) => {$(
+        $(#[$doc])*
+        pub(super) struct $name;
+        impl Signature for $name {
+            type Params<'a> = ($($param,)*);
+            type Result = $result;
+        }
+    )*};
+}
+
+signatures! {
+    /// `tools.list-tools`
+    ListTools: () -> BoundedList<lift::Tool>;
+    /// `tools.call-tool`: the tool's name and its JSON arguments.
+    CallTool: (&'a str, &'a str) -> Result<lift::CallResult, lift::Error>;
+    /// `resources.list-resources`
+    ListResources: () -> BoundedList<lift::Resource>;
+    /// `resources.list-resource-templates`
+    ListTemplates: () -> BoundedList<lift::ResourceTemplate>;
+    /// `resources.read-resource`: the URI.
+    ReadResource: (&'a str) -> Result<BoundedList<lift::ResourceContents>, lift::Error>;
+    /// `prompts.list-prompts`
+    ListPrompts: () -> BoundedList<lift::Prompt>;
+    /// `prompts.get-prompt`: the prompt's name and its arguments.
+    GetPrompt: (&'a str, &'a [(String, String)]) -> Result<lift::PromptResult, lift::Error>;
+    /// `completions.complete`
+    Complete: (&'a completions::CompletionRequest) -> Result<lift::Completion, lift::Error>;
+}
+
+/// One exported function of a component, called as `S`.
+pub(super) struct Export<S> {
+    index: ComponentExportIndex,
+    /// Set once a call found the export's type to be `S`'s. Every instance
+    /// of a component has the same export types, so later calls need not
+    /// check again (the check is a walk of the result type, about 3% of a
+    /// small tool call).
+    checked: AtomicBool,
+    signature: PhantomData<fn() -> S>,
+}
+
+impl<S: Signature> Export<S> {
+    fn new(index: ComponentExportIndex) -> Self {
+        Export {
+            index,
+            checked: AtomicBool::new(false),
+            signature: PhantomData,
+        }
+    }
+
+    /// Calls the export in `instance` with `params`.
+    pub(super) async fn call(
+        &self,
+        store: &mut Store<CallState>,
+        instance: Instance,
+        params: S::Params<'_>,
+    ) -> wasmtime::Result<<S::Result as IntoOwned>::Owned> {
+        let func = if self.checked.load(Ordering::Acquire) {
+            let func = instance
+                .get_func(&mut *store, self.index)
+                .ok_or_else(|| wasmtime::format_err!("failed to find function export"))?;
+            // SAFETY: `checked` is set only after `get_typed_func` found
+            // this export's type to be `S`'s (below), in an instance of the
+            // same component as `instance`: an export's type is the
+            // component's, the same in all its instances.
+            unsafe { TypedFunc::<S::Params<'_>, (S::Result,)>::new_unchecked(func) }
+        } else {
+            let func =
+                instance.get_typed_func::<S::Params<'_>, (S::Result,)>(&mut *store, self.index)?;
+            self.checked.store(true, Ordering::Release);
+            func
+        };
+        let (value,) = func.call_async(&mut *store, params).await?;
+        Ok(value.into_owned())
+    }
+}
+
+/// Each interface's functions, when the component exports all of them.
+#[derive(Default)]
+pub(super) struct ExportedFunctions {
+    pub(super) tools: Option<(Export<ListTools>, Export<CallTool>)>,
+    pub(super) resources: Option<(
+        Export<ListResources>,
+        Export<ListTemplates>,
+        Export<ReadResource>,
+    )>,
+    pub(super) prompts: Option<(Export<ListPrompts>, Export<GetPrompt>)>,
+    pub(super) completions: Option<Export<Complete>>,
+    /// A plain component's functions, served as tools, when it exports
+    /// none of the contract's interfaces.
+    pub(super) plain: Option<PlainTools>,
+}
+
+impl ExportedFunctions {
+    pub(super) fn find(component: &Component) -> Self {
+        fn func<S: Signature>(
+            component: &Component,
+            interface: &str,
+            name: &str,
+        ) -> Option<Export<S>> {
+            let interface =
+                component.get_export_index(None, format!("wasm-mcp:plugin/{interface}@0.1.0"))?;
+            component
+                .get_export_index(Some(&interface), name)
+                .map(Export::new)
+        }
+        let c = component;
+        ExportedFunctions {
+            tools: func(c, "tools", "list-tools").zip(func(c, "tools", "call-tool")),
+            resources: match (
+                func(c, "resources", "list-resources"),
+                func(c, "resources", "list-resource-templates"),
+                func(c, "resources", "read-resource"),
+            ) {
+                (Some(a), Some(b), Some(c)) => Some((a, b, c)),
+                _ => None,
+            },
+            prompts: func(c, "prompts", "list-prompts").zip(func(c, "prompts", "get-prompt")),
+            completions: func(c, "completions", "complete"),
+            plain: None,
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.tools.is_none()
+            && self.resources.is_none()
+            && self.prompts.is_none()
+            && self.plain.is_none()
+    }
+}
