@@ -38,14 +38,16 @@ pub(super) fn lists_output_schema(request: &Request<'_>) -> bool {
 pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let params = request.params;
     let name = Params(params).str("name")?;
+    // Borrowed from the request, not copied: an object, or absent.
+    let none = Value::Object(Map::new());
     let arguments = match Params(params).optional_object("arguments")? {
-        None => Value::Object(Map::new()),
-        Some(arguments) => Value::Object(arguments.0.clone()),
+        None => &none,
+        Some(_) => &params["arguments"],
     };
     let entry = catalogue
         .tool(name)
         .ok_or_else(|| invalid(format!("Unknown tool: {}", clip(name))))?;
-    check_arguments(entry, name, &arguments)?;
+    check_arguments(entry, name, arguments)?;
     let plan = plan_tool(request, name, entry.tool.task_support)?;
     let plugin = entry.plugin.clone();
     let tool = entry.tool.name.clone();
@@ -54,7 +56,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
     let target = Target {
         method: Method::CallTool,
         name,
-        arguments: &arguments,
+        arguments,
     };
     let run = move |context| call_plugin(plugin, context, tool, text, modern);
     let tasks = &request.conn.server.tasks;

@@ -94,9 +94,9 @@ pub fn validate(
         }
     }
     if let Some(schema) = input_schema {
-        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+        let arguments = params.get("arguments").unwrap_or(&Value::Null);
         for (path, name) in header_parameters(schema) {
-            check_param(headers, &name, value_at(&arguments, &path))?;
+            check_param(headers, &name, value_at(arguments, &path))?;
         }
     }
     Ok(())
