@@ -209,7 +209,7 @@ struct HttpArgs {
 /// the instructions of an HTTP tools/call: with it a call takes 11% fewer
 /// instructions, `server/discover` 23% fewer (`scripts/bench-callgrind.py`).
 /// Without transparent huge pages (`no_thp`), which doubled the idle RSS;
-/// as it is, it adds about 6 MiB.
+/// as it is, it adds 3-6 MiB to it.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
