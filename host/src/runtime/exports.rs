@@ -85,8 +85,10 @@ impl<S: Signature> Export<S> {
                 .ok_or_else(|| wasmtime::format_err!("failed to find function export"))?;
             // SAFETY: `checked` is set only after `get_typed_func` found
             // this export's type to be `S`'s (below), in an instance of the
-            // same component as `instance`: an export's type is the
-            // component's, the same in all its instances.
+            // component `self.index` belongs to; `func` is from an instance
+            // of that component too (`get_func` finds nothing in another's).
+            // An export's type is the component's, the same in all its
+            // instances.
             unsafe { TypedFunc::<S::Params<'_>, (S::Result,)>::new_unchecked(func) }
         } else {
             let func =
