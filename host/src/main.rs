@@ -720,6 +720,12 @@ async fn inspect_file(file: PathBuf, config: Config) -> Result<()> {
         limits.max_result_bytes >> 20,
         limits.max_concurrent_calls
     );
+    if limits.calls_per_instance > 1 {
+        println!(
+            "instances kept between calls: each serves up to {} calls (state persists between them)",
+            limits.calls_per_instance
+        );
+    }
     match loader.load_file(&file).await {
         Ok(entry) => print_offers(&entry),
         Err(e) => println!("not servable: {e:#}"),

@@ -272,6 +272,10 @@ pub(super) fn overlap(a: &Path, b: &Path) -> bool {
     a.starts_with(b) || b.starts_with(a)
 }
 
+/// The most calls one instance may serve: what a long-lived instance
+/// gathers (its heap, the handles it never closed) stays bounded.
+const MAX_CALLS_PER_INSTANCE: u32 = 1_000_000;
+
 /// The limits of `section`: every count at least 1, memory within wasm32.
 pub(super) fn check_limits(section: &str, limits: &LimitsSection) -> Result<()> {
     for (field, value) in [
@@ -284,9 +288,14 @@ pub(super) fn check_limits(section: &str, limits: &LimitsSection) -> Result<()> 
         ("notifications_per_sec", limits.notifications_per_sec as u64),
         ("load_timeout_ms", limits.load_timeout_ms),
         ("max_blocking_threads", limits.max_blocking_threads as u64),
+        ("calls_per_instance", limits.calls_per_instance as u64),
     ] {
         anyhow::ensure!(value > 0, "{section}.{field} must be at least 1");
     }
+    anyhow::ensure!(
+        limits.calls_per_instance <= MAX_CALLS_PER_INSTANCE,
+        "{section}.calls_per_instance must be at most {MAX_CALLS_PER_INSTANCE}"
+    );
     anyhow::ensure!(
         limits.memory_mb <= 4096,
         "{section}.memory_mb must be at most 4096 (the wasm32 address space)"

@@ -219,6 +219,10 @@ pub struct LimitsSection {
     pub load_timeout_ms: u64,
     /// OS threads a plugin's file operations may occupy at once.
     pub max_blocking_threads: usize,
+    /// Calls one instance serves, one after another. 1 (the default): a
+    /// fresh instance per call. More is an opt-in trade of isolation
+    /// between calls for speed (the README's "Keeping instances warm").
+    pub calls_per_instance: u32,
 }
 
 impl Default for LimitsSection {
@@ -235,6 +239,7 @@ impl Default for LimitsSection {
             notifications_per_sec: limits.notifications_per_sec,
             load_timeout_ms: limits.load_timeout.as_millis() as u64,
             max_blocking_threads: limits.max_blocking_threads,
+            calls_per_instance: limits.calls_per_instance,
         }
     }
 }
@@ -261,6 +266,8 @@ pub struct LimitsOverride {
     pub load_timeout_ms: Option<u64>,
     /// See [`LimitsSection::max_blocking_threads`].
     pub max_blocking_threads: Option<usize>,
+    /// See [`LimitsSection::calls_per_instance`].
+    pub calls_per_instance: Option<u32>,
 }
 
 impl LimitsSection {
@@ -282,6 +289,7 @@ impl LimitsSection {
             max_blocking_threads: over
                 .max_blocking_threads
                 .unwrap_or(self.max_blocking_threads),
+            calls_per_instance: over.calls_per_instance.unwrap_or(self.calls_per_instance),
         }
     }
 
@@ -302,6 +310,7 @@ impl LimitsSection {
             notifications_per_sec: self.notifications_per_sec,
             load_timeout: Duration::from_millis(self.load_timeout_ms),
             max_blocking_threads: self.max_blocking_threads,
+            calls_per_instance: self.calls_per_instance,
         }
     }
 }
@@ -610,5 +619,21 @@ mod tests {
             Config::parse("[plugins.x.limits]\ncall_timeout_ms = 0\n", base).unwrap_err()
         );
         assert!(e.contains("plugins.x.limits.call_timeout_ms"), "{e}");
+        let e = format!(
+            "{:#}",
+            Config::parse("[limits]\ncalls_per_instance = 0\n", base).unwrap_err()
+        );
+        assert!(
+            e.contains("limits.calls_per_instance must be at least 1"),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            Config::parse("[plugins.x.limits]\ncalls_per_instance = 1000001\n", base).unwrap_err()
+        );
+        assert!(e.contains("at most 1000000"), "{e}");
+        let c = Config::parse("[plugins.x.limits]\ncalls_per_instance = 50\n", base).unwrap();
+        assert_eq!(c.limits.with(&c.plugins["x"].limits).calls_per_instance, 50);
+        assert_eq!(c.limits.calls_per_instance, 1);
     }
 }

@@ -41,6 +41,11 @@ pub trait CallContext: Send + Sync + 'static {
     fn client_roots(&self) -> Option<Arc<Vec<PathBuf>>> {
         None
     }
+    /// Who the client authenticated as, if anyone: an instance kept warm
+    /// between calls serves only calls of the same principal.
+    fn principal(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A context with no client behind it (used when the host itself calls a

@@ -145,6 +145,9 @@ pub struct Limits {
     pub load_timeout: Duration,
     /// OS threads the plugin's file operations may occupy at once.
     pub max_blocking_threads: usize,
+    /// Calls one instance serves in turn: 1, a fresh instance per call;
+    /// more, instances kept warm between calls (an operator's opt-in).
+    pub calls_per_instance: u32,
 }
 
 impl Default for Limits {
@@ -159,6 +162,7 @@ impl Default for Limits {
             notifications_per_sec: 100,
             load_timeout: Duration::from_secs(5),
             max_blocking_threads: 16,
+            calls_per_instance: 1,
         }
     }
 }

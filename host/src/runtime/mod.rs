@@ -1,5 +1,6 @@
 //! The WebAssembly runtime: one wasmtime engine, compiled-component caching,
-//! a fresh instance per call, limits, and the `host` imports plugins call.
+//! a fresh instance per call (unless the operator keeps them warm), limits,
+//! and the `host` imports plugins call.
 //!
 //! Nothing here knows MCP's wire format: it hands out the contract's typed
 //! values and leaves their JSON shape to the server.
@@ -24,6 +25,7 @@ mod slots;
 mod state;
 mod tier;
 mod wait_clock;
+mod warm;
 
 pub use cache::ComponentSource;
 pub use context::{BoxFuture, CallContext, Quiet};

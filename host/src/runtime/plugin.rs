@@ -10,10 +10,11 @@ use super::exports::ExportedFunctions;
 use super::grants::Grants;
 use super::lift::{Budget, Budgeted};
 use super::plain::PlainTools;
-use super::slots::{self, Slots};
+use super::slots::{self, Slot, Slots};
 use super::state::CallState;
 use super::tier::Tier;
 use super::wait_clock::WaitClock;
+use super::warm::{Affinity, Warm, WarmInstance};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,6 +67,10 @@ pub struct LoadedPlugin {
     functions: ExportedFunctions,
     /// Where its blocking OS work runs.
     pool: BlockingPool,
+    /// Instances kept between calls, if its limits let one serve several.
+    warm: Warm,
+    /// Stands in for the caller in a kept instance between calls.
+    idle: Arc<dyn CallContext>,
 }
 
 impl LoadedPlugin {
@@ -97,6 +102,11 @@ impl LoadedPlugin {
             );
         }
         let pool = BlockingPool::new(&name, grants.limits.max_blocking_threads)?;
+        let limits = &grants.limits;
+        let warm = Warm::new(limits.calls_per_instance, limits.max_concurrent_calls);
+        let idle = Arc::new(Quiet {
+            plugin: name.to_string(),
+        });
         Ok(Arc::new(LoadedPlugin {
             engine: tier.engine.clone(),
             quick,
@@ -107,6 +117,8 @@ impl LoadedPlugin {
             grants: Arc::new(grants),
             pre,
             functions,
+            warm,
+            idle,
             pool,
         }))
     }
@@ -152,7 +164,8 @@ impl LoadedPlugin {
         Ok(store)
     }
 
-    /// Runs `call` in a fresh instance, under `timeout` and the caller's
+    /// Runs `call` in a fresh instance (or, when the plugin keeps them, a
+    /// warm one: see [`super::warm`]), under `timeout` and the caller's
     /// cancellation, with the plugin's own blocking threads, and with what
     /// it hands the host lifted under its limits. The plugin yields at
     /// every epoch tick, so the deadline and cancellation can stop it.
@@ -163,16 +176,28 @@ impl LoadedPlugin {
         timeout: Duration,
         call: impl AsyncFnOnce(&mut Store<CallState>, Instance) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        let mut store = self.store(context.clone())?;
-        let clock = store.data().wait_clock.clone();
+        let affinity = self.warm.enabled().then(|| Affinity::of(&*context));
         // Wait for a turn (the client may give up meanwhile); the deadline
         // starts when the call does.
         let turn = tokio::select! {
             turn = self.turns.clone().acquire_owned() => turn.expect("the semaphore is never closed"),
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
+        let kept = affinity.as_ref().and_then(|a| self.warm.take(a));
+        let (mut store, slot, kept, served) = match kept {
+            Some(warm) => {
+                let mut store = warm.store;
+                store.data_mut().rebind(context.clone());
+                store.set_epoch_deadline(1);
+                (store, warm.slot, Some(warm.instance), warm.served)
+            }
+            None => {
+                let store = self.store(context.clone())?;
+                (store, self.take_slot().await?, None, 0)
+            }
+        };
         store.data_mut().turn.hold(self.turns.clone(), turn);
-        let slot = self.instances.take().await.map_err(|_| CallError::Busy)?;
+        let clock = store.data().wait_clock.clone();
         let stderr = store.data().stderr.clone();
         let limits = &self.grants.limits;
         let budget = Budget::new(limits.max_result_bytes, limits.max_result_items);
@@ -180,24 +205,59 @@ impl LoadedPlugin {
         let call = Budgeted::new(
             budget,
             self.pool.run(async {
-                let instance = self
-                    .pre
-                    .instantiate_async(&mut store)
-                    .instrument(tracing::debug_span!("plugin.instantiate"))
-                    .await?;
-                call(&mut store, instance)
+                let instance = match kept {
+                    Some(instance) => instance,
+                    None => {
+                        self.pre
+                            .instantiate_async(&mut store)
+                            .instrument(tracing::debug_span!("plugin.instantiate"))
+                            .await?
+                    }
+                };
+                let value = call(&mut store, instance)
                     .instrument(tracing::debug_span!("plugin.run"))
-                    .await
+                    .await?;
+                Ok((instance, value))
             }),
         );
         let result = guarded(&*context, clock, timeout, call)
             .instrument(span)
             .await
             .map_err(|error| error.with_last_words(&stderr));
-        // The slot is given back only after the store (and its instance)
-        // is gone.
-        slots::tear_down(store, slot, &self.instances);
-        result
+        match (result, affinity) {
+            (Ok((instance, value)), Some(affinity)) => {
+                store.data_mut().park(self.idle.clone());
+                let warm = WarmInstance {
+                    store,
+                    slot,
+                    instance,
+                    affinity,
+                    served,
+                };
+                if let Some(done) = self.warm.keep(warm) {
+                    slots::tear_down(done.store, done.slot, &self.instances);
+                }
+                Ok(value)
+            }
+            (result, _) => {
+                // The slot is given back only after the store (and its
+                // instance) is gone.
+                slots::tear_down(store, slot, &self.instances);
+                result.map(|(_, value)| value)
+            }
+        }
+    }
+
+    /// A free instance slot; when none is, one of the plugin's kept
+    /// instances is torn down for it.
+    async fn take_slot(&self) -> Result<Slot, CallError> {
+        loop {
+            if let Ok(slot) = self.instances.take().await {
+                return Ok(slot);
+            }
+            // Its store goes first, then its slot.
+            drop(self.warm.evict().ok_or(CallError::Busy)?);
+        }
     }
 
     /// Asks every `list-*` export, in one instance, under the load deadline.

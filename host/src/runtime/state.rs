@@ -1,6 +1,7 @@
-//! The data of one store (one call): WASI state (with the plugin's grants),
-//! outbound HTTP gated by granted hosts, limits, and the caller's context
-//! that the `host` imports report to.
+//! The data of one store (one call, or several in turn in an instance kept
+//! warm): WASI state (with the plugin's grants), outbound HTTP gated by
+//! granted hosts, limits, and the caller's context that the `host` imports
+//! report to.
 
 use super::bindings::wasm_mcp::plugin::{host, types};
 use super::context::CallContext;
@@ -18,7 +19,8 @@ use wasmtime_wasi_http::{
     WasiHttpView,
 };
 
-/// What a store holds for the duration of one call.
+/// What a store holds for the duration of one call (or, kept warm, of
+/// its calls in turn).
 pub struct CallState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
@@ -103,6 +105,23 @@ impl CallState {
             asked: 0,
             stderr: stderr_tail,
         })
+    }
+}
+
+impl CallState {
+    /// Readies a state kept from an earlier call for a call from `context`:
+    /// that call's deadline clock and question keys start afresh.
+    pub(super) fn rebind(&mut self, context: Arc<dyn CallContext>) {
+        self.context = context;
+        self.wait_clock = Arc::default();
+        self.asked = 0;
+    }
+
+    /// Lets go of the call that ended, for the state to be kept: its turn
+    /// goes back, and its caller is no longer reachable (`idle` stands in).
+    pub(super) fn park(&mut self, idle: Arc<dyn CallContext>) {
+        self.turn = Turn::default();
+        self.context = idle;
     }
 }
 

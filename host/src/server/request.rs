@@ -96,6 +96,7 @@ impl Origin for Request<'_> {
         Arc::new(RequestScope {
             plugin: plugin.name().to_owned(),
             client_roots,
+            principal: conn.principal.clone(),
             link,
             log_level,
             progress_token,

@@ -62,6 +62,8 @@ pub struct RequestScope {
     pub notices: Arc<dyn PluginNotices>,
     /// The client's roots, when it declared them.
     pub client_roots: Option<Arc<Vec<PathBuf>>>,
+    /// Who the client authenticated as, if anyone.
+    pub principal: Option<String>,
     /// The capabilities the client declared.
     pub client_capabilities: Value,
     /// The first client capability the plugin needed and the client had
@@ -167,6 +169,10 @@ impl CallContext for RequestScope {
 
     fn client_roots(&self) -> Option<Arc<Vec<PathBuf>>> {
         self.client_roots.clone()
+    }
+
+    fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
     }
 
     fn is_cancelled(&self) -> bool {
