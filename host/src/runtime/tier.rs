@@ -37,6 +37,11 @@ impl Tier {
             .strategy(strategy)
             .parallel_compilation(parallel)
             .allocation_strategy(allocation);
+        // For profiling plugins (CONTRIBUTING.md): a perf map of the
+        // compiled functions, so that `perf report` names them.
+        if std::env::var_os("WASM_MCP_PERFMAP").is_some() {
+            wasm.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&wasm)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
