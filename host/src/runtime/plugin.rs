@@ -183,8 +183,8 @@ impl LoadedPlugin {
             turn = self.turns.clone().acquire_owned() => turn.expect("the semaphore is never closed"),
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
-        let kept = affinity.as_ref().and_then(|a| self.warm.take(a));
-        let (mut store, slot, kept, served) = match kept {
+        let warm = affinity.as_ref().and_then(|a| self.warm.take(a));
+        let (mut store, slot, kept, served) = match warm {
             Some(warm) => {
                 let mut store = warm.store;
                 store.data_mut().rebind(context.clone());
