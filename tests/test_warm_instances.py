@@ -17,16 +17,19 @@ def call(host, tool, **arguments):
     return bool(result.get("isError")), "".join(c.get("text", "") for c in result["content"])
 
 
-def serve(tmp_path, cache_dir, components, limits):
+def serve(tmp_path, cache_dir, components, limits, extra="", manifests=None):
     """A host serving `components`, compiled into the cache first (so that no
     optimised build swaps in midway, which would start without kept
-    instances), with `limits` for every plugin."""
+    instances), with `limits` for every plugin, `extra` config and the
+    plugins' `manifests` (by plugin name)."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     for component in components:
         shutil.copy(component, plugins)
+    for name, text in (manifests or {}).items():
+        (plugins / f"{name}.toml").write_text(text)
     config = tmp_path / "config.toml"
-    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n\n[limits]\n{limits}')
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n\n[limits]\n{limits}\n{extra}')
     env = dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="info")
     warm = subprocess.run([str(BINARY), "warm", "--plugins", str(plugins)], env=env,
                           capture_output=True, timeout=900)
@@ -41,8 +44,13 @@ def test_a_kept_instance_serves_at_most_its_calls_and_a_failed_one_is_not_kept(t
     memory, then leaves it. With calls_per_instance = 3, a call finds it
     exactly when the call before it ran in the same instance. The listing
     at load is an instance's first call."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
     host = serve(tmp_path, cache_dir, [FIXTURES / "evil.wasm"],
-                 "calls_per_instance = 3\nmax_concurrent_calls = 1\n")
+                 "calls_per_instance = 3\nmax_concurrent_calls = 1\ncall_timeout_ms = 2000\n",
+                 f'[roots.scratch]\npath = "{scratch}"\nmode = "read-write"\n\n'
+                 '[plugins.evil]\nroots = ["scratch"]\n',
+                 {"evil": '[roots]\nscratch = "read-write"\n'})
     try:
         def left_over():
             failed, text = call(host, "residue", megabytes=1)
@@ -56,6 +64,10 @@ def test_a_kept_instance_serves_at_most_its_calls_and_a_failed_one_is_not_kept(t
         # A call that traps is torn down with its instance.
         failed, text = call(host, "recurse")
         assert failed, text
+        assert [left_over() for _ in range(2)] == [False, True]
+        # So is one that times out.
+        failed, text = call(host, "hold", path="/scratch/lock", ms=10000)
+        assert failed and "longer than 2s" in text, text
         assert [left_over() for _ in range(2)] == [False, True]
     finally:
         host.close()
