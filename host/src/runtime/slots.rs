@@ -129,18 +129,9 @@ pub(super) fn tear_down(store: Store<CallState>, slot: Slot, slots: &Arc<Slots>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::{Grants, Quiet};
 
     fn store() -> Store<CallState> {
-        let state = CallState::new(
-            &Arc::from("test"),
-            Arc::new(Quiet {
-                plugin: "test".into(),
-            }),
-            &Arc::new(Grants::default()),
-        )
-        .unwrap();
-        Store::new(&wasmtime::Engine::default(), state)
+        Store::new(&wasmtime::Engine::default(), CallState::for_tests())
     }
 
     #[tokio::test]

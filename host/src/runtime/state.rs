@@ -109,6 +109,19 @@ impl CallState {
 }
 
 impl CallState {
+    /// A state with no grants and no caller, for tests.
+    #[cfg(test)]
+    pub(super) fn for_tests() -> Self {
+        CallState::new(
+            &Arc::from("test"),
+            Arc::new(super::context::Quiet {
+                plugin: "test".into(),
+            }),
+            &Arc::new(Grants::default()),
+        )
+        .expect("no grants to open")
+    }
+
     /// Readies a state kept from an earlier call for a call from `context`:
     /// that call's deadline clock and question keys start afresh.
     pub(super) fn rebind(&mut self, context: Arc<dyn CallContext>) {

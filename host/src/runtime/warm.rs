@@ -114,7 +114,7 @@ impl Warm {
 mod tests {
     use super::*;
     use crate::runtime::slots::Slots;
-    use crate::runtime::{BoxFuture, Grants, Quiet};
+    use crate::runtime::BoxFuture;
     use wasmtime::component::{Component, Linker};
 
     /// A caller authenticated as `principal`.
@@ -144,19 +144,10 @@ mod tests {
         }
     }
 
-    /// An instance of the empty component, made for `principal`, which
-    /// has served `served` calls.
+    /// A fresh instance of the empty component, made for `principal`.
     async fn instance(slots: &Arc<Slots>, principal: Option<&'static str>) -> WarmInstance {
         let engine = wasmtime::Engine::default();
-        let state = CallState::new(
-            &Arc::from("test"),
-            Arc::new(Quiet {
-                plugin: "test".into(),
-            }),
-            &Arc::new(Grants::default()),
-        )
-        .unwrap();
-        let mut store = Store::new(&engine, state);
+        let mut store = Store::new(&engine, CallState::for_tests());
         // The empty component, in binary (no text parser in this build).
         let component = Component::new(&engine, b"\0asm\x0d\0\x01\0").unwrap();
         let instance = Linker::new(&engine)
