@@ -10,12 +10,15 @@ wire, sends WARMUP requests with instrumentation off, switches it on
 connection, and prints instructions per request for `tools/call greet` and
 `server/discover`. Each build's profile stays in OUT (callgrind_annotate it).
 
-    scripts/bench-callgrind.py [--requests 500] [--out DIR] [--peers PERF_PEERS] [BINARY ...]
+    scripts/bench-callgrind.py [--requests 500] [--out DIR] [--peers PERF_PEERS]
+                               [--config-extra TOML] [BINARY ...]
 
 BINARY defaults to target/release/wasm-mcp. The first build is the
 baseline the others are given as ratios of. --peers adds rmcp's native
 server from ../shared/peer-bench (its `perf-peers` binary). Needs valgrind
-(Debian's).
+(Debian's). --config-extra is added to every build's config, e.g.
+'[limits]\nspare_instance = false' (counts repeat within 1%, so two runs
+with different extras compare).
 """
 
 import argparse
@@ -62,7 +65,8 @@ def request(conn: http.client.HTTPConnection, method: str, params: dict) -> str:
     return text
 
 
-def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, peer: bool) -> float:
+def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, peer: bool,
+            extra: str = "") -> float:
     method, params, expect = TARGETS[target]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -72,7 +76,8 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
         config = tmp / "config.toml"
         # Few pooled slots: valgrind runs the host slowly, and reserving
         # 1000 slots' address space under it takes long.
-        config.write_text(f'[server]\ncache_dir = "{tmp / "cache"}"\nwatch = false\nmax_instances = 4\n')
+        config.write_text(f'[server]\ncache_dir = "{tmp / "cache"}"\nwatch = false\nmax_instances = 4\n'
+                          + extra.replace("\\n", "\n") + "\n")
         port = free_port()
         dump = out / f"{binary.parent.name}-{binary.name}-{target}.callgrind"
         if peer:
@@ -132,6 +137,7 @@ def main() -> None:
     parser.add_argument("--targets", default="greet,discover")
     parser.add_argument("--peers", type=Path,
                         help="peer-bench's perf-peers binary: rmcp's native greet, measured the same way")
+    parser.add_argument("--config-extra", default="", help="TOML added to each build's config")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "wasm-mcp-callgrind")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -142,7 +148,7 @@ def main() -> None:
     if args.peers:
         runs.append((args.peers, True))
     for binary, peer in runs:
-        figures = {t: measure(binary.resolve(), t, args.requests, args.warmup, args.out, peer)
+        figures = {t: measure(binary.resolve(), t, args.requests, args.warmup, args.out, peer, args.config_extra)
                    for t in args.targets.split(",")}
         line = "  ".join(f"{t} {n:10.0f} instr/request" for t, n in figures.items())
         if base is None:
