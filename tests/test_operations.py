@@ -74,7 +74,10 @@ def initialize(url):
 
 def test_metrics_count_calls_by_outcome_and_show_the_hosts_state(tmp_path, cache_dir, host_env):
     config = tmp_path / "config.toml"
-    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[plugins.crashy.limits]\ncall_timeout_ms = 500\n')
+    # Without spares, every instance alive is a call's (the spares' own
+    # gauge: test_spare_instances.py).
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[limits]\nspare_instance = "never"\n'
+                      '[plugins.crashy.limits]\ncall_timeout_ms = 500\n')
     host = HttpHost(folder(tmp_path), dict(host_env, WASM_MCP_CONFIG=str(config)))
     try:
         base = host.url.rsplit("/", 1)[0]

@@ -68,7 +68,10 @@ def test_a_request_continues_the_clients_trace_and_the_plugin_call_is_its_child(
     shutil.copy(PLUGINS / "hello.wasm", plugins)
     config = tmp_path / "config.toml"
     config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[traces]\nendpoint = "{receiver.url}"\n'
-                      'service_name = "traced-host"\n')
+                      'service_name = "traced-host"\n'
+                      # Every call instantiates as a child of its span (a
+                      # spare instance would have been made ahead of it).
+                      '[limits]\nspare_instance = "never"\n')
     host = RawHost(plugins, dict(os.environ, WASM_MCP_CONFIG=str(config)))
     try:
         host.initialize()

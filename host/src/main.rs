@@ -8,7 +8,7 @@ use wasm_mcp::config::{Config, Policy};
 use wasm_mcp::dev;
 use wasm_mcp::registry::Registry;
 use wasm_mcp::reload::{self, folder::wasm_files, FolderWatch, Loader};
-use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig};
+use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig, SpareMode};
 use wasm_mcp::server::{build_notice_key, Notices, Server};
 use wasm_mcp::settings;
 
@@ -725,6 +725,13 @@ async fn inspect_file(file: PathBuf, config: Config) -> Result<()> {
             "instances kept between calls: each serves up to {} calls (state persists between them)",
             limits.calls_per_instance
         );
+    }
+    match limits.spare_instance {
+        SpareMode::Auto => {}
+        SpareMode::Always => println!("a spare instance is made ahead of each call"),
+        SpareMode::Never => {
+            println!("no spare instance: every call waits for its instance to be made")
+        }
     }
     match loader.load_file(&file).await {
         Ok(entry) => print_offers(&entry),

@@ -170,6 +170,8 @@ fn duration_histogram() -> Histogram {
 pub struct Snapshot {
     /// Plugin instances alive.
     pub instances: usize,
+    /// Of those, fresh instances made ahead of a call.
+    pub spare_instances: usize,
     /// The most that may be alive (`[server] max_instances`).
     pub max_instances: usize,
     /// Bytes of linear memory and tables the live instances hold.
@@ -203,6 +205,7 @@ pub struct Metrics {
     refused: Family<ReasonLabels, Counter>,
     dropped: Family<ReasonLabels, Counter>,
     instances: Gauge,
+    spare_instances: Gauge,
     max_instances: Gauge,
     plugin_memory: Gauge,
     plugins: Gauge,
@@ -230,6 +233,7 @@ impl Metrics {
             refused: Family::default(),
             dropped: Family::default(),
             instances: Gauge::default(),
+            spare_instances: Gauge::default(),
             max_instances: Gauge::default(),
             plugin_memory: Gauge::default(),
             plugins: Gauge::default(),
@@ -272,6 +276,11 @@ impl Metrics {
             "instances",
             "Plugin instances alive",
             self.instances.clone(),
+        );
+        r.register(
+            "spare_instances",
+            "Of the plugin instances alive, those made ahead of a call (one per plugin at most)",
+            self.spare_instances.clone(),
         );
         r.register(
             "max_instances",
@@ -408,6 +417,7 @@ impl Metrics {
             g.set(i64::try_from(v).unwrap_or(i64::MAX));
         };
         gauge(&self.instances, now.instances);
+        gauge(&self.spare_instances, now.spare_instances);
         gauge(&self.max_instances, now.max_instances);
         gauge(&self.plugin_memory, now.plugin_memory_bytes);
         gauge(&self.plugins, now.plugins);
@@ -444,6 +454,7 @@ mod tests {
         m.dropped(Dropped::SlowClient, 3);
         let text = m.render(&Snapshot {
             instances: 2,
+            spare_instances: 1,
             tasks: vec![("working".into(), 4)],
             ..Snapshot::default()
         });
@@ -456,6 +467,7 @@ mod tests {
             r#"wasm_mcp_requests_refused_total{reason="sessions"} 1"#,
             r#"wasm_mcp_notifications_dropped_total{reason="slow_client"} 3"#,
             "wasm_mcp_instances 2",
+            "wasm_mcp_spare_instances 1",
             r#"wasm_mcp_tasks{status="working"} 4"#,
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");

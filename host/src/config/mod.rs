@@ -14,7 +14,7 @@ pub use manifest::Manifest;
 pub use policy::{Decision, Policy};
 pub use tasks::TasksSection;
 
-use crate::runtime::{DirHandle, Limits};
+use crate::runtime::{DirHandle, Limits, SpareMode};
 use anyhow::{Context as _, Result};
 use check::{check_limits, overlap};
 use serde::Deserialize;
@@ -223,6 +223,9 @@ pub struct LimitsSection {
     /// fresh instance per call. More is an opt-in trade of isolation
     /// between calls for speed (the README's "Keeping instances warm").
     pub calls_per_instance: u32,
+    /// When a fresh instance is made ahead of the plugin's next call while
+    /// it is idle (one at most; the README's "Spare instances").
+    pub spare_instance: SpareMode,
 }
 
 impl Default for LimitsSection {
@@ -240,6 +243,7 @@ impl Default for LimitsSection {
             load_timeout_ms: limits.load_timeout.as_millis() as u64,
             max_blocking_threads: limits.max_blocking_threads,
             calls_per_instance: limits.calls_per_instance,
+            spare_instance: limits.spare_instance,
         }
     }
 }
@@ -268,6 +272,8 @@ pub struct LimitsOverride {
     pub max_blocking_threads: Option<usize>,
     /// See [`LimitsSection::calls_per_instance`].
     pub calls_per_instance: Option<u32>,
+    /// See [`LimitsSection::spare_instance`].
+    pub spare_instance: Option<SpareMode>,
 }
 
 impl LimitsSection {
@@ -290,6 +296,7 @@ impl LimitsSection {
                 .max_blocking_threads
                 .unwrap_or(self.max_blocking_threads),
             calls_per_instance: over.calls_per_instance.unwrap_or(self.calls_per_instance),
+            spare_instance: over.spare_instance.unwrap_or(self.spare_instance),
         }
     }
 
@@ -311,6 +318,7 @@ impl LimitsSection {
             load_timeout: Duration::from_millis(self.load_timeout_ms),
             max_blocking_threads: self.max_blocking_threads,
             calls_per_instance: self.calls_per_instance,
+            spare_instance: self.spare_instance,
         }
     }
 }
@@ -499,7 +507,7 @@ fn canonical_or_nearest(path: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::{Config, Mode};
+    use super::{Config, Mode, SpareMode};
     use std::path::Path;
 
     #[test]
@@ -635,5 +643,20 @@ mod tests {
         let c = Config::parse("[plugins.x.limits]\ncalls_per_instance = 50\n", base).unwrap();
         assert_eq!(c.limits.with(&c.plugins["x"].limits).calls_per_instance, 50);
         assert_eq!(c.limits.calls_per_instance, 1);
+        let c = Config::parse(
+            "[limits]\nspare_instance = \"never\"\n[plugins.x.limits]\nspare_instance = \"always\"\n",
+            base,
+        )
+        .unwrap();
+        assert_eq!(c.limits.spare_instance, SpareMode::Never);
+        let x = c.limits.with(&c.plugins["x"].limits);
+        assert_eq!(x.spare_instance, SpareMode::Always);
+        let c = Config::parse("", base).unwrap();
+        assert_eq!(c.limits.spare_instance, SpareMode::Auto);
+        let e = format!(
+            "{:#}",
+            Config::parse("[limits]\nspare_instance = true\n", base).unwrap_err()
+        );
+        assert!(e.contains("spare_instance"), "{e}");
     }
 }

@@ -222,6 +222,12 @@ impl Runtime {
         (self.config.max_instances as usize).saturating_sub(free)
     }
 
+    /// Of those, the fresh instances made ahead of a call (see the
+    /// `spare` module), at most one per plugin.
+    pub fn spare_instances(&self) -> usize {
+        self.optimized.instances.spares.count()
+    }
+
     /// Bytes of linear memory and tables the live instances hold.
     pub fn memory_in_use(&self) -> usize {
         super::limiter::memory_in_use()

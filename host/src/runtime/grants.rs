@@ -148,6 +148,24 @@ pub struct Limits {
     /// Calls one instance serves in turn: 1, a fresh instance per call;
     /// more, instances kept warm between calls (an operator's opt-in).
     pub calls_per_instance: u32,
+    /// When a fresh instance is made ahead of the next call while the
+    /// plugin is idle (see the runtime's `spare` module).
+    pub spare_instance: SpareMode,
+}
+
+/// When a plugin gets a spare instance: one made ahead of its next call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpareMode {
+    /// Where instantiating takes long enough for a spare to pay (a
+    /// language runtime inside: CPython), not where making one in a task
+    /// of its own would cost more than it saves (most Rust, C, Go plugins).
+    #[default]
+    Auto,
+    /// After every call that returned normally with no other call running.
+    Always,
+    /// Never: every call waits for its instance to be made.
+    Never,
 }
 
 impl Default for Limits {
@@ -163,6 +181,7 @@ impl Default for Limits {
             load_timeout: Duration::from_secs(5),
             max_blocking_threads: 16,
             calls_per_instance: 1,
+            spare_instance: SpareMode::Auto,
         }
     }
 }

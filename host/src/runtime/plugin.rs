@@ -7,16 +7,17 @@ use super::blocking::BlockingPool;
 pub use super::call_error::CallError;
 use super::context::{CallContext, Quiet};
 use super::exports::ExportedFunctions;
-use super::grants::Grants;
+use super::grants::{Grants, SpareMode};
 use super::lift::{Budget, Budgeted};
 use super::plain::PlainTools;
 use super::slots::{self, Slot, Slots};
+use super::spare::{MakingSpare, Roots, Spare, SpareCell};
 use super::state::CallState;
 use super::tier::Tier;
 use super::wait_clock::WaitClock;
 use super::warm::{Affinity, Warm, WarmInstance};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
@@ -71,6 +72,10 @@ pub struct LoadedPlugin {
     warm: Warm,
     /// Stands in for the caller in a kept instance between calls.
     idle: Arc<dyn CallContext>,
+    /// A fresh instance made ahead of the next call.
+    spare: Arc<SpareCell>,
+    /// Itself, for the task that makes a spare.
+    me: Weak<LoadedPlugin>,
 }
 
 impl LoadedPlugin {
@@ -107,7 +112,9 @@ impl LoadedPlugin {
         let idle = Arc::new(Quiet {
             plugin: name.to_string(),
         });
-        Ok(Arc::new(LoadedPlugin {
+        let spare = Arc::new(SpareCell::default());
+        tier.instances.spares.register(&spare);
+        Ok(Arc::new_cyclic(|me| LoadedPlugin {
             engine: tier.engine.clone(),
             quick,
             name,
@@ -120,6 +127,8 @@ impl LoadedPlugin {
             warm,
             idle,
             pool,
+            spare,
+            me: me.clone(),
         }))
     }
 
@@ -154,9 +163,18 @@ impl LoadedPlugin {
         }
     }
 
-    fn store(&self, context: Arc<dyn CallContext>) -> Result<Store<CallState>, CallError> {
-        let state = CallState::new(&self.name, context, &self.grants)
-            .map_err(|e| CallError::Setup(format!("{e:#}")))?;
+    fn store(
+        &self,
+        context: Arc<dyn CallContext>,
+        roots: &Roots,
+    ) -> Result<Store<CallState>, CallError> {
+        let state = CallState::new(
+            &self.name,
+            context,
+            roots.as_ref().map(|r| r.as_slice()),
+            &self.grants,
+        )
+        .map_err(|e| CallError::Setup(format!("{e:#}")))?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
         store.set_epoch_deadline(1);
@@ -183,6 +201,7 @@ impl LoadedPlugin {
             turn = self.turns.clone().acquire_owned() => turn.expect("the semaphore is never closed"),
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
+        let roots = context.client_roots();
         let warm = affinity.as_ref().and_then(|a| self.warm.take(a));
         let (mut store, slot, kept, served) = match warm {
             Some(warm) => {
@@ -191,10 +210,19 @@ impl LoadedPlugin {
                 store.set_epoch_deadline(1);
                 (store, warm.slot, Some(warm.instance), warm.served)
             }
-            None => {
-                let store = self.store(context.clone())?;
-                (store, self.take_slot().await?, None, 0)
-            }
+            None => match self.spare.take(&roots) {
+                Some(spare) => {
+                    tracing::debug!(plugin = %self.name, "the call runs in a spare instance");
+                    let mut store = spare.store;
+                    store.data_mut().rebind(context.clone());
+                    store.set_epoch_deadline(1);
+                    (store, spare.slot, Some(spare.instance), 0)
+                }
+                None => {
+                    let store = self.store(context.clone(), &roots)?;
+                    (store, self.take_slot().await?, None, 0)
+                }
+            },
         };
         store.data_mut().turn.hold(self.turns.clone(), turn);
         let clock = store.data().wait_clock.clone();
@@ -208,10 +236,14 @@ impl LoadedPlugin {
                 let instance = match kept {
                     Some(instance) => instance,
                     None => {
-                        self.pre
+                        let started = std::time::Instant::now();
+                        let instance = self
+                            .pre
                             .instantiate_async(&mut store)
                             .instrument(tracing::debug_span!("plugin.instantiate"))
-                            .await?
+                            .await?;
+                        self.spare.instantiated_in(started.elapsed());
+                        instance
                     }
                 };
                 let value = call(&mut store, instance)
@@ -239,6 +271,10 @@ impl LoadedPlugin {
                 }
                 Ok(value)
             }
+            (Ok((_, value)), None) if self.wants_spare() => {
+                self.renew_spare(store, slot, roots);
+                Ok(value)
+            }
             (result, _) => {
                 // The slot is given back only after the store (and its
                 // instance) is gone.
@@ -246,6 +282,90 @@ impl LoadedPlugin {
                 result.map(|(_, value)| value)
             }
         }
+    }
+
+    /// Whether the call that just returned normally (whose turn is still
+    /// held) should leave a spare instance behind: spares are on for the
+    /// plugin (with [`SpareMode::Auto`], it instantiates slowly enough),
+    /// it has none and none is under way, and no other call of it runs (a
+    /// plugin with calls running instantiates for each of them as fast as
+    /// making spares would). See [`super::spare`].
+    fn wants_spare(&self) -> bool {
+        let limits = &self.grants.limits;
+        let on = match limits.spare_instance {
+            SpareMode::Never => false,
+            SpareMode::Always => true,
+            SpareMode::Auto => self.spare.worth_making(),
+        };
+        let alone = self.turns.available_permits() + 1 >= limits.max_concurrent_calls.max(1);
+        on && alone && !self.spare.is_full() && !self.spare.is_making()
+    }
+
+    /// Tears down a returned call's `store` and makes a spare for a next
+    /// call with `roots` in its `slot`, in a task of its own: after the
+    /// call's answer is on its way, not before. Until the spare is kept,
+    /// a call that needs the slot waits for it, and making stops.
+    fn renew_spare(&self, mut store: Store<CallState>, slot: Slot, roots: Roots) {
+        let this = match self.me.upgrade() {
+            Some(this) if self.spare.start_making() => this,
+            _ => return slots::tear_down(store, slot, &self.instances),
+        };
+        // The plugin's next call need not wait for this teardown.
+        store.data_mut().park(self.idle.clone());
+        let making = MakingSpare::new(self.instances.clone());
+        tokio::spawn(async move {
+            drop(store);
+            match this.instantiate_ahead(slot, &making, roots).await {
+                Some(spare) => this.spare.put(spare),
+                None => this.spare.abandon(),
+            }
+            // Only now, with the spare kept or gone, may a call waiting
+            // for a slot look again.
+            drop(making);
+        });
+    }
+
+    /// A fresh instance for a call with `roots`, in `slot`, under the call
+    /// deadline; `None` if it failed, or a call wanted a slot meanwhile.
+    async fn instantiate_ahead(
+        &self,
+        slot: Slot,
+        making: &MakingSpare,
+        roots: Roots,
+    ) -> Option<Spare> {
+        let wanted = making.wanted();
+        tokio::pin!(wanted);
+        wanted.as_mut().enable();
+        let mut store = self.store(self.idle.clone(), &roots).ok()?;
+        let started = std::time::Instant::now();
+        let instantiate = self.pool.run(self.pre.instantiate_async(&mut store));
+        let deadline = self.grants.limits.call_timeout;
+        let instance = tokio::select! {
+            instance = tokio::time::timeout(deadline, instantiate) => match instance {
+                Ok(Ok(instance)) => {
+                    self.spare.instantiated_in(started.elapsed());
+                    instance
+                }
+                Ok(Err(error)) => {
+                    tracing::debug!(plugin = %self.name, "no spare instance: {error:#}");
+                    return None;
+                }
+                Err(_) => {
+                    tracing::debug!(plugin = %self.name, "no spare instance: instantiation timed out");
+                    return None;
+                }
+            },
+            () = &mut wanted => {
+                tracing::debug!(plugin = %self.name, "no spare instance: a call needed its slot");
+                return None;
+            }
+        };
+        Some(Spare {
+            store,
+            slot,
+            instance,
+            roots,
+        })
     }
 
     /// A free instance slot; when none is, one of the plugin's kept

@@ -6,8 +6,11 @@
 //! on this machine. A client waiting for the answer need not wait for
 //! that too: inside [`answer_first`], a finished call's store (with its
 //! slot) is kept until the request's future ends, after it has sent its
-//! answer, and is dropped then, on the same thread.
+//! answer, and is dropped then, on the same thread. (A call that leaves a
+//! spare instance behind is torn down by the task that makes the spare:
+//! see [`super::spare`].)
 
+use super::spare::Spares;
 use super::state::CallState;
 use std::cell::RefCell;
 use std::future::Future;
@@ -18,7 +21,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::Store;
 
 /// How long a call waits for a slot that a teardown already under way
-/// is about to give back (it normally takes microseconds).
+/// is about to give back, or that a spare being made is about to give up
+/// (either normally takes microseconds).
 const TEARDOWN_WAIT: Duration = Duration::from_secs(1);
 
 /// One slot per instance that may be alive at once, shared by every tier.
@@ -26,6 +30,9 @@ pub(super) struct Slots {
     permits: Arc<Semaphore>,
     /// Teardowns kept by requests and not yet done.
     kept: AtomicUsize,
+    /// Every plugin's spare instance, given up for a call that finds no
+    /// slot free (see [`super::spare`]).
+    pub(super) spares: Spares,
 }
 
 /// A slot held: an instance may be alive while it is.
@@ -41,28 +48,61 @@ impl Slots {
         Arc::new(Slots {
             permits: Arc::new(Semaphore::new(count)),
             kept: AtomicUsize::new(0),
+            spares: Spares::default(),
         })
     }
 
-    /// A free slot. When none is free, a call does not queue for one
-    /// (the host is at capacity): it fails, unless a slot is held only
-    /// by a teardown kept until its request answered, which frees it in
-    /// a moment; then it waits for that.
+    fn try_take(&self) -> Option<Slot> {
+        let permit = self.permits.clone().try_acquire_owned().ok()?;
+        Some(Slot { _permit: permit })
+    }
+
+    /// A free slot. When none is free, a spare instance gives its up (one
+    /// being made stops). With no spare, a call does not queue for a slot
+    /// (the host is at capacity): it fails, unless a slot is held only by
+    /// a teardown kept until its request answered, which frees it in a
+    /// moment; then it waits for that.
     pub(super) async fn take(&self) -> Result<Slot, Full> {
-        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
-            return Ok(Slot { _permit: permit });
+        if let Some(slot) = self.try_take() {
+            return Ok(slot);
         }
-        if self.kept.load(Ordering::SeqCst) == 0 {
-            // A teardown that ended between the two looks gave its slot
-            // back before it stopped counting itself.
-            let permit = self.permits.clone().try_acquire_owned().map_err(|_| Full)?;
-            return Ok(Slot { _permit: permit });
-        }
-        match tokio::time::timeout(TEARDOWN_WAIT, self.permits.clone().acquire_owned()).await {
-            Ok(permit) => Ok(Slot {
-                _permit: permit.expect("the semaphore is never closed"),
-            }),
-            Err(_) => Err(Full),
+        let deadline = tokio::time::Instant::now() + TEARDOWN_WAIT;
+        loop {
+            // Listening before looking: a spare made after the look wakes it.
+            let changed = self.spares.changed();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some(slot) = self.try_take() {
+                return Ok(slot);
+            }
+            if self.spares.give_up_one() {
+                continue;
+            }
+            let making = self.spares.making();
+            if making == 0 && self.kept.load(Ordering::SeqCst) == 0 {
+                // A teardown that ended between the looks gave its slot
+                // back before it stopped counting itself, and a spare was
+                // kept (to give up) before it stopped counting as made.
+                if let Some(slot) = self.try_take() {
+                    return Ok(slot);
+                }
+                if self.spares.give_up_one() {
+                    continue;
+                }
+                return Err(Full);
+            }
+            if making > 0 {
+                self.spares.want_slots();
+            }
+            tokio::select! {
+                permit = self.permits.clone().acquire_owned() => {
+                    return Ok(Slot {
+                        _permit: permit.expect("the semaphore is never closed"),
+                    });
+                }
+                () = &mut changed => {}
+                () = tokio::time::sleep_until(deadline) => return Err(Full),
+            }
         }
     }
 

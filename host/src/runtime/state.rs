@@ -11,6 +11,7 @@ use super::log_pipe::LogPipe;
 use super::quota::Quota;
 use super::wait_clock::WaitClock;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -48,10 +49,12 @@ pub struct CallState {
 
 impl CallState {
     /// A fresh state with what the plugin was granted and nothing else: its
-    /// folders as preopens, its variables, no sockets, stdio to the log.
+    /// folders as preopens (where the client named `client_roots`, only
+    /// those inside them), its variables, no sockets, stdio to the log.
     pub fn new(
         plugin: &Arc<str>,
         context: Arc<dyn CallContext>,
+        client_roots: Option<&[PathBuf]>,
         grants: &Arc<Grants>,
     ) -> anyhow::Result<Self> {
         let limits = &grants.limits;
@@ -67,11 +70,8 @@ impl CallState {
         for (key, value) in &grants.env {
             wasi.env(key, value.expose());
         }
-        // Where the client named its roots, only granted folders inside them.
-        let client_roots = context.client_roots();
         let visible = |dir: &&DirGrant| {
             client_roots
-                .as_ref()
                 .is_none_or(|roots| roots.iter().any(|root| dir.host_path.starts_with(root)))
         };
         for dir in grants.dirs.iter().filter(visible) {
@@ -117,6 +117,7 @@ impl CallState {
             Arc::new(super::context::Quiet {
                 plugin: "test".into(),
             }),
+            None,
             &Arc::new(Grants::default()),
         )
         .expect("no grants to open")

@@ -135,6 +135,7 @@ impl Server {
         });
         crate::metrics::Snapshot {
             instances: runtime.instances_in_use(),
+            spare_instances: runtime.spare_instances(),
             max_instances: runtime.config().max_instances as usize,
             plugin_memory_bytes: runtime.memory_in_use(),
             plugins: self.registry.catalogue().plugins.len(),
