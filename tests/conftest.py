@@ -158,10 +158,11 @@ class RawHost(HostLog):
         self.send(message)
         return self.response(self.next_id, timeout)
 
-    def initialize(self, version: str = "2025-11-25", timeout: float = 60.0) -> dict:
+    def initialize(self, version: str = "2025-11-25", timeout: float = 60.0, capabilities: dict | None = None) -> dict:
         result = self.request(
             "initialize",
-            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+            {"protocolVersion": version, "capabilities": capabilities or {},
+             "clientInfo": {"name": "raw", "version": "1"}},
             timeout,
         )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})

@@ -3,9 +3,7 @@ ahead of its next call, so that the call need not wait for it. Every call
 still runs in an instance no other call has used; a spare gives its slot to
 any call that finds none free. `spare_instance` is "auto" by default (spares
 for plugins that instantiate slowly, such as CPython ones), "always" or
-"never". (That a spare made for other client roots is not used is shown by
-test_sandbox.py's roots test, which changes the client's roots between
-calls.)"""
+"never"."""
 
 import os
 import re
@@ -30,19 +28,20 @@ def call(host, tool, **arguments):
 ALWAYS = '[limits]\nspare_instance = "always"\n'
 
 
-def serve(tmp_path, cache_dir, components, server="", config=ALWAYS):
+def serve(tmp_path, cache_dir, components, server="", config=ALWAYS, capabilities=None):
     """A stdio host serving `components` with `server` settings and other
     `config`, its metrics on an address of their own, logging which calls
-    ran in a spare."""
+    ran in a spare (and the client roots it learns)."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     for component in components:
         shutil.copy(component, plugins)
     path = tmp_path / "config.toml"
     path.write_text(f'[server]\ncache_dir = "{cache_dir}"\n{server}[metrics]\nlisten = "127.0.0.1:0"\n{config}')
-    env = dict(os.environ, WASM_MCP_CONFIG=str(path), RUST_LOG="info,wasm_mcp::runtime=debug")
+    env = dict(os.environ, WASM_MCP_CONFIG=str(path),
+               RUST_LOG="info,wasm_mcp::runtime=debug,wasm_mcp::server::roots=debug")
     host = RawHost(plugins, env)
-    host.initialize()
+    host.initialize(capabilities=capabilities)
     log = host.wait_for_log("serving metrics and health")
     host.metrics = "http://" + re.search(r"serving metrics and health address=(\S+)", log).group(1) + "/metrics"
     return host
@@ -128,5 +127,59 @@ def test_by_default_a_plugin_that_instantiates_slowly_gets_spares(tmp_path, cach
             assert call(host, "word_count", text=text) == (False, str(i + 1)), i
             until_gauges(host, spare_instances=1, instances=1)
         assert host.log().count(SPARE_USED) == 4
+    finally:
+        host.close()
+
+
+def answer_roots(host, folders, answered):
+    """Answers the host's next roots/list with `folders`, and waits until it
+    has stored them (its `answered`-th "client roots" log line)."""
+    def asked(message):
+        return message.get("method") == "roots/list"
+    request = next((m for m in host.pending if asked(m)), None)
+    if request:
+        host.pending.remove(request)
+    while request is None:
+        message = host.read()
+        if asked(message):
+            request = message
+        else:
+            host.pending.append(message)
+    host.send({"jsonrpc": "2.0", "id": request["id"],
+               "result": {"roots": [{"uri": folder.as_uri(), "name": folder.name} for folder in folders]}})
+    deadline = time.monotonic() + 30
+    while host.log().count("client roots") < answered:
+        assert time.monotonic() < deadline, host.log()[-2000:]
+        time.sleep(0.02)
+
+
+def test_a_spare_made_for_other_client_roots_is_not_used(tmp_path, cache_dir):
+    """A spare's preopened folders are those of the client roots of the
+    call before it: once the client names other roots, the next call gets
+    a fresh instance that sees only what they allow."""
+    data, scratch = tmp_path / "data", tmp_path / "scratch"
+    data.mkdir()
+    scratch.mkdir()
+    config = (f'[roots.data]\npath = "{data}"\n[roots.scratch]\npath = "{scratch}"\n'
+              '[plugins.evil]\nroots = ["data", "scratch"]\n' + ALWAYS)
+    (tmp_path / "manifests").mkdir()
+    components = [FIXTURES / "evil.wasm", tmp_path / "manifests" / "evil.toml"]
+    components[1].write_text('[roots]\ndata = "read-only"\nscratch = "read-only"\n')
+    host = serve(tmp_path, cache_dir, components, config=config,
+                 capabilities={"roots": {"listChanged": True}})
+    try:
+        answer_roots(host, [tmp_path], 1)
+        assert call(host, "list", path="/data")[0] is False
+        until_gauges(host, spare_instances=1)
+        used = host.log().count(SPARE_USED)
+        # The client's roots now hold only the scratch folder.
+        host.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        answer_roots(host, [scratch], 2)
+        assert call(host, "list", path="/data")[0] is True
+        assert host.log().count(SPARE_USED) == used
+        # The spare made after it is for the new roots, and is used.
+        until_gauges(host, spare_instances=1)
+        assert call(host, "list", path="/scratch")[0] is False
+        assert host.log().count(SPARE_USED) == used + 1
     finally:
         host.close()

@@ -24,8 +24,9 @@ pub(super) async fn refresh(conn: Arc<Connection>) {
         Ok(Err(_)) => return,
         Err(_) => return tracing::warn!("the client did not answer roots/list in time"),
     };
+    let roots = Arc::new(roots);
+    conn.session().client_roots = Some(roots.clone());
     tracing::debug!(?roots, "client roots");
-    conn.session().client_roots = Some(Arc::new(roots));
 }
 
 /// The local folders among a `roots/list` result's `file://` URIs.
