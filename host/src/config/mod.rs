@@ -653,10 +653,13 @@ mod tests {
         assert_eq!(x.spare_instance, SpareMode::Always);
         let c = Config::parse("", base).unwrap();
         assert_eq!(c.limits.spare_instance, SpareMode::Auto);
-        let e = format!(
-            "{:#}",
-            Config::parse("[limits]\nspare_instance = true\n", base).unwrap_err()
-        );
-        assert!(e.contains("spare_instance"), "{e}");
+        for wrong in ["true", "\"yes\""] {
+            let text = format!("[limits]\nspare_instance = {wrong}\n");
+            let e = format!("{:#}", Config::parse(&text, base).unwrap_err());
+            assert!(e.contains("spare_instance") && e.contains("line 2"), "{e}");
+        }
+        let text = "[plugins.x.limits]\nspare_instance = \"sometimes\"\n";
+        let e = format!("{:#}", Config::parse(text, base).unwrap_err());
+        assert!(e.contains(r#""auto", "always" or "never""#), "{e}");
     }
 }

@@ -154,18 +154,31 @@ pub struct Limits {
 }
 
 /// When a plugin gets a spare instance: one made ahead of its next call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// Read from `"auto"`, `"always"` or `"never"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SpareMode {
-    /// Where instantiating takes long enough for a spare to pay (a
-    /// language runtime inside: CPython), not where making one in a task
-    /// of its own would cost more than it saves (most Rust, C, Go plugins).
+    /// Where instantiating takes long enough for a spare to pay (CPython,
+    /// Go), not where making one in a task of its own would cost more than
+    /// it saves (most Rust and C plugins).
     #[default]
     Auto,
     /// After every call that returned normally with no other call running.
     Always,
     /// Never: every call waits for its instance to be made.
     Never,
+}
+
+impl<'de> serde::Deserialize<'de> for SpareMode {
+    fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Self, D::Error> {
+        match String::deserialize(from)?.as_str() {
+            "auto" => Ok(SpareMode::Auto),
+            "always" => Ok(SpareMode::Always),
+            "never" => Ok(SpareMode::Never),
+            other => Err(serde::de::Error::custom(format!(
+                "{other:?} is not \"auto\", \"always\" or \"never\""
+            ))),
+        }
+    }
 }
 
 impl Default for Limits {
