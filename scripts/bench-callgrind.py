@@ -17,7 +17,7 @@ BINARY defaults to target/release/wasm-mcp. The first build is the
 baseline the others are given as ratios of. --peers adds rmcp's native
 server from ../shared/peer-bench (its `perf-peers` binary). Needs valgrind
 (Debian's). --config-extra is added to every build's config, e.g.
-'[limits]\nspare_instance = false' (counts repeat within 1%, so two runs
+'[limits]\nspare_instance = "never"' (counts repeat within 1%, so two runs
 with different extras compare).
 """
 

@@ -8,12 +8,13 @@ for plugins that instantiate slowly, such as CPython ones), "always" or
 import os
 import re
 import shutil
+import subprocess
 import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import FIXTURES, PLUGINS, RawHost
+from conftest import BINARY, FIXTURES, PLUGINS, RawHost
 
 SPARE_USED = "the call runs in a spare instance"
 
@@ -40,6 +41,10 @@ def serve(tmp_path, cache_dir, components, server="", config=ALWAYS, capabilitie
     path.write_text(f'[server]\ncache_dir = "{cache_dir}"\n{server}[metrics]\nlisten = "127.0.0.1:0"\n{config}')
     env = dict(os.environ, WASM_MCP_CONFIG=str(path),
                RUST_LOG="info,wasm_mcp::runtime=debug,wasm_mcp::server::roots=debug")
+    # Compiled beforehand, so that no optimised build replaces a baseline
+    # one (and its spare) in the middle of a test.
+    subprocess.run([str(BINARY), "warm", "--plugins", str(plugins)], env=env, check=True,
+                   capture_output=True, timeout=900)
     host = RawHost(plugins, env)
     host.initialize(capabilities=capabilities)
     log = host.wait_for_log("serving metrics and health")

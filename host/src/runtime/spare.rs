@@ -1,9 +1,10 @@
 //! A fresh instance made ahead of a plugin's next call.
 //!
 //! Instantiating is much of a call's latency (a CPython component takes
-//! about half a millisecond; a Rust one tens of microseconds). After a call of a plugin returns normally, the host
-//! instantiates the plugin once more in the background and keeps that
-//! instance, never called, for the plugin's next call. Every call still
+//! about half a millisecond; a Rust one tens of microseconds). After a
+//! call of a plugin returns normally, the host instantiates the plugin
+//! once more in the background and keeps that instance, never called, for
+//! the plugin's next call. Every call still
 //! runs in an instance no other call has used: what the spare saves is
 //! only the wait.
 //!
@@ -124,7 +125,7 @@ impl SpareCell {
         drop(previous);
     }
 
-    /// Making one failed, or there was no slot for it.
+    /// Making one failed, or stopped for a call that needed its slot.
     pub(super) fn abandon(&self) {
         self.making.store(false, Ordering::Release);
     }
