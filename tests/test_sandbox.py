@@ -302,6 +302,38 @@ def test_a_call_past_the_hosts_instances_fails_clearly_and_the_host_goes_on(tmp_
         host.close()
 
 
+def test_a_plugin_added_while_every_instance_is_in_use_loads_once_one_is_free(tmp_path, cache_dir):
+    """A load asks the new plugin for its lists in an instance too; with
+    every instance slot in use it waits for one (a call would fail)."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(PLUGINS / "hello.wasm", plugins)
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\nmax_instances = 1\n')
+    host = RawHost(plugins, dict(os.environ, WASM_MCP_CONFIG=str(config),
+                                 RUST_LOG="info,wasm_mcp::reload=trace"))
+    try:
+        host.initialize()
+        host.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+                   "params": {"name": "countdown", "arguments": {"steps": 4, "delay_ms": 1000},
+                              "_meta": {"progressToken": "slow"}}})
+        while host.read().get("method") != "notifications/progress":
+            pass
+        shutil.copy(PLUGINS / "stats.wasm", tmp_path / "stats.wasm")
+        os.rename(tmp_path / "stats.wasm", plugins / "stats.wasm")
+        host.wait_for_log("stats.wasm")  # seen while the call holds the instance
+        slow = host.response("slow", timeout=60)["result"]
+        assert slow["content"][0]["text"] == "counted down from 4", slow
+        changed = "notifications/tools/list_changed"
+        if not any(m.get("method") == changed for m in host.pending):
+            while host.read().get("method") != changed:
+                pass
+        assert call(host, "stats", numbers=[1, 3]) == (False, "count 2, mean 2, min 1, max 3")
+        assert "plugin not loaded" not in host.log()
+    finally:
+        host.close()
+
+
 def test_a_memory_bomb_is_contained(host):
     failed, _ = call(host, "memory_bomb")
     assert failed

@@ -10,7 +10,7 @@ use super::exports::ExportedFunctions;
 use super::grants::{Grants, SpareMode};
 use super::lift::{Budget, Budgeted};
 use super::plain::PlainTools;
-use super::slots::{self, Slot, Slots};
+use super::slots::{self, Patience, Slot, Slots};
 use super::spare::{MakingSpare, Roots, Spare, SpareCell};
 use super::state::CallState;
 use super::tier::Tier;
@@ -187,11 +187,13 @@ impl LoadedPlugin {
     /// cancellation, with the plugin's own blocking threads, and with what
     /// it hands the host lifted under its limits. The plugin yields at
     /// every epoch tick, so the deadline and cancellation can stop it.
-    /// Time spent waiting for the client's answers does not count.
+    /// Time spent waiting for the client's answers does not count. With
+    /// every instance slot taken, `patience` says whether it waits.
     async fn run<R>(
         &self,
         context: Arc<dyn CallContext>,
         timeout: Duration,
+        patience: Patience,
         call: impl AsyncFnOnce(&mut Store<CallState>, Instance) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let affinity = self.warm.enabled().then(|| Affinity::of(&*context));
@@ -220,7 +222,7 @@ impl LoadedPlugin {
                 }
                 None => {
                     let store = self.store(context.clone(), &roots)?;
-                    (store, self.take_slot().await?, None, 0)
+                    (store, self.take_slot(patience).await?, None, 0)
                 }
             },
         };
@@ -370,9 +372,9 @@ impl LoadedPlugin {
 
     /// A free instance slot; when none is, one of the plugin's kept
     /// instances is torn down for it.
-    async fn take_slot(&self) -> Result<Slot, CallError> {
+    async fn take_slot(&self, patience: Patience) -> Result<Slot, CallError> {
         loop {
-            if let Ok(slot) = self.instances.take().await {
+            if let Ok(slot) = self.instances.take(patience).await {
                 return Ok(slot);
             }
             // Its store goes first, then its slot.
@@ -389,6 +391,7 @@ impl LoadedPlugin {
         self.run(
             context,
             self.grants.limits.load_timeout,
+            Patience::Load(self.grants.limits.load_timeout),
             async |store, instance| {
                 let mut listing = Listing::default();
                 if let Some(plain) = &f.plain {
@@ -431,7 +434,7 @@ impl LoadedPlugin {
             .as_ref()
             .ok_or(CallError::NotExported("tools"))?;
         let timeout = self.grants.limits.call_timeout;
-        self.run(context, timeout, async |store, instance| {
+        self.run(context, timeout, Patience::Call, async |store, instance| {
             export.call(store, instance, (name, arguments)).await
         })
         .await
@@ -449,12 +452,17 @@ impl LoadedPlugin {
     ) -> Result<Result<tools::CallResult, types::Error>, CallError> {
         let limits = &self.grants.limits;
         let max_bytes = limits.max_result_bytes;
-        self.run(context, limits.call_timeout, async |store, instance| {
-            store.set_hostcall_fuel(max_bytes.saturating_mul(4));
-            plain
-                .call(store, instance, name, arguments, max_bytes)
-                .await
-        })
+        self.run(
+            context,
+            limits.call_timeout,
+            Patience::Call,
+            async |store, instance| {
+                store.set_hostcall_fuel(max_bytes.saturating_mul(4));
+                plain
+                    .call(store, instance, name, arguments, max_bytes)
+                    .await
+            },
+        )
         .await
         .map_err(|error| match error {
             CallError::Trap(detail) if detail.starts_with("too much data is being copied") => {
@@ -478,7 +486,7 @@ impl LoadedPlugin {
             .as_ref()
             .ok_or(CallError::NotExported("resources"))?;
         let timeout = self.grants.limits.call_timeout;
-        self.run(context, timeout, async |store, instance| {
+        self.run(context, timeout, Patience::Call, async |store, instance| {
             export.call(store, instance, (uri,)).await
         })
         .await
@@ -497,7 +505,7 @@ impl LoadedPlugin {
             .as_ref()
             .ok_or(CallError::NotExported("prompts"))?;
         let timeout = self.grants.limits.call_timeout;
-        self.run(context, timeout, async |store, instance| {
+        self.run(context, timeout, Patience::Call, async |store, instance| {
             export.call(store, instance, (name, arguments)).await
         })
         .await
@@ -515,7 +523,7 @@ impl LoadedPlugin {
             .as_ref()
             .ok_or(CallError::NotExported("completions"))?;
         let timeout = self.grants.limits.call_timeout;
-        self.run(context, timeout, async |store, instance| {
+        self.run(context, timeout, Patience::Call, async |store, instance| {
             export.call(store, instance, (request,)).await
         })
         .await

@@ -35,6 +35,17 @@ pub(super) struct Slots {
     pub(super) spares: Spares,
 }
 
+/// What [`Slots::take`] does when every slot is taken and none is about
+/// to be given back.
+#[derive(Clone, Copy)]
+pub(super) enum Patience {
+    /// Fails at once: a call does not queue (the host is at capacity).
+    Call,
+    /// Waits for one up to this long: a plugin being loaded asks for its
+    /// lists however busy the host is, so a load queues.
+    Load(Duration),
+}
+
 /// A slot held: an instance may be alive while it is.
 pub(super) struct Slot {
     _permit: OwnedSemaphorePermit,
@@ -61,12 +72,17 @@ impl Slots {
     /// being made stops). With no spare, a call does not queue for a slot
     /// (the host is at capacity): it fails, unless a slot is held only by
     /// a teardown kept until its request answered, which frees it in a
-    /// moment; then it waits for that.
-    pub(super) async fn take(&self) -> Result<Slot, Full> {
+    /// moment; then it waits for that. A load waits as long as its
+    /// [`Patience`] says.
+    pub(super) async fn take(&self, patience: Patience) -> Result<Slot, Full> {
         if let Some(slot) = self.try_take() {
             return Ok(slot);
         }
-        let deadline = tokio::time::Instant::now() + TEARDOWN_WAIT;
+        let (queues, wait) = match patience {
+            Patience::Call => (false, TEARDOWN_WAIT),
+            Patience::Load(wait) => (true, wait),
+        };
+        let deadline = tokio::time::Instant::now() + wait;
         loop {
             // Listening before looking: a spare made after the look wakes it.
             let changed = self.spares.changed();
@@ -79,7 +95,7 @@ impl Slots {
                 continue;
             }
             let making = self.spares.making();
-            if making == 0 && self.kept.load(Ordering::SeqCst) == 0 {
+            if !queues && making == 0 && self.kept.load(Ordering::SeqCst) == 0 {
                 // A teardown that ended between the looks gave its slot
                 // back before it stopped counting itself, and a spare was
                 // kept (to give up) before it stopped counting as made.
@@ -177,10 +193,10 @@ mod tests {
     #[tokio::test]
     async fn a_host_at_capacity_says_so_at_once() {
         let slots = Slots::new(1);
-        let held = slots.take().await.ok().unwrap();
-        assert!(slots.take().await.is_err());
+        let held = slots.take(Patience::Call).await.ok().unwrap();
+        assert!(slots.take(Patience::Call).await.is_err());
         drop(held);
-        assert!(slots.take().await.is_ok());
+        assert!(slots.take(Patience::Call).await.is_ok());
     }
 
     #[tokio::test]
@@ -191,7 +207,7 @@ mod tests {
         let request = tokio::spawn(answer_first({
             let slots = slots.clone();
             async move {
-                let slot = slots.take().await.ok().unwrap();
+                let slot = slots.take(Patience::Call).await.ok().unwrap();
                 tear_down(store(), slot, &slots);
                 // Kept: the slot is still held until the request ends.
                 assert_eq!(slots.free(), 0);
@@ -203,7 +219,7 @@ mod tests {
         // A call now waits for the kept slot instead of failing...
         let waiting = tokio::spawn({
             let slots = slots.clone();
-            async move { slots.take().await.is_ok() }
+            async move { slots.take(Patience::Call).await.is_ok() }
         });
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished());
@@ -214,9 +230,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_load_queues_for_a_slot_a_call_would_not_wait_for() {
+        let slots = Slots::new(1);
+        let held = slots.take(Patience::Call).await.ok().unwrap();
+        let load = Patience::Load(Duration::from_secs(60));
+        let waiting = tokio::spawn({
+            let slots = slots.clone();
+            async move { slots.take(load).await.is_ok() }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        assert!(slots.take(Patience::Call).await.is_err());
+        drop(held);
+        assert!(waiting.await.unwrap());
+        // Its patience has an end.
+        let _held = slots.take(Patience::Call).await.ok().unwrap();
+        let short = Patience::Load(Duration::from_millis(10));
+        assert!(slots.take(short).await.is_err());
+    }
+
+    #[tokio::test]
     async fn outside_a_request_a_teardown_is_done_at_once() {
         let slots = Slots::new(1);
-        let slot = slots.take().await.ok().unwrap();
+        let slot = slots.take(Patience::Call).await.ok().unwrap();
         tear_down(store(), slot, &slots);
         assert_eq!(slots.free(), 1);
         assert_eq!(slots.kept.load(Ordering::SeqCst), 0);

@@ -237,6 +237,7 @@ impl Drop for MakingSpare {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::slots::Patience;
     use wasmtime::component::{Component, Linker};
 
     /// A fresh instance of the empty component in `slot`, made for `roots`.
@@ -258,12 +259,15 @@ mod tests {
 
     /// A spare made in a free slot of `slots`.
     async fn spare(slots: &Arc<Slots>, roots: Roots) -> Spare {
-        spare_in(slots.take().await.ok().expect("a free slot"), roots)
+        spare_in(
+            slots.take(Patience::Call).await.ok().expect("a free slot"),
+            roots,
+        )
     }
 
     /// A slot of `slots`, in which a spare is being made.
     async fn making(slots: &Arc<Slots>) -> (Slot, MakingSpare) {
-        let slot = slots.take().await.ok().expect("a free slot");
+        let slot = slots.take(Patience::Call).await.ok().expect("a free slot");
         (slot, MakingSpare::new(slots.clone()))
     }
 
@@ -314,10 +318,10 @@ mod tests {
         other.put(spare(&slots, None).await);
         assert_eq!((slots.free(), slots.spares.count()), (0, 2));
         // A call gets one, and another, then the host is full.
-        let first = slots.take().await.ok().unwrap();
-        let second = slots.take().await.ok().unwrap();
+        let first = slots.take(Patience::Call).await.ok().unwrap();
+        let second = slots.take(Patience::Call).await.ok().unwrap();
         assert_eq!(slots.spares.count(), 0);
-        assert!(slots.take().await.is_err());
+        assert!(slots.take(Patience::Call).await.is_err());
         drop((first, second));
         assert_eq!(slots.free(), 2);
     }
@@ -332,7 +336,7 @@ mod tests {
             wanted.as_mut().enable();
             let call = tokio::spawn({
                 let slots = slots.clone();
-                async move { slots.take().await.is_ok() }
+                async move { slots.take(Patience::Call).await.is_ok() }
             });
             // The call asks for the slot; the spare being made gives it up.
             tokio::time::timeout(std::time::Duration::from_secs(10), wanted)
@@ -355,7 +359,7 @@ mod tests {
         let (slot, making) = making(&slots).await;
         let call = tokio::spawn({
             let slots = slots.clone();
-            async move { slots.take().await.is_ok() }
+            async move { slots.take(Patience::Call).await.is_ok() }
         });
         tokio::task::yield_now().await;
         // Made anyway (it did not hear the call): kept, then counted as made.

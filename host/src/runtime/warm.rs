@@ -113,7 +113,7 @@ impl Warm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::slots::Slots;
+    use crate::runtime::slots::{Patience, Slots};
     use crate::runtime::BoxFuture;
     use wasmtime::component::{Component, Linker};
 
@@ -155,7 +155,7 @@ mod tests {
             .unwrap();
         WarmInstance {
             store,
-            slot: slots.take().await.ok().unwrap(),
+            slot: slots.take(Patience::Call).await.ok().unwrap(),
             instance,
             affinity: Affinity::of(&As(principal)),
             served: 0,
