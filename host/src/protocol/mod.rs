@@ -1,11 +1,13 @@
 //! MCP on the wire: JSON-RPC 2.0 messages, error codes, and the protocol
 //! revisions with their negotiation. Knows nothing of transports or wasm.
 
+mod header_params;
 mod jsonrpc;
 mod method;
 pub mod params;
 mod version;
 
+pub use header_params::{header_parameters, HeaderParameter};
 pub use jsonrpc::{parse_message, ErrorCode, Incoming, RequestId, RpcError};
 pub use method::{client, notification, Availability, Caching, Method};
 pub use params::Params;

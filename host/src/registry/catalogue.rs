@@ -8,6 +8,7 @@
 //!   dropped from the later plugin, with a warning.
 
 use super::uri_template::UriTemplate;
+use crate::protocol::{header_parameters, HeaderParameter};
 use crate::runtime::{prompts, resources, tools, Listing, LoadedPlugin};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,6 +25,8 @@ pub struct ToolEntry {
     pub input_schema: Arc<serde_json::Value>,
     /// The compiled input schema.
     pub validator: Arc<jsonschema::Validator>,
+    /// The arguments a stateless call repeats in `Mcp-Param-*` headers.
+    pub header_parameters: Arc<[HeaderParameter]>,
     /// The output schema, if the tool has a readable one.
     pub output_schema: Option<Arc<serde_json::Value>>,
 }
@@ -124,6 +127,7 @@ impl Catalogue {
                 name,
                 tool: tool.clone(),
                 plugin: plugin.clone(),
+                header_parameters: header_parameters(&input_schema).into(),
                 input_schema,
                 validator,
                 output_schema,

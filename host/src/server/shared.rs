@@ -5,7 +5,7 @@
 use super::session::{self, Session};
 use super::{admission, call, notices, tasks, AdmissionLimits, Notices, ServerEvent};
 use crate::config::defaults;
-use crate::protocol::RpcError;
+use crate::protocol::{HeaderParameter, RpcError};
 use crate::registry::{Change, Registry, Reload};
 use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
@@ -250,12 +250,13 @@ impl Server {
         &self.registry
     }
 
-    /// The input schema of the tool clients call `name`, if there is one.
-    pub fn tool_input_schema(&self, name: &str) -> Option<Arc<Value>> {
+    /// The arguments that a stateless call of the tool clients call `name`
+    /// repeats in headers (none for a tool there is not).
+    pub fn tool_header_parameters(&self, name: &str) -> Option<Arc<[HeaderParameter]>> {
         self.registry
             .catalogue()
             .tool(name)
-            .map(|t| t.input_schema.clone())
+            .map(|t| t.header_parameters.clone())
     }
 
     /// Publishes a server-wide event to every connection.

@@ -14,12 +14,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// The `Mcp-Session-Id` header.
-const SESSION_ID: &str = "mcp-session-id";
+const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// POST: one JSON-RPC message.
 pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -71,7 +71,7 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         Incoming::Request { id, .. } => id.clone(),
         _ => Value::Null,
     };
-    let header_version = match headers::header(&headers, PROTOCOL_VERSION) {
+    let header_version = match headers::header(&headers, &PROTOCOL_VERSION) {
         Ok(v) => v,
         Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
     };
@@ -120,15 +120,20 @@ async fn stateless(
             )
         }
     };
-    let schema = match Method::parse(&method) {
+    let mirrored = match Method::parse(&method) {
         Some(Method::CallTool) => params
             .get("name")
             .and_then(Value::as_str)
-            .and_then(|name| app.server.tool_input_schema(name)),
+            .and_then(|name| app.server.tool_header_parameters(name)),
         _ => None,
     };
-    if let Err(error) = headers::validate(headers, &method, &params, schema.as_deref())
-        .and_then(|()| app.server.check_stateless_meta(&params))
+    if let Err(error) = headers::validate(
+        headers,
+        &method,
+        &params,
+        mirrored.as_deref().unwrap_or_default(),
+    )
+    .and_then(|()| app.server.check_stateless_meta(&params))
     {
         return rpc_error(StatusCode::BAD_REQUEST, error, &id);
     }
@@ -165,7 +170,7 @@ async fn stateful(
         Incoming::Request { id, .. } => id.clone(),
         _ => Value::Null,
     };
-    let session_id = match headers::header(headers, SESSION_ID) {
+    let session_id = match headers::header(headers, &SESSION_ID) {
         Ok(v) => v,
         Err(e) => return rpc_error(StatusCode::BAD_REQUEST, e, &id),
     };
@@ -233,8 +238,8 @@ async fn stateful(
 /// The session a GET or DELETE names; `Err` is the answer to send.
 fn named_session(app: &App, headers: &HeaderMap) -> Result<Arc<HttpSession>, Box<Response>> {
     let principal = app.admit(headers)?;
-    let version = headers::header(headers, PROTOCOL_VERSION).ok().flatten();
-    let session_id = headers::header(headers, SESSION_ID).ok().flatten();
+    let version = headers::header(headers, &PROTOCOL_VERSION).ok().flatten();
+    let session_id = headers::header(headers, &SESSION_ID).ok().flatten();
     let revision = version.and_then(Revision::parse);
     let Some(session_id) = session_id.filter(|_| !revision.is_some_and(Revision::is_stateless))
     else {

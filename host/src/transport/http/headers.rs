@@ -2,16 +2,22 @@
 //! `Mcp-Name` and `Mcp-Param-*` must repeat the body (SEP-2243), and
 //! `MCP-Protocol-Version` must match its `_meta`.
 
-use crate::protocol::{meta, ErrorCode, RpcError};
+use crate::protocol::{meta, ErrorCode, HeaderParameter, RpcError};
 use base64::Engine as _;
-use http::HeaderMap;
+use http::header::AsHeaderName;
+use http::{HeaderMap, HeaderName};
 use serde_json::{Map, Value};
 
 /// The `MCP-Protocol-Version` header.
-pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// A header's value, trimmed; `Err` when it is not visible ASCII.
-pub fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, RpcError> {
+pub fn header<N>(headers: &HeaderMap, name: N) -> Result<Option<&str>, RpcError>
+where
+    N: AsHeaderName + std::fmt::Display + Copy,
+{
     match headers.get(name) {
         None => Ok(None),
         Some(value) => value.to_str().map(|v| Some(v.trim())).map_err(|_| {
@@ -44,14 +50,14 @@ pub fn decode(value: &str) -> Result<String, String> {
 }
 
 /// Checks the headers of a stateless request against its body.
-/// `input_schema` is the called tool's, for `tools/call`.
+/// `mirrored` are the called tool's header parameters, for `tools/call`.
 pub fn validate(
     headers: &HeaderMap,
     method: &str,
     params: &Map<String, Value>,
-    input_schema: Option<&Value>,
+    mirrored: &[HeaderParameter],
 ) -> Result<(), RpcError> {
-    let header_version = header(headers, PROTOCOL_VERSION)?
+    let header_version = header(headers, &PROTOCOL_VERSION)?
         .ok_or_else(|| mismatch("the MCP-Protocol-Version header is required".into()))?;
     let body_version = params
         .get("_meta")
@@ -68,7 +74,7 @@ pub fn validate(
             "MCP-Protocol-Version header value '{header_version}' does not match body value '{body_version}'"
         )));
     }
-    match header(headers, "mcp-method")? {
+    match header(headers, &METHOD)? {
         None => return Err(mismatch("the Mcp-Method header is required".into())),
         Some(m) if m != method => {
             return Err(mismatch(format!(
@@ -83,7 +89,7 @@ pub fn validate(
             .get(field)
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let Some(raw) = header(headers, "mcp-name")? else {
+        let Some(raw) = header(headers, &NAME)? else {
             return Err(mismatch("the Mcp-Name header is required".into()));
         };
         let value = decode(raw).map_err(|e| mismatch(format!("Mcp-Name header: {e}")))?;
@@ -93,46 +99,23 @@ pub fn validate(
             )));
         }
     }
-    if let Some(schema) = input_schema {
+    if !mirrored.is_empty() {
         let arguments = params.get("arguments").unwrap_or(&Value::Null);
-        for (path, name) in header_parameters(schema) {
-            check_param(headers, &name, value_at(arguments, &path))?;
+        for parameter in mirrored {
+            check_param(headers, parameter, parameter.value_in(arguments))?;
         }
     }
     Ok(())
 }
 
-/// The `x-mcp-header` annotations reachable from a schema's root through
-/// `properties` only: (property path, header name).
-pub fn header_parameters(schema: &Value) -> Vec<(Vec<String>, String)> {
-    fn walk(schema: &Value, path: &mut Vec<String>, found: &mut Vec<(Vec<String>, String)>) {
-        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-            return;
-        };
-        for (key, property) in properties {
-            path.push(key.clone());
-            if let Some(name) = property.get("x-mcp-header").and_then(Value::as_str) {
-                found.push((path.clone(), name.to_owned()));
-            }
-            walk(property, path, found);
-            path.pop();
-        }
-    }
-    let mut found = Vec::new();
-    walk(schema, &mut Vec::new(), &mut found);
-    found
-}
-
-fn value_at<'a>(value: &'a Value, path: &[String]) -> Option<&'a Value> {
-    path.iter()
-        .try_fold(value, |v, key| v.get(key))
-        .filter(|v| !v.is_null())
-}
-
 /// One `Mcp-Param-{name}` header against the argument it mirrors.
-fn check_param(headers: &HeaderMap, name: &str, body: Option<&Value>) -> Result<(), RpcError> {
-    let header_name = format!("mcp-param-{}", name.to_ascii_lowercase());
-    let raw = header(headers, &header_name)?;
+fn check_param(
+    headers: &HeaderMap,
+    parameter: &HeaderParameter,
+    body: Option<&Value>,
+) -> Result<(), RpcError> {
+    let name = &parameter.name;
+    let raw = header(headers, parameter.header.as_str())?;
     let (Some(body), raw) = (body, raw) else {
         return Ok(());
     };
@@ -207,12 +190,9 @@ mod tests {
             ("mcp-param-region", "=?base64?ZXU=?="),
             ("Mcp-Param-N", "42.0"),
         ]);
-        assert!(validate(&good, "tools/call", &p, Some(&schema)).is_ok());
-        let code = |h: &HeaderMap| {
-            validate(h, "tools/call", &p, Some(&schema))
-                .unwrap_err()
-                .code
-        };
+        let mirrored = crate::protocol::header_parameters(&schema);
+        assert!(validate(&good, "tools/call", &p, &mirrored).is_ok());
+        let code = |h: &HeaderMap| validate(h, "tools/call", &p, &mirrored).unwrap_err().code;
         let mut missing = good.clone();
         missing.remove("mcp-param-region");
         assert_eq!(code(&missing), ErrorCode::HeaderMismatch);
