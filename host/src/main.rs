@@ -690,16 +690,23 @@ async fn inspect_file(file: PathBuf, config: Config) -> Result<()> {
         ..settings::runtime_config(&config)
     })?;
     let limit = config.server.max_plugin_mb << 20;
-    let bytes = wasm_mcp::files::read_regular(&file, limit)
-        .with_context(|| format!("reading {}", file.display()))?;
-    let description = describe(&runtime, &bytes)
-        .with_context(|| format!("{} is not a loadable component", file.display()))?;
+    // Reading and compiling block: off the async workers.
+    let (description, manifest) = tokio::task::spawn_blocking({
+        let (runtime, file) = (runtime.clone(), file.clone());
+        move || -> Result<_> {
+            let bytes = wasm_mcp::files::read_regular(&file, limit)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let description = describe(&runtime, &bytes)
+                .with_context(|| format!("{} is not a loadable component", file.display()))?;
+            Ok((description, wasm_mcp::config::Manifest::beside(&file)?))
+        }
+    })
+    .await??;
     println!("{}", file.display());
     print_list("imports:", "", &description.imports);
     print_list("exports:", "", &description.exports);
     let loader = Loader::new(Arc::new(Registry::new(runtime)), Policy::new(config));
     let name = wasm_mcp::reload::folder::plugin_name(&file)?;
-    let manifest = wasm_mcp::config::Manifest::beside(&file)?;
     println!(
         "asks for (manifest {}):",
         wasm_mcp::config::Manifest::path_for(&file).display()
