@@ -4,9 +4,8 @@
 //! about half a millisecond; a Rust one tens of microseconds). After a
 //! call of a plugin returns normally, the host instantiates the plugin
 //! once more in the background and keeps that instance, never called, for
-//! the plugin's next call. Every call still
-//! runs in an instance no other call has used: what the spare saves is
-//! only the wait.
+//! the plugin's next call. Every call still runs in an instance no other
+//! call has used: what the spare saves is only the wait.
 //!
 //! - One spare per plugin at most. It is made for the client roots of the
 //!   call before it (its preopened folders depend on them); a call with
