@@ -302,14 +302,18 @@ def test_a_call_past_the_hosts_instances_fails_clearly_and_the_host_goes_on(tmp_
         host.close()
 
 
-def test_a_plugin_added_while_every_instance_is_in_use_loads_once_one_is_free(tmp_path, cache_dir):
+@pytest.mark.parametrize("load_timeout_ms", [None, 1000])
+def test_a_plugin_added_while_every_instance_is_in_use_loads_once_one_is_free(
+        tmp_path, cache_dir, load_timeout_ms):
     """A load asks the new plugin for its lists in an instance too; with
-    every instance slot in use it waits for one (a call would fail)."""
+    every instance slot in use it waits for one (a call would fail), even
+    past its load timeout (the 4 s call outlasts 1000 ms)."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     shutil.copy(PLUGINS / "hello.wasm", plugins)
     config = tmp_path / "config.toml"
-    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\nmax_instances = 1\n')
+    limits = "" if load_timeout_ms is None else f"[limits]\nload_timeout_ms = {load_timeout_ms}\n"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\nmax_instances = 1\n{limits}')
     host = RawHost(plugins, dict(os.environ, WASM_MCP_CONFIG=str(config),
                                  RUST_LOG="info,wasm_mcp::reload=trace"))
     try:
@@ -329,7 +333,10 @@ def test_a_plugin_added_while_every_instance_is_in_use_loads_once_one_is_free(tm
             while host.read().get("method") != changed:
                 pass
         assert call(host, "stats", numbers=[1, 3]) == (False, "count 2, mean 2, min 1, max 3")
-        assert "plugin not loaded" not in host.log()
+        log = host.log()
+        assert "plugin not loaded" not in log and "not reloaded" not in log
+        if load_timeout_ms is not None:
+            assert "the plugin waits on to load" in log
     finally:
         host.close()
 

@@ -371,14 +371,27 @@ impl LoadedPlugin {
     }
 
     /// A free instance slot; when none is, one of the plugin's kept
-    /// instances is torn down for it.
+    /// instances is torn down for it. Without one, a call fails; a load
+    /// keeps waiting, with a warning each time its patience runs out (it
+    /// is delayed by a full host, never lost to it).
     async fn take_slot(&self, patience: Patience) -> Result<Slot, CallError> {
         loop {
             if let Ok(slot) = self.instances.take(patience).await {
                 return Ok(slot);
             }
             // Its store goes first, then its slot.
-            drop(self.warm.evict().ok_or(CallError::Busy)?);
+            if let Some(warm) = self.warm.evict() {
+                drop(warm);
+                continue;
+            }
+            match patience {
+                Patience::Call => return Err(CallError::Busy),
+                Patience::Load(waited) => tracing::warn!(
+                    plugin = %self.name,
+                    "every plugin instance has been in use for {waited:?} \
+                     ([server] max_instances); the plugin waits on to load"
+                ),
+            }
         }
     }
 
@@ -391,7 +404,8 @@ impl LoadedPlugin {
         self.run(
             context,
             self.grants.limits.load_timeout,
-            Patience::Load(self.grants.limits.load_timeout),
+            // However long a slot takes to free; a warning at most each second.
+            Patience::Load(self.grants.limits.load_timeout.max(Duration::from_secs(1))),
             async |store, instance| {
                 let mut listing = Listing::default();
                 if let Some(plain) = &f.plain {

@@ -41,8 +41,9 @@ pub(super) struct Slots {
 pub(super) enum Patience {
     /// Fails at once: a call does not queue (the host is at capacity).
     Call,
-    /// Waits for one up to this long: a plugin being loaded asks for its
-    /// lists however busy the host is, so a load queues.
+    /// Waits for one up to this long (then the plugin warns and waits
+    /// again): a plugin being loaded asks for its lists however busy the
+    /// host is, so a load queues.
     Load(Duration),
 }
 
