@@ -110,6 +110,25 @@ def test_wit_prints_the_contract_the_sdk_carries():
     assert "world tools-plugin" in printed
 
 
+def test_a_printing_command_whose_reader_went_away_ends_quietly():
+    """`wasm-mcp wit | head -0`: the pipe is closed before the first write.
+    The command ends as Unix tools do (SIGPIPE), not with a panic."""
+    import os
+    import signal
+    import subprocess
+
+    from conftest import BINARY
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([str(BINARY), "wit"], stdout=write_end, stderr=subprocess.PIPE, timeout=30)
+    finally:
+        os.close(write_end)
+    assert done.returncode == -signal.SIGPIPE, (done.returncode, done.stderr)
+    assert b"panicked" not in done.stderr, done.stderr
+
+
 def test_new_writes_a_plugin_that_builds_and_serves_in_each_language(tmp_path, host_env):
     import subprocess
 

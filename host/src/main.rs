@@ -217,6 +217,14 @@ fn main() -> Result<()> {
     use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
     use tracing_subscriber::util::SubscriberInitExt as _;
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve { .. } | Command::Dev { .. }) {
+        // A command that prints ends quietly when its reader goes away
+        // (`wasm-mcp inspect x | head`), as Unix tools do, instead of
+        // panicking on the broken pipe. The serving commands keep Rust's
+        // default: a closed socket or stdout is an error they handle.
+        // SAFETY: no other thread exists yet.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     // TLS for registries and trace endpoints, with the crypto the host
     // already has.
     let _ = rustls::crypto::ring::default_provider().install_default();
