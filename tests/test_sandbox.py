@@ -513,3 +513,53 @@ def test_secrets_reach_the_plugin_from_a_file_or_a_host_variable_and_show_nowher
     assert shown.returncode == 0, shown.stderr
     assert "env API_TOKEN" in shown.stdout and "env DB_PASSWORD" in shown.stdout
     assert token not in shown.stdout + shown.stderr and password not in shown.stdout + shown.stderr
+
+
+# (world, the contract's signature, a wrongly typed one): each the only
+# change to the contract a component is then made against.
+WRONG_TYPES = [
+    ("tools-plugin", "list-tools: func() -> list<tool>;", "list-tools: func() -> u32;"),
+    ("tools-plugin", "call-tool: func(name: string, arguments: json) -> result<call-result, error>;",
+     "call-tool: func(name: string, arguments: json) -> string;"),
+    ("resources-plugin", "read-resource: func(uri: string) -> result<list<resource-contents>, error>;",
+     "read-resource: func(uri: u64) -> result<list<resource-contents>, error>;"),
+    ("tools-prompts-plugin",
+     "get-prompt: func(name: string, arguments: list<tuple<string, string>>) -> result<prompt-result, error>;",
+     "get-prompt: func(name: string) -> result<prompt-result, error>;"),
+    ("plugin", "complete: func(request: completion-request) -> result<completion, error>;",
+     "complete: func(request: completion-request) -> result<list<string>, error>;"),
+]
+
+
+@pytest.mark.parametrize("world,right,wrong", WRONG_TYPES, ids=[w[2].split(":")[0] for w in WRONG_TYPES])
+def test_a_contract_export_of_the_wrong_type_is_refused_at_load(tmp_path, host_env, world, right, wrong):
+    """A component made against a contract with one function's type changed
+    (its core functions are stubs that trap) is refused when it loads, with
+    the export named; before any of its functions runs, so the calls it
+    would make do not fail one by one. The other plugins are served."""
+    from conftest import ROOT
+
+    wasm_tools = ROOT / ".cache" / "venv" / "bin" / "wasm-tools"
+    wit = tmp_path / "wit"
+    shutil.copytree(ROOT / "wit", wit)
+    contract = (wit / "plugin.wit").read_text()
+    assert contract.count(right) == 1
+    (wit / "plugin.wit").write_text(contract.replace(right, wrong))
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(PLUGINS / "hello.wasm", plugins)
+    core = tmp_path / "core.wasm"
+    subprocess.run([wasm_tools, "component", "embed", "--dummy", "--world", world, wit, "-o", core], check=True)
+    subprocess.run([wasm_tools, "component", "new", core, "-o", plugins / "wrong.wasm"], check=True)
+    function = wrong.split(":")[0]
+    host = RawHost(plugins, host_env)
+    try:
+        host.initialize()
+        names = [t["name"] for t in host.request("tools/list")["result"]["tools"]]
+        assert "greet" in names
+        log = host.wait_for_log("plugin not loaded")
+        assert f"its export `{function}` of wasm-mcp:plugin/" in log, log
+        assert "does not have the contract's type" in log, log
+        assert "unreachable" not in log, "no stub ran"
+    finally:
+        host.close()

@@ -1,5 +1,6 @@
 //! Why a call into a plugin produced no answer.
 
+use super::exports::WrongType;
 use super::lift::OverBudget;
 use super::log_pipe::Tail;
 use std::time::Duration;
@@ -27,6 +28,10 @@ pub enum CallError {
     /// them was copied.
     #[error("{0}")]
     TooLarge(String),
+    /// An export of the contract's interfaces has another type than the
+    /// contract's.
+    #[error("{0}")]
+    WrongType(String),
     /// Every instance the host may have at once is in use.
     #[error(
         "the host already runs as many plugin instances as it may \
@@ -40,6 +45,9 @@ impl CallError {
     pub(super) fn from_wasm(error: wasmtime::Error) -> Self {
         if let Some(over) = error.chain().find_map(|e| e.downcast_ref::<OverBudget>()) {
             return CallError::TooLarge(over.0.clone());
+        }
+        if let Some(wrong) = error.chain().find_map(|e| e.downcast_ref::<WrongType>()) {
+            return CallError::WrongType(wrong.to_string());
         }
         if error
             .chain()

@@ -52,9 +52,22 @@ signatures! {
     Complete: (&'a completions::CompletionRequest) -> Result<lift::Completion, lift::Error>;
 }
 
+/// An export of one of the contract's interfaces whose type is not the
+/// contract's: the component cannot be served.
+#[derive(Debug, thiserror::Error)]
+#[error("its export `{function}` of {interface} does not have the contract's type ({detail})")]
+pub struct WrongType {
+    interface: String,
+    function: &'static str,
+    detail: String,
+}
+
 /// One exported function of a component, called as `S`.
 pub(super) struct Export<S> {
     index: ComponentExportIndex,
+    /// `wasm-mcp:plugin/{interface}@0.1.0`, and the function's name in it.
+    interface: String,
+    function: &'static str,
     /// Set once a call found the export's type to be `S`'s. Every instance
     /// of a component has the same export types, so later calls need not
     /// check again (the check is a walk of the result type, about 3% of a
@@ -64,12 +77,33 @@ pub(super) struct Export<S> {
 }
 
 impl<S: Signature> Export<S> {
-    fn new(index: ComponentExportIndex) -> Self {
+    fn new(index: ComponentExportIndex, interface: String, function: &'static str) -> Self {
         Export {
             index,
+            interface,
+            function,
             checked: AtomicBool::new(false),
             signature: PhantomData,
         }
+    }
+
+    /// Checks the export's type in `instance` against `S`'s (once per
+    /// component): a mismatch is a [`WrongType`].
+    fn check(&self, store: &mut Store<CallState>, instance: Instance) -> wasmtime::Result<()> {
+        if self.checked.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        instance
+            .get_typed_func::<S::Params<'_>, (S::Result,)>(&mut *store, self.index)
+            .map_err(|e| {
+                wasmtime::Error::new(WrongType {
+                    interface: self.interface.clone(),
+                    function: self.function,
+                    detail: format!("{e:#}"),
+                })
+            })?;
+        self.checked.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Calls the export in `instance` with `params`.
@@ -79,23 +113,16 @@ impl<S: Signature> Export<S> {
         instance: Instance,
         params: S::Params<'_>,
     ) -> wasmtime::Result<<S::Result as IntoOwned>::Owned> {
-        let func = if self.checked.load(Ordering::Acquire) {
-            let func = instance
-                .get_func(&mut *store, self.index)
-                .ok_or_else(|| wasmtime::format_err!("failed to find function export"))?;
-            // SAFETY: `checked` is set only after `get_typed_func` found
-            // this export's type to be `S`'s (below), in an instance of the
-            // component `self.index` belongs to; `func` is from an instance
-            // of that component too (`get_func` finds nothing in another's).
-            // An export's type is the component's, the same in all its
-            // instances.
-            unsafe { TypedFunc::<S::Params<'_>, (S::Result,)>::new_unchecked(func) }
-        } else {
-            let func =
-                instance.get_typed_func::<S::Params<'_>, (S::Result,)>(&mut *store, self.index)?;
-            self.checked.store(true, Ordering::Release);
-            func
-        };
+        self.check(store, instance)?;
+        let func = instance
+            .get_func(&mut *store, self.index)
+            .ok_or_else(|| wasmtime::format_err!("failed to find function export"))?;
+        // SAFETY: `check` found this export's type to be `S`'s, in an
+        // instance of the component `self.index` belongs to; `func` is from
+        // an instance of that component too (`get_func` finds nothing in
+        // another's). An export's type is the component's, the same in all
+        // its instances.
+        let func = unsafe { TypedFunc::<S::Params<'_>, (S::Result,)>::new_unchecked(func) };
         let (value,) = func.call_async(&mut *store, params).await?;
         Ok(value.into_owned())
     }
@@ -122,13 +149,13 @@ impl ExportedFunctions {
         fn func<S: Signature>(
             component: &Component,
             interface: &str,
-            name: &str,
+            name: &'static str,
         ) -> Option<Export<S>> {
-            let interface =
-                component.get_export_index(None, format!("wasm-mcp:plugin/{interface}@0.1.0"))?;
+            let interface = format!("wasm-mcp:plugin/{interface}@0.1.0");
+            let index = component.get_export_index(None, &interface)?;
             component
-                .get_export_index(Some(&interface), name)
-                .map(Export::new)
+                .get_export_index(Some(&index), name)
+                .map(|index| Export::new(index, interface, name))
         }
         let c = component;
         ExportedFunctions {
@@ -145,6 +172,34 @@ impl ExportedFunctions {
             completions: func(c, "completions", "complete"),
             plain: None,
         }
+    }
+
+    /// Checks every export's type against the contract's (see
+    /// [`WrongType`]), in an instance of the component, so that a
+    /// component with a wrongly typed export fails to load instead of
+    /// failing the calls of that export.
+    pub(super) fn check(
+        &self,
+        store: &mut Store<CallState>,
+        instance: Instance,
+    ) -> wasmtime::Result<()> {
+        if let Some((list, call)) = &self.tools {
+            list.check(store, instance)?;
+            call.check(store, instance)?;
+        }
+        if let Some((list, templates, read)) = &self.resources {
+            list.check(store, instance)?;
+            templates.check(store, instance)?;
+            read.check(store, instance)?;
+        }
+        if let Some((list, get)) = &self.prompts {
+            list.check(store, instance)?;
+            get.check(store, instance)?;
+        }
+        if let Some(complete) = &self.completions {
+            complete.check(store, instance)?;
+        }
+        Ok(())
     }
 
     pub(super) fn is_empty(&self) -> bool {

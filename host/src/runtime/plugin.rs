@@ -407,6 +407,7 @@ impl LoadedPlugin {
             // However long a slot takes to free; a warning at most each second.
             Patience::Load(self.grants.limits.load_timeout.max(Duration::from_secs(1))),
             async |store, instance| {
+                f.check(store, instance)?;
                 let mut listing = Listing::default();
                 if let Some(plain) = &f.plain {
                     listing.tools = plain.tools();

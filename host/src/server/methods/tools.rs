@@ -181,7 +181,9 @@ fn measured(outcome: &Result<Result<tools::CallResult, types::Error>, CallError>
         Err(CallError::Cancelled) => Measured::Cancelled,
         Err(CallError::Busy) => Measured::Busy,
         Err(CallError::TooLarge(_)) => Measured::TooLarge,
-        Err(CallError::NotExported(_) | CallError::Setup(_)) => Measured::Failed,
+        Err(CallError::NotExported(_) | CallError::Setup(_) | CallError::WrongType(_)) => {
+            Measured::Failed
+        }
     }
 }
 
