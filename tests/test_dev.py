@@ -157,7 +157,7 @@ def test_new_writes_a_plugin_that_builds_and_serves_in_each_language(tmp_path, h
             templates = host.request("resources/templates/list")["result"]["resourceTemplates"]
             assert [t["uriTemplate"] for t in templates] == [f"plugin://{name}/greeting/{{who}}"], language
             read = host.request("resources/read", {"uri": f"plugin://{name}/greeting/Ada%20L"})["result"]
-            assert read["contents"][0]["text"] in ("Hello, Ada L!", "Hello, Ada%20L!"), (language, read)
+            assert read["contents"][0]["text"] == "Hello, Ada L!", (language, read)
             completed = host.request("completion/complete", {
                 "ref": {"type": "ref/prompt", "name": "introduce"},
                 "argument": {"name": "speaker", "value": "A"},

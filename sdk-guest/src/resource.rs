@@ -175,7 +175,9 @@ impl Template {
     }
 }
 
-/// The variables a URI matched in a template, in template order.
+/// The variables a URI matched in a template, in template order, with
+/// their `%`-escapes decoded (`Ada%20L` is `Ada L`; a malformed escape is
+/// kept as it is, and bytes that are not UTF-8 become U+FFFD).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct UriVars(Vec<(String, String)>);
 
@@ -194,7 +196,10 @@ impl UriVars {
         Some(UriVars(
             captures
                 .into_iter()
-                .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                .map(|(name, value)| {
+                    let value = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
+                    (name.to_owned(), value.into_owned())
+                })
                 .collect(),
         ))
     }
