@@ -196,6 +196,38 @@ def test_new_writes_a_c_and_a_go_plugin_that_build_and_serve(tmp_path, host_env)
         host.close()
 
 
+def test_dev_builds_a_c_plugin_with_its_build_script_and_rebuilds_it_after_an_edit(tmp_path, host_env):
+    """A folder with a build.sh (here `wasm-mcp new c`'s) is built by it;
+    the component it writes beside itself does not set off another build."""
+    import subprocess
+    import time
+
+    from conftest import BINARY
+
+    tools = [BINARY.parent, ROOT / ".cache" / "venv" / "bin", ROOT / ".cache" / "cargo" / "bin"]
+    env = dict(host_env, PATH=":".join(str(t) for t in tools) + ":" + host_env["PATH"])
+    subprocess.run([str(BINARY), "new", "c", "dev-c", "--dir", str(tmp_path)], check=True, env=env, timeout=30)
+    source = tmp_path / "dev-c"
+    host = RawHost(None, env, ["dev", str(source)])
+
+    def greet():
+        answer = host.request("tools/call", {"name": "greet", "arguments": {"name": "C"}}, timeout=120)
+        return answer["result"]["content"][0]["text"]
+
+    try:
+        host.initialize(timeout=600)
+        assert greet() == "Hello, C!"
+        edit(source / "plugin.c", 'strcpy(greeting, "Hello, ");', 'strcpy(greeting, "Hi, ");')
+        # The same tools: no list_changed; the rebuilt plugin answers soon.
+        deadline = time.monotonic() + 300
+        while (text := greet()) != "Hi, C!":
+            assert text == "Hello, C!" and time.monotonic() < deadline, text
+            time.sleep(0.5)
+    finally:
+        log = host.close()
+    assert log.count("wasm-mcp dev: building dev-c") == 2, log
+
+
 def test_a_plugin_whose_first_build_fails_is_listed_as_failing_until_it_builds(tmp_path, host_env):
     source = tmp_path / "shout-dev"
     source.mkdir()

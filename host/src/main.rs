@@ -54,7 +54,9 @@ enum Command {
     ///
     /// Each folder is built with its own toolchain: a Cargo package with
     /// `cargo build --target wasm32-wasip2`, an `app.py` with componentize-py,
-    /// an `app.js` with componentize-js. Build output goes to stderr.
+    /// an `app.js` with componentize-js, any other folder (C, Go) by its
+    /// executable `build.sh`, which writes FOLDER.wasm beside itself. Build
+    /// output goes to stderr.
     #[command(verbatim_doc_comment)]
     Dev {
         /// Plugin source folders.

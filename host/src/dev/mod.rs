@@ -229,7 +229,9 @@ fn is_source_path(path: &Path, root: &Path) -> bool {
     });
     let file = relative.to_string_lossy();
     let editor_temp = file.ends_with('~') || file.ends_with(".swp") || file.ends_with(".tmp");
-    !ignored_dir && !editor_temp
+    // A component is build output (build.sh writes its beside itself).
+    let component = file.ends_with(".wasm");
+    !ignored_dir && !editor_temp && !component
 }
 
 /// What clients are told of a plugin that did not build: whether an
@@ -304,6 +306,8 @@ mod tests {
             root
         ));
         assert!(!is_source_path(Path::new("/src/hello/app.py~"), root));
+        assert!(!is_source_path(Path::new("/src/hello/hello.wasm"), root));
+        assert!(is_source_path(Path::new("/src/hello/plugin.c"), root));
         assert!(!is_source_path(Path::new("/elsewhere/lib.rs"), root));
     }
 

@@ -1,6 +1,8 @@
 //! Building a plugin from its source folder with the plugin's own toolchain:
 //! Cargo for Rust, componentize-py for Python, componentize-js for
-//! JavaScript. Build output goes to stderr; stdout is the MCP channel.
+//! JavaScript, and the folder's own `build.sh` for anything else (C and
+//! Go, as `wasm-mcp new` writes them). Build output goes to stderr; stdout
+//! is the MCP channel.
 
 use anyhow::{bail, Context as _, Result};
 use std::path::{Path, PathBuf};
@@ -27,6 +29,9 @@ pub enum Toolchain {
         /// The contract world the module implements.
         world: &'static str,
     },
+    /// An executable `build.sh` that writes `<folder name>.wasm` beside
+    /// itself.
+    Script,
 }
 
 impl Toolchain {
@@ -69,8 +74,11 @@ impl Toolchain {
                 .context("app.js exports none of `export const tools`, `resources`, `prompts`")?,
             });
         }
+        if dir.join(BUILD_SCRIPT).is_file() {
+            return Ok(Toolchain::Script);
+        }
         bail!(
-            "{}: no Cargo.toml, app.py or app.js: cannot tell how to build it",
+            "{}: no Cargo.toml, app.py, app.js or {BUILD_SCRIPT}: cannot tell how to build it",
             dir.display()
         )
     }
@@ -118,10 +126,30 @@ impl Toolchain {
                 )
                 .await?;
             }
+            Toolchain::Script => {
+                // What an earlier build wrote goes first, so that a script
+                // that writes nothing is not taken to have built it.
+                let built = dir.join(format!("{}.wasm", super::plugin_name_for(dir)));
+                match tokio::fs::remove_file(&built).await {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("removing {}", built.display()))
+                    }
+                }
+                let what = "an executable build.sh and the tools it runs";
+                run(Command::new(dir.join(BUILD_SCRIPT)), dir, what).await?;
+                tokio::fs::copy(&built, out)
+                    .await
+                    .with_context(|| format!("{BUILD_SCRIPT} did not write {}", built.display()))?;
+            }
         }
         Ok(())
     }
 }
+
+/// The script a folder of another language builds with.
+const BUILD_SCRIPT: &str = "build.sh";
 
 /// The smallest contract world with the exported interfaces (completions
 /// only come with the full world).
@@ -321,5 +349,8 @@ mod tests {
         );
         std::fs::write(dir.path().join("Cargo.toml"), "[package]").unwrap();
         assert_eq!(Toolchain::detect(dir.path()).unwrap(), Toolchain::Cargo);
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("build.sh"), "#!/bin/sh\n").unwrap();
+        assert_eq!(Toolchain::detect(other.path()).unwrap(), Toolchain::Script);
     }
 }
