@@ -563,3 +563,44 @@ def test_a_contract_export_of_the_wrong_type_is_refused_at_load(tmp_path, host_e
         assert "unreachable" not in log, "no stub ran"
     finally:
         host.close()
+
+
+# (what changes in the contract, what the host says of the component made against it)
+UNSERVABLE = [
+    (("    call-tool: func(name: string, arguments: json) -> result<call-result, error>;\n", ""),
+     "its export `wasm-mcp:plugin/tools@0.1.0` lacks the contract's function `call-tool`"),
+    (("package wasm-mcp:plugin@0.1.0;", "package wasm-mcp:plugin@0.2.0;"),
+     "it exports `wasm-mcp:plugin/tools@0.2.0`, which is not an interface of the contract"),
+]
+
+
+@pytest.mark.parametrize("change,said", UNSERVABLE, ids=["lacking", "other-version"])
+def test_a_contract_interface_it_cannot_serve_is_refused_not_served_as_plain_tools(tmp_path, host_env, change,
+                                                                                   said):
+    """An interface of the contract's package with a function missing, or
+    of another contract version, is refused with the reason; it is not
+    taken for a plain component's functions (`tools.list-tools` a tool)."""
+    from conftest import ROOT
+
+    wasm_tools = ROOT / ".cache" / "venv" / "bin" / "wasm-tools"
+    wit = tmp_path / "wit"
+    shutil.copytree(ROOT / "wit", wit)
+    contract = (wit / "plugin.wit").read_text()
+    assert contract.count(change[0]) == 1
+    (wit / "plugin.wit").write_text(contract.replace(*change))
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(PLUGINS / "hello.wasm", plugins)
+    core = tmp_path / "core.wasm"
+    subprocess.run([wasm_tools, "component", "embed", "--dummy", "--world", "tools-plugin", wit, "-o", core],
+                   check=True)
+    subprocess.run([wasm_tools, "component", "new", core, "-o", plugins / "unservable.wasm"], check=True)
+    host = RawHost(plugins, host_env)
+    try:
+        host.initialize()
+        names = [t["name"] for t in host.request("tools/list")["result"]["tools"]]
+        assert "greet" in names and not any(n.startswith("tools.") for n in names), names
+        log = host.wait_for_log("plugin not loaded")
+        assert said in log, log
+    finally:
+        host.close()

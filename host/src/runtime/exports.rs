@@ -12,7 +12,7 @@ use wasmtime::component::{
     Component, ComponentExportIndex, ComponentNamedList, ComponentType, Instance, Lift, Lower,
     TypedFunc,
 };
-use wasmtime::Store;
+use wasmtime::{Engine, Store};
 
 /// The Rust types an export is called with: its parameters and its result.
 pub(super) trait Signature {
@@ -144,8 +144,53 @@ pub(super) struct ExportedFunctions {
     pub(super) plain: Option<PlainTools>,
 }
 
+/// The contract's interfaces a component may export (as
+/// `wasm-mcp:plugin/NAME@0.1.0`), each with the functions it must have.
+const INTERFACES: &[(&str, &[&str])] = &[
+    ("tools", &["list-tools", "call-tool"]),
+    (
+        "resources",
+        &["list-resources", "list-resource-templates", "read-resource"],
+    ),
+    ("prompts", &["list-prompts", "get-prompt"]),
+    ("completions", &["complete"]),
+    ("types", &[]),
+];
+
 impl ExportedFunctions {
-    pub(super) fn find(component: &Component) -> Self {
+    /// The contract's functions `component` exports. A component that
+    /// exports an interface of the contract's package is refused when the
+    /// interface is not one of this contract's (another version, an
+    /// unknown name) or lacks one of its functions: it is not served as
+    /// something else (a plain component's tools).
+    pub(super) fn find(component: &Component, engine: &Engine) -> anyhow::Result<Self> {
+        for (name, _) in component.component_type().exports(engine) {
+            let Some(interface) = name.strip_prefix("wasm-mcp:plugin/") else {
+                continue;
+            };
+            let known = INTERFACES
+                .iter()
+                .find(|(known, _)| interface.strip_prefix(known) == Some("@0.1.0"));
+            let Some((_, functions)) = known else {
+                anyhow::bail!(
+                    "it exports `{name}`, which is not an interface of the contract this host \
+                     serves (wasm-mcp:plugin@0.1.0: tools, resources, prompts, completions)"
+                );
+            };
+            let index = component.get_export_index(None, name);
+            let has = |function: &str| {
+                index
+                    .as_ref()
+                    .is_some_and(|i| component.get_export_index(Some(i), function).is_some())
+            };
+            if let Some(missing) = functions.iter().find(|f| !has(f)) {
+                anyhow::bail!("its export `{name}` lacks the contract's function `{missing}`");
+            }
+        }
+        Ok(Self::of_contract(component))
+    }
+
+    fn of_contract(component: &Component) -> Self {
         fn func<S: Signature>(
             component: &Component,
             interface: &str,

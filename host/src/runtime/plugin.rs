@@ -88,10 +88,12 @@ impl LoadedPlugin {
         grants: Grants,
         quick: bool,
     ) -> anyhow::Result<Arc<Self>> {
+        // What it exports first: a component of another contract version
+        // is told so, not that its imports of that version do not link.
+        let mut functions = ExportedFunctions::find(&component, &tier.engine)?;
         let pre = tier.linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!("the component needs something the host does not provide: {e:#}")
         })?;
-        let mut functions = ExportedFunctions::find(&component);
         if functions.is_empty() {
             let limits = (
                 grants.limits.max_result_items,
