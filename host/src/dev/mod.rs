@@ -229,7 +229,7 @@ fn is_source_path(path: &Path, root: &Path) -> bool {
     });
     let file = relative.to_string_lossy();
     let editor_temp = file.ends_with('~') || file.ends_with(".swp") || file.ends_with(".tmp");
-    // A component is build output (build.sh writes its beside itself).
+    // A component is build output (a build.sh writes it beside itself).
     let component = file.ends_with(".wasm");
     !ignored_dir && !editor_temp && !component
 }

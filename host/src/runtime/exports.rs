@@ -1,6 +1,6 @@
 //! The contract's exported functions, each looked up once per component
 //! and called with the Rust types of its signature; the types are checked
-//! against the component at its first call only.
+//! against the component once, when it loads.
 
 use super::bindings::exports::wasm_mcp::plugin::completions;
 use super::lift::{self, BoundedList, IntoOwned};
@@ -68,10 +68,10 @@ pub(super) struct Export<S> {
     /// `wasm-mcp:plugin/{interface}@0.1.0`, and the function's name in it.
     interface: String,
     function: &'static str,
-    /// Set once a call found the export's type to be `S`'s. Every instance
-    /// of a component has the same export types, so later calls need not
-    /// check again (the check is a walk of the result type, about 3% of a
-    /// small tool call).
+    /// Set once [`Export::check`] found the export's type to be `S`'s.
+    /// Every instance of a component has the same export types, so calls
+    /// need not check again (the check is a walk of the result type, about
+    /// 3% of a small tool call).
     checked: AtomicBool,
     signature: PhantomData<fn() -> S>,
 }
