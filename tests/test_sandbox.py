@@ -515,6 +515,27 @@ def test_secrets_reach_the_plugin_from_a_file_or_a_host_variable_and_show_nowher
     assert token not in shown.stdout + shown.stderr and password not in shown.stdout + shown.stderr
 
 
+def plugins_with_a_stub_of_a_changed_contract(tmp_path, old, new, world):
+    """tmp_path/plugins with hello.wasm and stub.wasm: a component made with
+    wasm-tools against the contract with `old` replaced by `new`, whose
+    core functions are stubs that trap."""
+    from conftest import ROOT
+
+    wasm_tools = ROOT / ".cache" / "venv" / "bin" / "wasm-tools"
+    wit = tmp_path / "wit"
+    shutil.copytree(ROOT / "wit", wit)
+    contract = (wit / "plugin.wit").read_text()
+    assert contract.count(old) == 1
+    (wit / "plugin.wit").write_text(contract.replace(old, new))
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(PLUGINS / "hello.wasm", plugins)
+    core = tmp_path / "core.wasm"
+    subprocess.run([wasm_tools, "component", "embed", "--dummy", "--world", world, wit, "-o", core], check=True)
+    subprocess.run([wasm_tools, "component", "new", core, "-o", plugins / "stub.wasm"], check=True)
+    return plugins
+
+
 # (world, the contract's signature, a wrongly typed one): each the only
 # change to the contract a component is then made against.
 WRONG_TYPES = [
@@ -537,20 +558,7 @@ def test_a_contract_export_of_the_wrong_type_is_refused_at_load(tmp_path, host_e
     (its core functions are stubs that trap) is refused when it loads, with
     the export named; before any of its functions runs, so the calls it
     would make do not fail one by one. The other plugins are served."""
-    from conftest import ROOT
-
-    wasm_tools = ROOT / ".cache" / "venv" / "bin" / "wasm-tools"
-    wit = tmp_path / "wit"
-    shutil.copytree(ROOT / "wit", wit)
-    contract = (wit / "plugin.wit").read_text()
-    assert contract.count(right) == 1
-    (wit / "plugin.wit").write_text(contract.replace(right, wrong))
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    shutil.copy(PLUGINS / "hello.wasm", plugins)
-    core = tmp_path / "core.wasm"
-    subprocess.run([wasm_tools, "component", "embed", "--dummy", "--world", world, wit, "-o", core], check=True)
-    subprocess.run([wasm_tools, "component", "new", core, "-o", plugins / "wrong.wasm"], check=True)
+    plugins = plugins_with_a_stub_of_a_changed_contract(tmp_path, right, wrong, world)
     function = wrong.split(":")[0]
     host = RawHost(plugins, host_env)
     try:
@@ -580,21 +588,7 @@ def test_a_contract_interface_it_cannot_serve_is_refused_not_served_as_plain_too
     """An interface of the contract's package with a function missing, or
     of another contract version, is refused with the reason; it is not
     taken for a plain component's functions (`tools.list-tools` a tool)."""
-    from conftest import ROOT
-
-    wasm_tools = ROOT / ".cache" / "venv" / "bin" / "wasm-tools"
-    wit = tmp_path / "wit"
-    shutil.copytree(ROOT / "wit", wit)
-    contract = (wit / "plugin.wit").read_text()
-    assert contract.count(change[0]) == 1
-    (wit / "plugin.wit").write_text(contract.replace(*change))
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    shutil.copy(PLUGINS / "hello.wasm", plugins)
-    core = tmp_path / "core.wasm"
-    subprocess.run([wasm_tools, "component", "embed", "--dummy", "--world", "tools-plugin", wit, "-o", core],
-                   check=True)
-    subprocess.run([wasm_tools, "component", "new", core, "-o", plugins / "unservable.wasm"], check=True)
+    plugins = plugins_with_a_stub_of_a_changed_contract(tmp_path, *change, "tools-plugin")
     host = RawHost(plugins, host_env)
     try:
         host.initialize()
