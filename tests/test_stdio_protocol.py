@@ -162,3 +162,55 @@ def test_a_file_that_is_not_a_component_is_skipped_with_a_clear_log(tmp_path, ho
     assert "broken.wasm" in log and "text.wasm" in log and "plugin not loaded" in log
     assert "a core WebAssembly module, not a component" in log  # broken.wasm's header
     assert "not a WebAssembly file" in log  # text.wasm
+
+
+def test_every_request_read_before_stdin_closes_is_answered(all_plugins, host_env, tmp_path):
+    """`printf ... | wasm-mcp serve`: the requests sent before the end of
+    stdin all get their answers (a quick call runs to its result; one still
+    running after the grace is cancelled and answered saying so), in the
+    order of a normal exit, within the grace and a second."""
+    import json as json_
+    import subprocess
+    import time
+
+    from conftest import BINARY
+
+    config = tmp_path / "grace.toml"
+    cache = host_env["WASM_MCP_CONFIG"]
+    cache_dir = [l for l in open(cache).read().splitlines() if l.startswith("cache_dir")][0]
+    config.write_text(f"[server]\n{cache_dir}\nstdin_eof_grace_ms = 1500\n")
+    env = dict(host_env, WASM_MCP_CONFIG=str(config))
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "p", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "eof"}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+         "params": {"name": "countdown", "arguments": {"steps": 2, "delay_ms": 200}}},
+        {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+         "params": {"name": "countdown", "arguments": {"steps": 600, "delay_ms": 100}}},
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+         "params": {"name": "greet", "arguments": {"name": "modern"}, "_meta": modern_meta()}},
+    ]
+    stdin = "".join(json_.dumps(line) + "\n" for line in lines).encode()
+    started = time.monotonic()
+    done = subprocess.run([str(BINARY), "serve", "--plugins", str(all_plugins)], input=stdin,
+                          capture_output=True, env=env, timeout=60)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    answers = {}
+    for line in done.stdout.decode().splitlines():
+        message = json_.loads(line)
+        if "id" in message and "method" not in message:
+            answers[message["id"]] = message
+    assert sorted(answers) == [1, 2, 3, 4, 5, 6, 7], done.stdout.decode()[-3000:]
+    assert answers[2]["result"] == {}
+    assert any(t["name"] == "greet" for t in answers[3]["result"]["tools"])
+    assert "eof" in answers[4]["result"]["content"][0]["text"]
+    assert not answers[5]["result"].get("isError"), answers[5]
+    assert "closed its input" in answers[6]["error"]["message"]
+    assert "modern" in answers[7]["result"]["content"][0]["text"]
+    # A generous liveness bound: the grace, then a second, plus loading.
+    assert elapsed < 30, elapsed

@@ -139,3 +139,40 @@ def test_a_collector_that_is_down_or_silent_costs_the_host_nothing(tmp_path, cac
         silent.close()
     # The spans still batched are given up on, not waited for.
     assert time.monotonic() - started < 10
+
+
+def test_what_a_client_sends_is_recorded_bounded_and_not_kept(tmp_path, cache_dir):
+    """Requests with multi-megabyte method names, ids and trace states: the
+    spans record a method outside the protocol as `other` and the id cut
+    short, so the spans kept until export (and the host) stay small."""
+    receiver = Receiver()
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(PLUGINS / "hello.wasm", plugins)
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[traces]\nendpoint = "{receiver.url}"\n')
+    host = RawHost(plugins, dict(os.environ, WASM_MCP_CONFIG=str(config)))
+    try:
+        host.initialize()
+        big = 3 << 20
+        for i in range(40):
+            host.send({"jsonrpc": "2.0", "id": f"{i}-" + "i" * big, "method": "m" * big,
+                       "params": {"_meta": {"traceparent": f"00-{TRACE}-{PARENT}-01",
+                                            "tracestate": "k=" + "v" * big}}})
+            reply = host.read(timeout=60)
+            assert reply["error"]["code"] == -32601, str(reply)[:300]
+            host.send({"jsonrpc": "2.0", "id": "x" * big, "method": "ping"})
+            assert host.read(timeout=60)["result"] == {}
+        peak = host.status("VmHWM")
+        print(f"peak RSS after 80 requests of 6 MB: {peak // 1024} MiB")
+        assert peak < 400 * 1024, peak
+        assert host.request("ping")["result"] == {}
+    finally:
+        host.close()
+        receiver.close()
+    requests = [s for s in receiver.spans if attribute(s, "mcp.request.id") is not None]
+    assert len(requests) >= 80, len(requests)
+    assert {s["name"] for s in requests} >= {"other", "ping"}, {s["name"][:20] for s in requests}
+    assert all(len(s["name"]) < 64 for s in requests)
+    assert all(len(attribute(s, "mcp.request.id")) <= 80 for s in requests)
+    assert all(len(json.dumps(s)) < 4096 for s in receiver.spans)

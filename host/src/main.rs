@@ -493,6 +493,7 @@ async fn serve_folder(
             server,
             pipes.input,
             out,
+            std::time::Duration::from_millis(config.server.stdin_eof_grace_ms),
         ))
         .await??;
         // The last answers may still be on their way to stdout.

@@ -14,15 +14,27 @@ use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+use tracing_subscriber::filter::FilterExt as _;
 use tracing_subscriber::layer::Layer;
 use tracing_subscriber::registry::LookupSpan;
+
+/// The most bytes of a value a client sent (a request id) kept in a span.
+pub const MAX_CLIENT_VALUE_BYTES: usize = 64;
+
+/// Spans waiting to be sent, at most; more are dropped (and counted by the
+/// SDK's own log) until the collector catches up.
+pub const MAX_QUEUED_SPANS: usize = 2048;
+
+/// The longest `tracestate` continued (the W3C limit is 512 characters); a
+/// longer one is ignored.
+const MAX_TRACESTATE_BYTES: usize = 512;
 
 /// The provider, flushed at exit.
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
@@ -48,15 +60,25 @@ where
     let resource = opentelemetry_sdk::Resource::builder()
         .with_service_name(config.service_name.clone())
         .build();
+    let batch = BatchSpanProcessor::builder(exporter)
+        .with_batch_config(
+            BatchConfigBuilder::default()
+                .with_max_queue_size(MAX_QUEUED_SPANS)
+                .build(),
+        )
+        .build();
     let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
+        .with_span_processor(batch)
         .with_resource(resource)
         .build();
     let tracer = provider.tracer("wasm-mcp");
     let _ = PROVIDER.set(provider);
     ON.store(true, Ordering::Relaxed);
-    let ours =
-        tracing_subscriber::filter::Targets::new().with_target("wasm_mcp", tracing::Level::DEBUG);
+    // Spans only: log events (whose texts may quote what a plugin or a
+    // client sent) stay in the log and are not kept in spans.
+    let ours = tracing_subscriber::filter::Targets::new()
+        .with_target("wasm_mcp", tracing::Level::DEBUG)
+        .and(tracing_subscriber::filter::filter_fn(|meta| meta.is_span()));
     Ok(Some(
         tracing_opentelemetry::layer()
             .with_tracer(tracer)
@@ -84,11 +106,84 @@ pub fn continue_from(span: &tracing::Span, params: &Map<String, Value>) {
     let mut carrier = HashMap::new();
     for key in ["traceparent", "tracestate"] {
         if let Some(value) = meta.get(key).and_then(Value::as_str) {
-            carrier.insert(key.to_owned(), value.to_owned());
+            if value.len() <= MAX_TRACESTATE_BYTES {
+                carrier.insert(key.to_owned(), value.to_owned());
+            }
         }
     }
     if carrier.contains_key("traceparent") {
         let parent = TraceContextPropagator::new().extract(&carrier);
         let _ = span.set_parent(parent);
+    }
+}
+
+/// A request's method as recorded in its span: the protocol's name for it,
+/// or `"other"` for any method outside the protocol's set (whatever a
+/// client sends, the recorded names are few and short).
+pub fn method_name(method: Option<crate::protocol::Method>) -> &'static str {
+    method.map_or("other", crate::protocol::Method::as_str)
+}
+
+/// A value a client sent, shown as JSON cut to at most
+/// [`MAX_CLIENT_VALUE_BYTES`] (then `…`), without writing the rest out.
+pub struct Excerpt<'a>(pub &'a Value);
+
+impl std::fmt::Display for Excerpt<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        /// Keeps the first bytes written (whole characters), then refuses.
+        struct Capped {
+            text: String,
+            full: bool,
+        }
+        impl std::fmt::Write for Capped {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                for c in s.chars() {
+                    if self.text.len() + c.len_utf8() > MAX_CLIENT_VALUE_BYTES {
+                        self.full = true;
+                        return Err(std::fmt::Error);
+                    }
+                    self.text.push(c);
+                }
+                Ok(())
+            }
+        }
+        let mut capped = Capped {
+            text: String::new(),
+            full: false,
+        };
+        let _ = std::fmt::write(&mut capped, format_args!("{}", self.0));
+        f.write_str(&capped.text)?;
+        if capped.full {
+            f.write_str("…")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_values_are_cut_short_and_unknown_methods_are_one_name() {
+        let long = Value::from("x".repeat(1 << 20));
+        let shown = Excerpt(&long).to_string();
+        assert!(
+            shown.len() <= MAX_CLIENT_VALUE_BYTES + "…".len(),
+            "{}",
+            shown.len()
+        );
+        assert!(shown.starts_with("\"xxx") && shown.ends_with('…'));
+        assert_eq!(Excerpt(&Value::from(7)).to_string(), "7");
+        let accents = Value::from("é".repeat(100));
+        assert!(Excerpt(&accents).to_string().ends_with('…'));
+        assert_eq!(
+            method_name(crate::protocol::Method::parse("tools/call")),
+            "tools/call"
+        );
+        assert_eq!(
+            method_name(crate::protocol::Method::parse(&"z".repeat(4096))),
+            "other"
+        );
     }
 }

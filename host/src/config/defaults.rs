@@ -14,6 +14,10 @@ pub const MAX_WAITING_PER_PRINCIPAL: usize = 256;
 /// them, in ms.
 pub const STARTUP_WAIT_MS: u64 = 1_000;
 
+/// How long the requests a stdio client sent before closing stdin may
+/// still run to their answers, in ms.
+pub const STDIN_EOF_GRACE_MS: u64 = 2_000;
+
 /// How often a plugin's OCI tag is asked again, in seconds.
 pub const OCI_POLL_SECS: u64 = 300;
 

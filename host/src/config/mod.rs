@@ -160,6 +160,10 @@ pub struct ServerSection {
     /// for them, in milliseconds; then it is answered with the plugins
     /// loaded so far, and the others are announced with `list_changed`.
     pub startup_wait_ms: u64,
+    /// When a stdio client closes stdin, how long the requests it sent may
+    /// still run to their answers, in milliseconds; those still running
+    /// then are cancelled and answered with an error saying so.
+    pub stdin_eof_grace_ms: u64,
     /// Plugin instances alive at once, across all plugins (each call has
     /// its own); the host reserves address space for this many at start.
     pub max_instances: u32,
@@ -186,6 +190,7 @@ impl Default for ServerSection {
             max_requests_mb: 256,
             max_waiting_per_principal: defaults::MAX_WAITING_PER_PRINCIPAL,
             startup_wait_ms: defaults::STARTUP_WAIT_MS,
+            stdin_eof_grace_ms: defaults::STDIN_EOF_GRACE_MS,
             max_instances: defaults::MAX_INSTANCES,
             oci_poll_secs: defaults::OCI_POLL_SECS,
             handshake_only: false,

@@ -10,10 +10,12 @@ use crate::protocol::RequestId;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Cancels one request; a no-op once it ended.
 pub struct Canceller(CancellationToken);
@@ -40,6 +42,12 @@ pub struct Connection {
     next_ask: AtomicU64,
     /// Cancelled when the connection is closed.
     pub(super) closed: CancellationToken,
+    /// The requests being served, until each has sent its answer.
+    pub(super) answering: TaskTracker,
+    /// Set when the client stopped sending ([`Connection::finish`]): a
+    /// request cancelled from then on is answered with an error saying so,
+    /// instead of not at all.
+    pub(super) ending: AtomicBool,
     /// Who the connection acts for, when the transport authenticated it.
     pub(super) principal: Option<String>,
     /// Whose tasks this connection sees: its principal's, else its
@@ -74,6 +82,8 @@ impl Connection {
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
             closed: CancellationToken::new(),
+            answering: TaskTracker::new(),
+            ending: AtomicBool::new(false),
             principal,
             task_owner,
             _counted: counted,
@@ -99,6 +109,38 @@ impl Connection {
         for (_, cancel) in self.in_flight.lock().drain() {
             cancel.cancel();
         }
+    }
+
+    /// Ends the connection of a client that will send nothing more (stdin
+    /// closed), once every request it sent has its answer: those still
+    /// running after `grace` are cancelled and answered with an error
+    /// saying so. Questions to the client fail at once (nothing can answer
+    /// them now). Returns after at most `grace` and one second more.
+    pub async fn finish(&self, grace: Duration) {
+        self.asked.lock().clear();
+        self.answering.close();
+        if tokio::time::timeout(grace, self.answering.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                requests = self.in_flight_count(),
+                "the client closed its input; cancelling the requests still running after {} ms",
+                grace.as_millis()
+            );
+            self.ending.store(true, Ordering::Release);
+            for cancel in self.in_flight.lock().values() {
+                cancel.cancel();
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(1), self.answering.wait()).await;
+        }
+        self.close();
+    }
+
+    /// Whether requests are being cancelled because the client stopped
+    /// sending (they are answered, unlike those the client cancelled).
+    pub(super) fn is_ending(&self) -> bool {
+        self.ending.load(Ordering::Acquire)
     }
 
     pub(super) fn in_flight_count(&self) -> usize {

@@ -6,7 +6,9 @@ use super::connection::{Connection, SESSION_OWNER};
 use super::methods::{Answer, Answered};
 use super::session::{self, Era};
 use super::{events, methods, roots, Outbox, Outgoing, Server};
-use crate::protocol::{meta, notification, parse_message, Caching, Incoming, Method, RequestId};
+use crate::protocol::{
+    meta, notification, parse_message, Caching, ErrorCode, Incoming, Method, RequestId, RpcError,
+};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tracing::Instrument as _;
@@ -78,38 +80,51 @@ impl Connection {
                 };
                 let this = self.clone();
                 let cancel = self.track(&id);
+                // What a client sent is recorded bounded: a method outside
+                // the protocol's set as one value, the id cut short.
                 let span = tracing::debug_span!(
                     "mcp.request",
-                    otel.name = %method,
+                    otel.name = crate::traces::method_name(parsed),
                     otel.kind = "server",
-                    rpc.method = %method,
-                    mcp.request.id = %id,
+                    rpc.method = crate::traces::method_name(parsed),
+                    mcp.request.id = %crate::traces::Excerpt(&id),
                 );
                 crate::traces::continue_from(&span, &params);
                 // The instances its call used are torn down after it answered.
-                tokio::spawn(crate::runtime::answer_first(
-                    async move {
-                        let _admitted = admitted;
-                        let request = super::request::Request {
-                            conn: &this,
-                            id: &id,
-                            params: &params,
-                            era: &era,
-                            cancel: cancel.clone(),
-                            reply: &reply,
-                        };
-                        let outcome = methods::handle(request, &method, parsed).await;
-                        let response = this.respond(&id, &era, parsed, outcome);
-                        this.untrack(&id);
-                        // A cancelled request gets no response.
-                        if cancel.is_cancelled() {
-                            tracing::debug!(%id, method, "request cancelled");
-                        } else if let Some(response) = response {
-                            reply.send(response);
+                tokio::spawn(
+                    self.answering.track_future(crate::runtime::answer_first(
+                        async move {
+                            let _admitted = admitted;
+                            let request = super::request::Request {
+                                conn: &this,
+                                id: &id,
+                                params: &params,
+                                era: &era,
+                                cancel: cancel.clone(),
+                                reply: &reply,
+                            };
+                            let outcome = methods::handle(request, &method, parsed).await;
+                            let response = this.respond(&id, &era, parsed, outcome);
+                            this.untrack(&id);
+                            if cancel.is_cancelled() && this.is_ending() {
+                                reply.send(
+                                    RpcError::new(
+                                        ErrorCode::InternalError,
+                                        "the request was cancelled: the client closed its input \
+                                     while it was still running",
+                                    )
+                                    .response(&id),
+                                );
+                            } else if cancel.is_cancelled() {
+                                // A request the client cancelled gets no response.
+                                tracing::debug!(%id, method, "request cancelled");
+                            } else if let Some(response) = response {
+                                reply.send(response);
+                            }
                         }
-                    }
-                    .instrument(span),
-                ));
+                        .instrument(span),
+                    )),
+                );
             }
             Incoming::Notification { method, params } => self.notification(&method, &params),
             Incoming::Response { id, outcome } => {

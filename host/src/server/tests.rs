@@ -40,6 +40,7 @@ impl Client {
             empty_server(),
             input,
             output,
+            std::time::Duration::from_secs(2),
         ));
         let (rx, tx) = tokio::io::split(ours);
         Client {

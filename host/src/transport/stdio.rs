@@ -3,14 +3,21 @@
 
 use crate::server::{Connection, Outbox, Server, ServerEvent};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
 /// The longest line accepted, in bytes; a longer one is answered with a
 /// parse error and skipped.
 pub const MAX_LINE: usize = 16 << 20;
 
-/// Serves one client over `input`/`output` until `input` closes.
-pub async fn serve<R, W>(server: Arc<Server>, input: R, mut output: W) -> std::io::Result<()>
+/// Serves one client over `input`/`output` until `input` closes and every
+/// request read has its answer (see [`serve_lines`]).
+pub async fn serve<R, W>(
+    server: Arc<Server>,
+    input: R,
+    mut output: W,
+    grace: Duration,
+) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -25,15 +32,22 @@ where
             }
         }
     });
-    let served = serve_lines(server, input, out).await;
+    let served = serve_lines(server, input, out, grace).await;
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
     served
 }
 
 /// Serves one client whose messages come from `input` until it closes;
 /// what the server sends goes to `out`, whose receiver the caller writes
-/// out, one message per line.
-pub async fn serve_lines<R>(server: Arc<Server>, input: R, out: Outbox) -> std::io::Result<()>
+/// out, one message per line. When `input` ends, every request read gets
+/// its answer: those still running after `grace` are cancelled and
+/// answered with an error saying so.
+pub async fn serve_lines<R>(
+    server: Arc<Server>,
+    input: R,
+    out: Outbox,
+    grace: Duration,
+) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
 {
@@ -48,7 +62,9 @@ where
             () = out.closed() => {
                 // The client stopped reading: its answers cannot be delivered.
                 tracing::error!("the client does not read stdout; closing the connection");
-                break;
+                server.publish(ServerEvent::Shutdown);
+                conn.close();
+                return Ok(());
             }
         };
         if read == 0 {
@@ -81,7 +97,8 @@ where
             conn.handle_text(text);
         }
     }
+    // Listening streams end now; the requests read still get answers.
     server.publish(ServerEvent::Shutdown);
-    conn.close();
+    conn.finish(grace).await;
     Ok(())
 }
