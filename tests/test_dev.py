@@ -253,3 +253,36 @@ def test_a_plugin_whose_first_build_fails_is_listed_as_failing_until_it_builds(t
         assert "did not build" not in discovered["result"].get("instructions", ""), discovered
     finally:
         host.close()
+
+
+def test_dev_works_in_a_private_folder_of_a_fresh_random_name(tmp_path, host_env):
+    """dev's workspace (where builds land and are served from) is made
+    fresh under TMPDIR with a random name and mode 0700, never a name
+    another user could predict and prepare (such as one made of the pid),
+    and is removed when dev ends."""
+    import os
+    import stat
+    import subprocess
+
+    from conftest import BINARY
+
+    tools = [BINARY.parent, ROOT / ".cache" / "venv" / "bin", ROOT / ".cache" / "cargo" / "bin"]
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    temp.chmod(0o1777)
+    env = dict(host_env, TMPDIR=str(temp), PATH=":".join(str(t) for t in tools) + ":" + host_env["PATH"])
+    subprocess.run([str(BINARY), "new", "c", "private-c", "--dir", str(tmp_path)], check=True, env=env, timeout=30)
+    host = RawHost(None, env, ["dev", str(tmp_path / "private-c")])
+    try:
+        host.initialize(timeout=600)
+        answer = host.request("tools/call", {"name": "greet", "arguments": {"name": "C"}}, timeout=120)
+        assert answer["result"]["content"][0]["text"] == "Hello, C!"
+        made = [p for p in temp.iterdir() if p.name.startswith("wasm-mcp-dev-")]
+        assert len(made) == 1, list(temp.iterdir())
+        info = os.lstat(made[0])
+        assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o700, oct(info.st_mode)
+        assert made[0].name != f"wasm-mcp-dev-{host.proc.pid}"
+        assert (made[0] / "plugins" / "private-c.wasm").is_file()
+    finally:
+        host.close()
+    assert not [p for p in temp.iterdir() if p.name.startswith("wasm-mcp-dev-")], list(temp.iterdir())

@@ -18,6 +18,28 @@ pub const MAX_MANIFEST_BYTES: u64 = 64 << 10;
 /// The largest config file read.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
+/// A new folder under the system's temporary folder, named `prefix` and
+/// random characters, created atomically (it did not exist before), that
+/// only this user may enter (0700): another local user can neither
+/// predict it nor plant files or symlinks in it. Removed when dropped.
+/// Blocks briefly (one `mkdir`).
+pub fn private_temp_dir(prefix: &str) -> io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()?;
+    // Made with that mode (a umask only takes bits away); checked all the same.
+    let mode = std::fs::symlink_metadata(dir.path())?.mode() & 0o777;
+    if mode != 0o700 {
+        return Err(io::Error::other(format!(
+            "the temporary folder {} has mode {mode:o}, not 700",
+            dir.path().display()
+        )));
+    }
+    Ok(dir)
+}
+
 /// Opens `path` (following symlinks) for reading if it is a regular file of
 /// at most `limit` bytes.
 pub fn open_regular(path: &Path, limit: u64) -> io::Result<(File, std::fs::Metadata)> {

@@ -683,9 +683,11 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     } else {
         "plugin".to_owned()
     };
-    let into = std::env::temp_dir().join(format!("wasm-mcp-inspect-{}", std::process::id()));
-    tokio::fs::create_dir_all(&into).await?;
-    let inspected = match pull_into(&config, &source, &name, &into).await {
+    // Private to this user, fresh, removed when `into` drops.
+    let into =
+        tokio::task::spawn_blocking(|| wasm_mcp::files::private_temp_dir("wasm-mcp-inspect-"))
+            .await??;
+    let inspected = match pull_into(&config, &source, &name, into.path()).await {
         Ok(pulled) => {
             println!("{reference} ({})", pulled.digest);
             println!("{}", signature_line(&pulled.signature));
@@ -693,7 +695,7 @@ async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
         }
         Err(e) => Err(e),
     };
-    let _ = tokio::fs::remove_dir_all(&into).await;
+    tokio::task::spawn_blocking(move || drop(into)).await?;
     inspected
 }
 

@@ -36,7 +36,9 @@ pub struct Source {
 /// The folders `dev` works in: the contract for the generators, and the
 /// plugin folder it serves.
 pub struct Workspace {
-    root: PathBuf,
+    /// Private (0700, a fresh random name), removed when dropped: held
+    /// for that.
+    _root: tempfile::TempDir,
     /// The folder of built components that the server loads and watches.
     pub plugins: PathBuf,
     wit: PathBuf,
@@ -44,17 +46,20 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// A fresh workspace under the system's temporary folder.
+    /// A fresh workspace under the system's temporary folder: a new
+    /// folder of a random name that only this user may enter (another
+    /// local user can neither predict it nor prepare it), removed when the
+    /// workspace is dropped.
     pub fn create(release: bool) -> Result<Self> {
-        let root = std::env::temp_dir().join(format!("wasm-mcp-dev-{}", std::process::id()));
-        let plugins = root.join("plugins");
-        let wit = root.join("wit");
-        std::fs::create_dir_all(&plugins)
-            .and_then(|()| std::fs::create_dir_all(&wit))
+        let root = crate::files::private_temp_dir("wasm-mcp-dev-")?;
+        let plugins = root.path().join("plugins");
+        let wit = root.path().join("wit");
+        std::fs::create_dir(&plugins)
+            .and_then(|()| std::fs::create_dir(&wit))
             .and_then(|()| std::fs::write(wit.join("plugin.wit"), toolchain::WIT))
-            .with_context(|| format!("creating {}", root.display()))?;
+            .with_context(|| format!("creating {}", root.path().display()))?;
         Ok(Workspace {
-            root,
+            _root: root,
             plugins,
             wit,
             release,
@@ -119,12 +124,6 @@ impl Workspace {
                 }
             }
         }
-    }
-}
-
-impl Drop for Workspace {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
