@@ -213,3 +213,62 @@ def test_hostile_type_shapes_are_bounded(tmp_path, cache_dir):
     assert "more than 4096 schema nodes" in log
     assert "not served as a tool: the plugin's tools are already near 1048576 bytes" in log
     assert "functions in all are not served as tools" in log
+
+
+def build_plain(tmp_path, name, wit_text):
+    """A plain component made from `wit_text` (its functions stubs that trap)."""
+    import subprocess
+
+    from conftest import ROOT
+
+    wasm_tools = ROOT / ".cache" / "venv" / "bin" / "wasm-tools"
+    (tmp_path / f"{name}.wit").write_text(wit_text)
+    core = tmp_path / f"{name}-core.wasm"
+    component = tmp_path / "plugins" / f"{name}.wasm"
+    component.parent.mkdir(exist_ok=True)
+    subprocess.run([wasm_tools, "component", "embed", "--dummy", tmp_path / f"{name}.wit", "-o", core], check=True)
+    subprocess.run([wasm_tools, "component", "new", core, "-o", component], check=True)
+    return component
+
+
+def test_every_member_counts_toward_the_load_budget(tmp_path, cache_dir):
+    """An enum of 10 000 cases (the most a component may declare), the type
+    of each of a record's 1 000 fields, that record the type of a few
+    functions' parameters; a variant of 5 000 cases and a flags of 32
+    beside them: the component is small, but writing one function's schema
+    out would take ten million strings. Every member counts before anything
+    is written for it, so each such function is left out with the reason,
+    within a few MB of the component's size above the host's own; the small
+    function beside them is served."""
+    cases = ", ".join(f"case-number-{i}" for i in range(10_000))
+    fields = ", ".join(f"x{i}: big" for i in range(1_000))
+    variant = ", ".join(f"v{i}(u8)" for i in range(5_000))
+    flags = ", ".join(f"g{i}" for i in range(32))
+    lines = ["package test:members;", "", "world members {",
+             f"    enum big {{ {cases} }}", f"    record wide {{ {fields} }}",
+             f"    variant many {{ {variant} }}", f"    flags lots {{ {flags} }}",
+             "    export small: func(a: s32) -> s32;"]
+    for i in range(30):
+        lines.append(f"    export e{i}: func(a: wide, b: big) -> big;")
+        lines.append(f"    export v{i}: func(a: many, b: many, c: lots) -> many;")
+    lines.append("}")
+    component = build_plain(tmp_path, "members", "\n".join(lines) + "\n")
+    size_kib = component.stat().st_size // 1024
+    assert size_kib < 2048, size_kib
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n')
+    env = dict(os.environ, WASM_MCP_CONFIG=str(config), RUST_LOG="info", XDG_STATE_HOME=str(tmp_path / "state"))
+    shutil.copy(PLUGINS / "hello.wasm", component.parent / "hello.wasm")
+    host = RawHost(component.parent, env)
+    try:
+        host.initialize(timeout=120)
+        names = set(tools_of(host))
+        assert "small" in names and "greet" in names, names
+        assert not any(n.startswith(("e", "v")) and n[1:].isdigit() for n in names), sorted(names)[:20]
+        peak = host.status("VmHWM")
+        print(f"peak RSS loading a {size_kib} KiB component of huge types: {peak // 1024} MiB")
+        assert peak < 400 * MIB, peak
+        assert host.request("ping", timeout=10)["result"] == {}
+    finally:
+        log = host.close()
+    assert "more than 4096 schema nodes" in log

@@ -186,9 +186,10 @@ impl Function {
         if func.async_() {
             return Err(Unsupported::Kind("an async function"));
         }
+        let mut writer = SchemaWriter::new();
+        writer.charge(func.params().len(), func.params().map(|(n, _)| n))?;
         let params: Vec<(String, Type)> = func.params().map(|(n, t)| (n.to_owned(), t)).collect();
         let result = func.results().next();
-        let mut writer = SchemaWriter::new();
         let input = writer.object(params.iter().map(|(n, t)| (n.as_str(), t.clone())), 0)?;
         let output = match &result {
             Some(Type::Result(r)) => r.ok(),

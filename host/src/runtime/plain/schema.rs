@@ -24,8 +24,13 @@ use wasmtime::component::types::Type;
 pub const MAX_DEPTH: usize = 32;
 /// The most schema nodes one function's types may expand to (a type used
 /// twice is written out twice, so a small component could otherwise
-/// describe an exponentially large schema).
+/// describe an exponentially large schema). Every member counts: each
+/// parameter, record field, tuple member, variant case, enum case and
+/// flag, counted before anything is written for them.
 pub const MAX_NODES: usize = 4096;
+/// The most bytes of names (fields, cases, flags) one function's schemas
+/// may hold, counted as [`MAX_NODES`] is.
+pub const MAX_NAME_BYTES: usize = 64 << 10;
 
 /// Why a type has no schema.
 #[derive(Debug, thiserror::Error)]
@@ -39,17 +44,44 @@ pub enum Unsupported {
     /// Expands to more than [`MAX_NODES`] schema nodes.
     #[error("its types expand to more than {MAX_NODES} schema nodes")]
     TooLarge,
+    /// Names more than [`MAX_NAME_BYTES`] bytes.
+    #[error("its types name more than {MAX_NAME_BYTES} bytes of fields and cases")]
+    TooManyNames,
 }
 
 /// Writes schemas under one function's node budget.
 pub struct SchemaWriter {
     nodes: usize,
+    name_bytes: usize,
 }
 
 impl SchemaWriter {
     /// A writer with the whole budget of one function.
     pub fn new() -> Self {
-        SchemaWriter { nodes: 0 }
+        SchemaWriter {
+            nodes: 0,
+            name_bytes: 0,
+        }
+    }
+
+    /// Counts `count` members named by `names` against the budget, before
+    /// anything is written for them.
+    pub fn charge<'a>(
+        &mut self,
+        count: usize,
+        names: impl Iterator<Item = &'a str>,
+    ) -> Result<(), Unsupported> {
+        self.nodes = self.nodes.saturating_add(count);
+        if self.nodes > MAX_NODES {
+            return Err(Unsupported::TooLarge);
+        }
+        for name in names {
+            self.name_bytes += name.len();
+            if self.name_bytes > MAX_NAME_BYTES {
+                return Err(Unsupported::TooManyNames);
+            }
+        }
+        Ok(())
     }
 
     /// The schema of an object with these named members (a record's fields,
@@ -108,9 +140,12 @@ impl SchemaWriter {
                 json!({"type": "object", "additionalProperties": self.of(&map.value(), depth + 1)?})
             }
             Type::Record(record) => {
-                self.object(record.fields().map(|f| (f.name, f.ty)), depth + 1)?
+                let fields = record.fields();
+                self.charge(fields.len(), record.fields().map(|f| f.name))?;
+                self.object(fields.map(|f| (f.name, f.ty)), depth + 1)?
             }
             Type::Tuple(tuple) => {
+                self.charge(tuple.types().len(), std::iter::empty())?;
                 let items = tuple
                     .types()
                     .map(|t| self.of(&t, depth + 1))
@@ -119,6 +154,7 @@ impl SchemaWriter {
                 json!({"type": "array", "prefixItems": items, "items": false, "minItems": n, "maxItems": n})
             }
             Type::Variant(variant) => {
+                self.charge(variant.cases().len(), variant.cases().map(|c| c.name))?;
                 let mut cases = Vec::new();
                 for case in variant.cases() {
                     cases.push(match &case.ty {
@@ -128,12 +164,18 @@ impl SchemaWriter {
                 }
                 json!({"oneOf": cases})
             }
-            Type::Enum(e) => json!({"type": "string", "enum": e.names().collect::<Vec<_>>()}),
-            Type::Flags(flags) => json!({
-                "type": "array",
-                "items": {"type": "string", "enum": flags.names().collect::<Vec<_>>()},
-                "uniqueItems": true,
-            }),
+            Type::Enum(e) => {
+                self.charge(e.names().len(), e.names())?;
+                json!({"type": "string", "enum": e.names().collect::<Vec<_>>()})
+            }
+            Type::Flags(flags) => {
+                self.charge(flags.names().len(), flags.names())?;
+                json!({
+                    "type": "array",
+                    "items": {"type": "string", "enum": flags.names().collect::<Vec<_>>()},
+                    "uniqueItems": true,
+                })
+            }
             Type::Option(option) => {
                 json!({"anyOf": [self.of(&option.ty(), depth + 1)?, {"type": "null"}]})
             }
