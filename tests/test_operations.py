@@ -162,3 +162,69 @@ def test_a_metrics_address_of_its_own_serves_a_stdio_host(tmp_path, cache_dir, h
             assert json.loads(answer.read()) == {"status": "ready"}
     finally:
         host.close()
+
+
+def test_long_tool_names_and_concurrent_scrapes_cost_what_the_caps_allow(tmp_path, cache_dir, host_env):
+    """A plugin of 1 200 tools named with 3 000 characters each, every one
+    called: the metrics keep at most 1 000 tool series, each label cut
+    short; eight scrapes at once share renderings; the scrape and the
+    host's peak memory stay under the bounds stated here."""
+    import threading
+
+    from test_plain_components import build_plain
+
+    long = "-".join(["abcdefghij"] * 300)
+    lines = ["package test:names;", "", "world names {"]
+    lines += [f"    export t{i}-{long}: func();" for i in range(1_200)]
+    lines.append("}")
+    component = build_plain(tmp_path, "names", "\n".join(lines) + "\n")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n[metrics]\nlisten = "127.0.0.1:0"\n')
+    env = dict(host_env, WASM_MCP_CONFIG=str(config))
+    host = RawHost(component.parent, env)
+    try:
+        host.initialize(timeout=120)
+        log = host.wait_for_log("serving metrics and health")
+        address = re.search(r"serving metrics and health address=(\S+)", log).group(1)
+        names = []
+        cursor = None
+        while True:
+            page = host.request("tools/list", {"cursor": cursor} if cursor else {}, timeout=60)["result"]
+            names += [t["name"] for t in page["tools"]]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        assert len(names) == 1_200 and all(len(n) > 3_000 for n in names)
+        for name in names:
+            host.next_id += 1
+            host.send({"jsonrpc": "2.0", "id": host.next_id, "method": "tools/call",
+                       "params": {"name": name, "arguments": {}}})
+        for id_ in range(host.next_id - len(names) + 1, host.next_id + 1):
+            assert "result" in host.response(id_, timeout=60)
+        sizes, errors = [], []
+
+        def one_scrape():
+            try:
+                with urllib.request.urlopen(f"http://{address}/metrics", timeout=60) as answer:
+                    sizes.append(len(answer.read()))
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(e)
+
+        for _ in range(3):
+            scrapers = [threading.Thread(target=one_scrape) for _ in range(8)]
+            for s in scrapers:
+                s.start()
+            for s in scrapers:
+                s.join(timeout=120)
+        assert not errors, errors
+        assert len(sizes) == 24
+        print(f"scrape: {max(sizes) // 1024} KiB; peak RSS {host.status('VmHWM') // 1024} MiB")
+        assert max(sizes) < 8 << 20, max(sizes)
+        samples = scrape(f"http://{address}/metrics")
+        tools = {dict(labels).get("tool") for (name, labels) in samples if name == "wasm_mcp_tool_calls_total"}
+        assert "_other" in tools and len(tools) == 1_001, len(tools)
+        assert max(len(t) for t in tools) <= 128
+        assert host.status("VmHWM") < 600 * 1024, host.status("VmHWM")
+        assert host.request("ping", timeout=10)["result"] == {}
+    finally:
+        host.close()

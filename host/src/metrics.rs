@@ -4,7 +4,9 @@
 //! One set per process ([`metrics`]). Label values come only from the
 //! host's own words and from plugins that loaded (plugin and tool names),
 //! never from what a client sent; the (plugin, tool) pairs counted are
-//! capped at [`MAX_TOOL_SERIES`] (further ones count as `_other`).
+//! capped at [`MAX_TOOL_SERIES`] (further ones count as `_other`), and
+//! each label value at [`MAX_LABEL_BYTES`], so a scrape stays under a few
+//! MB whatever the plugins are called.
 
 use parking_lot::RwLock;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -23,6 +25,10 @@ pub const MAX_TOOL_SERIES: usize = 1000;
 
 /// Distinct plugins with load counts of their own, at most.
 pub const MAX_PLUGIN_SERIES: usize = 1000;
+
+/// The longest label value, in bytes (a plugin or tool name is cut there,
+/// and marked with `…`; MCP asks tool names of at most 128 characters).
+pub const MAX_LABEL_BYTES: usize = 128;
 
 /// The label value of what is past a cap.
 const OTHER: &str = "_other";
@@ -343,14 +349,14 @@ impl Metrics {
         let make = || ToolSeries {
             calls: Outcome::ALL.map(|outcome| {
                 self.calls.get_or_create_owned(&CallLabels {
-                    plugin: plugin.to_owned(),
-                    tool: tool.to_owned(),
+                    plugin: label(plugin),
+                    tool: label(tool),
                     outcome: outcome.label(),
                 })
             }),
             duration: self.durations.get_or_create_owned(&ToolLabels {
-                plugin: plugin.to_owned(),
-                tool: tool.to_owned(),
+                plugin: label(plugin),
+                tool: label(tool),
             }),
         };
         record(
@@ -375,7 +381,7 @@ impl Metrics {
             OTHER
         };
         let labels = LoadLabels {
-            plugin: plugin.to_owned(),
+            plugin: label(plugin),
             result: if ok { "ok" } else { "failed" },
         };
         self.loads.get_or_create(&labels).inc();
@@ -437,6 +443,19 @@ impl Metrics {
     }
 }
 
+/// `value` as a label value: cut to [`MAX_LABEL_BYTES`] (whole
+/// characters), then `…`.
+fn label(value: &str) -> String {
+    if value.len() <= MAX_LABEL_BYTES {
+        return value.to_owned();
+    }
+    let mut end = MAX_LABEL_BYTES - "…".len();
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &value[..end])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,5 +496,21 @@ mod tests {
             .filter(|l| l.starts_with("wasm_mcp_tool_call_duration_seconds_count"))
             .count();
         assert_eq!(series, MAX_TOOL_SERIES + 1);
+    }
+
+    #[test]
+    fn label_values_are_cut_short_whatever_the_names() {
+        let m = Metrics::new();
+        let long = "é".repeat(10_000);
+        for i in 0..50 {
+            m.tool_call(&long, &format!("{long}{i}"), Outcome::Ok, Duration::ZERO);
+        }
+        m.plugin_load(&long, true);
+        let text = m.render(&Snapshot::default());
+        let longest = text.lines().map(str::len).max().unwrap();
+        assert!(longest < 2 * MAX_LABEL_BYTES + 200, "{longest}");
+        assert!(text.contains("…"));
+        assert_eq!(label("short"), "short");
+        assert!(label(&long).len() <= MAX_LABEL_BYTES);
     }
 }

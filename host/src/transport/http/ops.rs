@@ -34,11 +34,31 @@ pub(super) fn ready(server: &Server) -> Response {
     }
 }
 
+/// The last rendering of the metrics and when it was done. One rendering
+/// runs at a time, and scrapes that arrive while it runs share it: however
+/// many scrapes come at once, the host holds one rendering in memory.
+static RENDERED: tokio::sync::Mutex<Option<(std::time::Instant, bytes::Bytes)>> =
+    tokio::sync::Mutex::const_new(None);
+
 pub(super) async fn metrics(server: Arc<Server>) -> Response {
-    // The tasks store is asked: off the async workers.
-    let text =
-        tokio::task::spawn_blocking(move || crate::metrics::metrics().render(&server.snapshot()))
+    let asked = std::time::Instant::now();
+    let mut rendered = RENDERED.lock().await;
+    let text = match &*rendered {
+        // Rendered while this scrape waited: as fresh as one of its own.
+        Some((done, text)) if *done >= asked => Ok(text.clone()),
+        _ => {
+            // The tasks store is asked: off the async workers.
+            let text = tokio::task::spawn_blocking(move || {
+                bytes::Bytes::from(crate::metrics::metrics().render(&server.snapshot()))
+            })
             .await;
+            if let Ok(text) = &text {
+                *rendered = Some((std::time::Instant::now(), text.clone()));
+            }
+            text
+        }
+    };
+    drop(rendered);
     match text {
         Ok(text) => (
             [(
