@@ -301,6 +301,58 @@ def test_schema_patterns_and_uri_templates_match_in_linear_time(tmp_path, cache_
         host.close()
 
 
+def test_a_schema_cannot_make_checking_arguments_freeze_the_host(tmp_path, cache_dir):
+    """Input schemas whose checks would cost without bound (an enum of 10^5
+    values, $refs that double at each of 30 levels) are refused at load with
+    the reason; arguments whose check against an allowed schema would still
+    cost too much are refused before checking starts, and a long check runs
+    off the async workers: ping and other plugins are answered throughout."""
+    world = make_world(tmp_path, cache_dir)
+    host = start(world)
+    try:
+        tools = {t["name"] for t in host.request("tools/list")["result"]["tools"]}
+        assert "big_enum" in tools and "enum_bomb" not in tools and "ref_chain" not in tools, tools
+        log = host.log()
+        assert "enum_bomb" in log and "over the limit of 262144" in log, log[-3000:]
+        assert "ref_chain" in log and "$refs written out" in log, log[-3000:]
+        peak = Peak(host)
+        # 10^4 items, each checked against an enum of 4000 values: refused.
+        items = [f"value-{3999 - i % 7}" for i in range(10_000)]
+        host.next_id += 1
+        heavy = host.next_id
+        host.send({"jsonrpc": "2.0", "id": heavy, "method": "tools/call",
+                   "params": {"name": "big_enum", "arguments": {"items": items}}})
+        # A check that is long but allowed, several at once, beside pings.
+        allowed = []
+        for _ in range(6):
+            host.next_id += 1
+            allowed.append(host.next_id)
+            host.send({"jsonrpc": "2.0", "id": host.next_id, "method": "tools/call",
+                       "params": {"name": "big_enum", "arguments": {"items": items[:400]}}})
+        # Allowed, and every item wrong: the problems are not all worked out.
+        host.next_id += 1
+        wrong = host.next_id
+        host.send({"jsonrpc": "2.0", "id": wrong, "method": "tools/call",
+                   "params": {"name": "big_enum", "arguments": {"items": [f"nope-{i}" for i in range(4000)]}}})
+        started = time.monotonic()
+        for _ in range(5):
+            host.request("ping", timeout=10)
+        assert time.monotonic() - started < 10
+        response = host.response(wrong, timeout=10)
+        assert response["error"]["code"] == -32602 and "nope-" in response["error"]["message"], response
+        response = host.response(heavy, timeout=30)
+        assert response["error"]["code"] == -32602, response
+        assert "too large to check" in response["error"]["message"], response
+        for id_ in allowed:
+            response = host.response(id_, timeout=60)
+            assert response["result"]["content"][0]["text"] == "validated", response
+        rss = peak.stop()
+        print(f"peak RSS while checking arguments: {rss // 1024} MiB")
+        assert_healthy(host, world, 400 * MIB)
+    finally:
+        host.close()
+
+
 # 5. A plugin speaks only for itself.
 
 def test_a_plugin_notifies_only_for_its_own_resources_and_cannot_drown_others(tmp_path, cache_dir):

@@ -25,6 +25,9 @@ pub struct ToolEntry {
     pub input_schema: Arc<serde_json::Value>,
     /// The compiled input schema.
     pub validator: Arc<jsonschema::Validator>,
+    /// What checking arguments against it costs per unit of their weight
+    /// ([`super::schema_limits`]).
+    pub schema_cost: u64,
     /// The arguments a stateless call repeats in `Mcp-Param-*` headers.
     pub header_parameters: Arc<[HeaderParameter]>,
     /// The output schema, if the tool has a readable one.
@@ -106,10 +109,12 @@ impl Catalogue {
     fn add_tools(&mut self, entry: &PluginEntry) {
         let plugin = &entry.plugin;
         for tool in &entry.listing.tools {
-            let (input_schema, validator) = match compile_schema(&tool.input_schema) {
-                Ok((schema, v)) => (Arc::new(schema), Arc::new(v)),
+            let (input_schema, validator, schema_cost) = match compile_input_schema(
+                &tool.input_schema,
+            ) {
+                Ok((schema, v, cost)) => (Arc::new(schema), Arc::new(v), cost),
                 Err(e) => {
-                    tracing::error!(plugin = plugin.name(), tool = %tool.name, "tool skipped: its input schema is invalid: {e}");
+                    tracing::error!(plugin = plugin.name(), tool = %tool.name, "tool skipped: {e}");
                     continue;
                 }
             };
@@ -130,6 +135,7 @@ impl Catalogue {
                 header_parameters: header_parameters(&input_schema).into(),
                 input_schema,
                 validator,
+                schema_cost,
                 output_schema,
             });
         }
@@ -271,15 +277,22 @@ fn unique_name(
 /// The largest compiled form of one schema `pattern`.
 const MAX_PATTERN_BYTES: usize = 1 << 20;
 
-/// An input schema parsed and compiled; it must describe an object. It is
-/// read in the draft its `$schema` names (zod and the TypeScript SDK
-/// write draft-07); without one, or naming a meta-schema this host does
-/// not know, in 2020-12.
-fn compile_schema(schema: &str) -> Result<(serde_json::Value, jsonschema::Validator), String> {
-    let value: serde_json::Value = serde_json::from_str(schema).map_err(|e| e.to_string())?;
+/// An input schema parsed, checked against the bounds of
+/// [`super::schema_limits`] and compiled, with its cost; it must describe
+/// an object. It is read in the draft its `$schema` names (zod and the
+/// TypeScript SDK write draft-07); without one, or naming a meta-schema
+/// this host does not know, in 2020-12. The error says why, as the end of
+/// "tool skipped: ...".
+pub fn compile_input_schema(
+    schema: &str,
+) -> Result<(serde_json::Value, jsonschema::Validator, u64), String> {
+    let invalid = |e: &dyn std::fmt::Display| format!("its input schema is invalid: {e}");
+    super::schema_limits::check_size(schema.len())?;
+    let value: serde_json::Value = serde_json::from_str(schema).map_err(|e| invalid(&e))?;
     if value.get("type").and_then(|t| t.as_str()) != Some("object") {
-        return Err("an input schema must have \"type\": \"object\"".into());
+        return Err(invalid(&"an input schema must have \"type\": \"object\""));
     }
+    let cost = super::schema_limits::check(&value)?;
     // `pattern`s run on the `regex` crate: linear in the input, so a
     // plugin's schema cannot make validating a request take long.
     let patterns = || {
@@ -300,16 +313,29 @@ fn compile_schema(schema: &str) -> Result<(serde_json::Value, jsonschema::Valida
             jsonschema::draft202012::options()
                 .with_pattern_options(patterns())
                 .build(&plain)
-                .map_err(|e| e.to_string())?
+                .map_err(|e| invalid(&e))?
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(invalid(&e)),
     };
-    Ok((value, validator))
+    Ok((value, validator, cost))
 }
 
 #[cfg(test)]
 mod schema_tests {
-    use super::compile_schema;
+    use super::compile_input_schema;
+
+    #[test]
+    fn a_schema_that_refers_to_itself_neither_hangs_nor_crashes() {
+        for schema in [
+            r##"{"type":"object","allOf":[{"$ref":"#"}]}"##,
+            r##"{"type":"object","$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"properties":{"x":{"$ref":"#/$defs/a"}}}"##,
+            r##"{"type":"object","properties":{"next":{"$ref":"#"}}}"##,
+        ] {
+            if let Ok((_, v, _)) = compile_input_schema(schema) {
+                let _ = v.is_valid(&serde_json::json!({"x": 1, "next": {"next": {}}}));
+            }
+        }
+    }
 
     #[test]
     fn schemas_are_read_in_the_draft_they_name() {
@@ -327,7 +353,7 @@ mod schema_tests {
             let schema = format!(
                 r#"{{{declared}"type":"object","properties":{{"a":{{"type":"string"}},"b":{{"type":"array","items":{{"type":"object","required":["c"]}}}}}},"required":["a"]}}"#
             );
-            let (_, v) = compile_schema(&schema).unwrap();
+            let (_, v, _) = compile_input_schema(&schema).unwrap();
             let check = |args: serde_json::Value| v.is_valid(&args);
             assert!(
                 !check(serde_json::json!({})),

@@ -3,12 +3,16 @@
 
 mod catalogue;
 pub mod pagination;
+pub mod schema_limits;
 mod uri_template;
 
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use catalogue::{Catalogue, PluginEntry, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
+pub use catalogue::{
+    compile_input_schema, Catalogue, PluginEntry, PromptEntry, ResourceEntry, TemplateEntry,
+    ToolEntry,
+};
 pub use uri_template::UriTemplate;
 
 use crate::runtime::host_types::ListKind;

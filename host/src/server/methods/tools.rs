@@ -5,7 +5,7 @@ use super::{clip, invalid, Request};
 use crate::metrics::{metrics, Outcome as Measured};
 use crate::protocol::Params;
 use crate::protocol::{random_id, ErrorCode, Method, Revision, RpcError};
-use crate::registry::{Catalogue, ToolEntry};
+use crate::registry::{schema_limits, Catalogue, ToolEntry};
 use crate::runtime::{tools, types, CallError, LoadedPlugin};
 use crate::server::call::outcome::{
     call_failed, failed_request, missing_capability, plugin_error, within_result_limit,
@@ -47,7 +47,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
     let entry = catalogue
         .tool(name)
         .ok_or_else(|| invalid(format!("Unknown tool: {}", clip(name))))?;
-    check_arguments(entry, name, arguments)?;
+    check_arguments(entry, name, arguments).await?;
     let plan = plan_tool(request, name, entry.tool.task_support)?;
     let plugin = entry.plugin.clone();
     let tool = entry.tool.name.clone();
@@ -139,14 +139,37 @@ where
     Ok(Some(json!({ "task": tasks.summary(&record, Wire::V1) })))
 }
 
-/// -32602 listing (some of) the schema problems of `arguments`.
-fn check_arguments(entry: &ToolEntry, name: &str, arguments: &Value) -> Result<(), RpcError> {
-    let problems: Vec<Value> = entry
-        .validator
-        .iter_errors(arguments)
-        .take(MAX_REPORTED_PROBLEMS)
-        .map(|e| json!({ "path": clip(&e.instance_path().to_string()), "message": clip(&e.to_string()) }))
-        .collect();
+/// Argument checks that may take long (over
+/// [`schema_limits::INLINE_VALIDATION_WORK`]) running at once, at most,
+/// each on a blocking thread; more wait their turn.
+const HEAVY_CHECKS: usize = 2;
+
+/// -32602 listing (some of) the schema problems of `arguments`. A check
+/// that would cost more than [`schema_limits::MAX_VALIDATION_WORK`] is
+/// refused before it starts; a long one runs off the async workers.
+async fn check_arguments(entry: &ToolEntry, name: &str, arguments: &Value) -> Result<(), RpcError> {
+    static HEAVY: std::sync::LazyLock<Arc<tokio::sync::Semaphore>> =
+        std::sync::LazyLock::new(|| Arc::new(tokio::sync::Semaphore::new(HEAVY_CHECKS)));
+    let work = schema_limits::validation_work(entry.schema_cost, arguments);
+    let problems = if work > schema_limits::MAX_VALIDATION_WORK {
+        return Err(invalid(format!(
+            "The arguments for tool {} are too large to check against its input schema \
+             (about {work} units of work, over the limit of {})",
+            clip(name),
+            schema_limits::MAX_VALIDATION_WORK
+        )));
+    } else if work <= schema_limits::INLINE_VALIDATION_WORK {
+        schema_problems(&entry.validator, arguments, work)
+    } else {
+        let permit = HEAVY.clone().acquire_owned().await;
+        let (validator, arguments) = (entry.validator.clone(), arguments.clone());
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            schema_problems(&validator, &arguments, work)
+        })
+        .await
+        .map_err(|_| RpcError::new(ErrorCode::InternalError, "checking the arguments failed"))?
+    };
     if problems.is_empty() {
         return Ok(());
     }
@@ -168,6 +191,34 @@ fn check_arguments(entry: &ToolEntry, name: &str, arguments: &Value) -> Result<(
         summary.join("; ")
     ))
     .with_data(json!({ "errors": problems })))
+}
+
+/// Checks whose problems are all listed (up to [`MAX_REPORTED_PROBLEMS`])
+/// cost at most this much work; past it, only the first is: the schema
+/// library works out every problem before the first is listed, and each
+/// may copy part of the schema (an enum's values).
+const LIST_PROBLEMS_WORK: u64 = 20_000;
+
+/// The ways `arguments` break `validator` (none when they fit), for a
+/// check of `work` (see [`LIST_PROBLEMS_WORK`]).
+fn schema_problems(validator: &jsonschema::Validator, arguments: &Value, work: u64) -> Vec<Value> {
+    let problem = |e: jsonschema::ValidationError<'_>| json!({ "path": clip(&e.instance_path().to_string()), "message": clip(&e.to_string()) });
+    if validator.is_valid(arguments) {
+        Vec::new()
+    } else if work <= LIST_PROBLEMS_WORK {
+        validator
+            .iter_errors(arguments)
+            .take(MAX_REPORTED_PROBLEMS)
+            .map(problem)
+            .collect()
+    } else {
+        validator
+            .validate(arguments)
+            .err()
+            .map(problem)
+            .into_iter()
+            .collect()
+    }
 }
 
 /// What a call came to, as the metrics count it.
