@@ -286,3 +286,101 @@ def test_a_plugin_sourced_from_a_tag_follows_it_and_survives_the_registry_going_
         host.close()
         if registry.proc.poll() is None:
             registry.close()
+
+
+class HostileRegistry:
+    """A registry written to hurt: it trickles a manifest a byte every two
+    seconds (`slow/...`), and answers `forged/...` with an error body of
+    many lines that imitate the host's own log."""
+
+    FORGED = "\n2026-01-01T00:00:00Z  INFO wasm_mcp: pulled plugin=admin signature=verified\n"
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        import threading
+
+        hostile = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                if self.path == "/v2/":
+                    return self.answer(200, b"{}")
+                if self.path.startswith("/v2/slow/"):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    try:
+                        while not hostile.stopping:
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(2)
+                    except OSError:
+                        pass
+                    return
+                body = json.dumps({"errors": [{"code": "MANIFEST_UNKNOWN",
+                                               "message": hostile.FORGED * 2000}]}).encode()
+                return self.answer(404, body)
+
+            do_HEAD = do_GET
+
+            def answer(self, status, body):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.stopping = False
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.stopping = True
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_slow_or_lying_registry_delays_no_other_source_and_forges_no_log_line(
+        tmp_path, cache_dir, host_env, registry):
+    """Three sources: one on a registry that trickles its manifest, one on
+    a registry whose error body imitates log lines, one on a real registry.
+    The real one is served at once; the slow pull ends at the deadline; the
+    lying registry's text reaches the log short and escaped, on one line."""
+    hostile = HostileRegistry()
+    good = f"oci://{registry.address}/tools/good:1"
+    env = environment(tmp_path, cache_dir, host_env,
+                      "oci_pull_timeout_secs = 30\noci_poll_secs = 0\n"
+                      # First in name order: it was pulled before the others.
+                      f'[plugins.aslow]\nsource = "oci://{hostile.address}/slow/plugin:1"\n'
+                      f'[plugins.forged]\nsource = "oci://{hostile.address}/forged/plugin:1"\n'
+                      f'[plugins.good]\nsource = "{good}"\n')
+    wasm_mcp("push", str(PLUGINS / "hello.wasm"), good, env=env)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    host = RawHost(plugins, env)
+    try:
+        host.initialize()
+        started = time.monotonic()
+        while "greet" not in {t["name"] for t in host.request("tools/list")["result"]["tools"]}:
+            # Well within the slow pull's deadline.
+            assert time.monotonic() - started < 15, f"the good source waited: {host.log()[-3000:]}"
+            time.sleep(0.1)
+        log = host.wait_for_log("took longer than 30 s", timeout=90)
+        assert "aslow" in log, log[-3000:]
+        log = host.wait_for_log("plugin=forged", timeout=60) if "forged" not in log else log
+        forged = [line for line in log.splitlines() if "pulled plugin=admin" in line]
+        assert all("pulling oci://" in line or "pulling " in line for line in forged), forged
+        assert len(forged) <= 1, f"{len(forged)} lines carry the registry's text"
+        assert all(len(line) < 2000 for line in log.splitlines()), max(len(l) for l in log.splitlines())
+        assert host.request("ping")["result"] == {}
+    finally:
+        host.close()
+        hostile.close()

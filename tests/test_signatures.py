@@ -83,10 +83,11 @@ def put_manifest(registry, repo, tag, manifest):
     api(registry, "PUT", f"{repo}/manifests/{tag}", json.dumps(manifest).encode(), {"Content-Type": MANIFEST})
 
 
-def cosign_sign(registry, repo, digest, key):
-    """A signature of `digest` written the way cosign writes one."""
+def cosign_sign(registry, repo, digest, key, identity=None):
+    """A signature of `digest` written the way cosign writes one, for
+    `identity` (by default `repo`'s REGISTRY/REPO)."""
     payload = json.dumps({
-        "critical": {"identity": {"docker-reference": f"{registry.address}/{repo}"},
+        "critical": {"identity": {"docker-reference": identity or f"{registry.address}/{repo}"},
                      "image": {"docker-manifest-digest": digest},
                      "type": "cosign container image signature"},
         "optional": None}).encode()
@@ -231,3 +232,31 @@ def test_a_policy_that_checks_signatures_needs_a_key(tmp_path, cache_dir, host_e
     env = environment(tmp_path, cache_dir, host_env, "required", [])
     done = wasm_mcp("pull", "oci://127.0.0.1:1/x/y:1", "--plugins", str(tmp_path), env=env, check=False)
     assert done.returncode != 0 and "names no public key" in done.stderr, done.stderr
+
+
+def test_a_signature_vouches_only_for_the_repository_it_names(tmp_path, cache_dir, host_env, registry):
+    """The same component signed for another repository (as a mirror of it
+    would carry) is refused under `required`, naming both repositories,
+    unless `[signatures] repositories` accepts that one; what verified, and
+    for which repository, is said by pull and inspect."""
+    key, _, public = key_pair(tmp_path, "ours")
+    env = environment(tmp_path, cache_dir, host_env, "required", [public])
+    ref, digest = push(tmp_path, registry, "tools/hello", PLUGINS / "hello.wasm", env)
+    other = f"{registry.address}/tools/original"
+    cosign_sign(registry, "tools/hello", digest, key, identity=other)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    refused = pull(ref, plugins, env, check=False)
+    assert refused.returncode != 0, refused.stdout
+    assert f"for another repository ({other}, not {registry.address}/tools/hello" in refused.stderr, refused.stderr
+    assert not list(plugins.iterdir())
+    # A tag or digest in the signed reference does not change the repository.
+    cosign_sign(registry, "tools/hello", digest, key, identity=f"{other}:1.0")
+    assert pull(ref, plugins, env, check=False).returncode != 0
+
+    config = tmp_path / "config.toml"
+    config.write_text(config.read_text().replace("keys = [", f'repositories = ["{other}"]\nkeys = ['))
+    pulled = pull(ref, plugins, env).stdout
+    assert f"signature: verified with {public}, signed for {other}" in pulled, pulled
+    inspected = wasm_mcp("inspect", ref, env=env).stdout
+    assert f"signed for {other}" in inspected, inspected

@@ -19,5 +19,6 @@ pub mod runtime;
 pub mod scaffold;
 pub mod server;
 pub mod settings;
+pub mod text;
 pub mod traces;
 pub mod transport;

@@ -539,11 +539,14 @@ async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
         .then(|| std::time::Duration::from_secs(config.server.oci_poll_secs));
     tokio::spawn(wasm_mcp::oci::follow(
         sources,
-        store,
-        dir.to_owned(),
-        config.server.max_plugin_mb << 20,
-        every,
-        wasm_mcp::oci::Logins::of(config),
+        wasm_mcp::oci::Following {
+            store,
+            into: dir.to_owned(),
+            max_bytes: config.server.max_plugin_mb << 20,
+            every,
+            deadline: std::time::Duration::from_secs(config.server.oci_pull_timeout_secs),
+            logins: wasm_mcp::oci::Logins::of(config),
+        },
     ));
     Ok(())
 }
@@ -616,16 +619,24 @@ async fn pull_into(
         )?
         .join("oci");
     let trust = settings::trust(config, Some(name)).await?;
-    wasm_mcp::oci::pull(
+    let deadline = config.server.oci_pull_timeout_secs;
+    let logins = wasm_mcp::oci::Logins::of(config);
+    let pull = wasm_mcp::oci::pull(
         source,
         name,
         &store,
         into,
         config.server.max_plugin_mb << 20,
         &trust,
-        &wasm_mcp::oci::Logins::of(config),
-    )
-    .await
+        &logins,
+    );
+    tokio::time::timeout(std::time::Duration::from_secs(deadline), pull)
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "pulling {source} took longer than {deadline} s ([server] oci_pull_timeout_secs)"
+            )
+        })?
 }
 
 /// What a pull's signatures came to, as one line.

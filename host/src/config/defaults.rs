@@ -20,6 +20,9 @@ pub const STDIN_EOF_GRACE_MS: u64 = 2_000;
 
 /// How often a plugin's OCI tag is asked again, in seconds.
 pub const OCI_POLL_SECS: u64 = 300;
+/// The most one pull of a plugin from an OCI registry may take, all its
+/// requests together, in seconds.
+pub const OCI_PULL_TIMEOUT_SECS: u64 = 120;
 
 /// Plugin instances alive at once (`[server] max_instances`).
 pub const MAX_INSTANCES: u32 = 1_000;

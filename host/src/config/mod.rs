@@ -95,6 +95,10 @@ pub struct SignaturesSection {
     /// Public keys (PEM, ECDSA P-256, like `cosign.pub`); relative paths
     /// are relative to the config.
     pub keys: Vec<PathBuf>,
+    /// Repositories (`REGISTRY/REPO`) whose signatures also vouch for an
+    /// artifact pulled from another one (a mirror of a signed original);
+    /// by default a signature vouches only for the repository it names.
+    pub repositories: Vec<String>,
 }
 
 /// Whether a pulled plugin's signature is checked.
@@ -170,6 +174,9 @@ pub struct ServerSection {
     /// How often a plugin's OCI `source` given by tag is asked again, in
     /// seconds; a moved tag reloads the plugin. 0: only at start.
     pub oci_poll_secs: u64,
+    /// The most one pull from an OCI registry may take, all its requests
+    /// together, in seconds (each source is pulled on its own).
+    pub oci_pull_timeout_secs: u64,
 }
 
 impl Default for ServerSection {
@@ -193,6 +200,7 @@ impl Default for ServerSection {
             stdin_eof_grace_ms: defaults::STDIN_EOF_GRACE_MS,
             max_instances: defaults::MAX_INSTANCES,
             oci_poll_secs: defaults::OCI_POLL_SECS,
+            oci_pull_timeout_secs: defaults::OCI_PULL_TIMEOUT_SECS,
             handshake_only: false,
         }
     }

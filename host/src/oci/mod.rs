@@ -50,6 +50,9 @@ pub struct Trust {
     pub policy: SignaturePolicy,
     /// The keys a signature may verify with.
     pub keys: Arc<[PublicKey]>,
+    /// Repositories (`REGISTRY/REPO`) besides the one pulled from whose
+    /// signatures are accepted.
+    pub repositories: Arc<[String]>,
 }
 
 impl Trust {
@@ -66,7 +69,7 @@ impl Trust {
         if self.policy == SignaturePolicy::Off {
             return Ok(None);
         }
-        let verdict = signature::check(client, reference, digest, &self.keys, auth).await?;
+        let verdict = signature::check(client, reference, digest, self, auth).await?;
         match (&verdict, self.policy) {
             (Verdict::Verified(_), _) => {}
             (Verdict::Unsigned, SignaturePolicy::IfPresent) => tracing::warn!(
@@ -231,38 +234,14 @@ pub async fn pull(
     let (manifest, digest) = client
         .pull_image_manifest(reference, &auth)
         .await
+        .map_err(registry_error)
         .with_context(|| format!("pulling the manifest of {reference}"))?;
     let signature = trust.check(&client, reference, &digest, &auth).await?;
-    let layer = match manifest.layers.as_slice() {
-        [layer] if [WASM_LAYER, OLD_WASM_LAYER].contains(&layer.media_type.as_str()) => layer,
-        _ => bail!("{reference} is not a WebAssembly component artifact (one {WASM_LAYER} layer)"),
-    };
-    anyhow::ensure!(
-        u64::try_from(layer.size).is_ok_and(|size| size <= max_bytes),
-        "{reference}: the component is {} bytes, over the limit of {max_bytes} ([server] max_plugin_mb)",
-        layer.size
-    );
-    let plugin_manifest = match manifest
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(MANIFEST_ANNOTATION))
-    {
-        Some(text) if text.len() > MAX_MANIFEST_BYTES => {
-            bail!("{reference}: its plugin manifest is over {MAX_MANIFEST_BYTES} bytes")
-        }
-        Some(json) => {
-            // Checked now, so a bad one is refused here rather than at load.
-            let manifest: crate::config::Manifest = serde_json::from_str(json)
-                .with_context(|| format!("{reference}: its plugin manifest"))?;
-            Some(toml::to_string(&manifest)?)
-        }
-        None => None,
-    };
-    let hex = layer
-        .digest
-        .strip_prefix("sha256:")
-        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-        .with_context(|| format!("{reference}: unexpected layer digest {:?}", layer.digest))?;
+    let Artifact {
+        layer,
+        hex,
+        plugin_manifest,
+    } = artifact(&manifest, max_bytes).with_context(|| reference.to_string())?;
     // Kept by the component's digest; what is kept is checked again on use.
     let stored = store.join(format!("sha256-{hex}.wasm"));
     let component = match read(&stored, max_bytes).await {
@@ -275,6 +254,7 @@ pub async fn pull(
             client
                 .pull_blob(reference, layer, &mut body)
                 .await
+                .map_err(registry_error)
                 .with_context(|| format!("pulling the component of {reference}"))?;
             tokio::fs::create_dir_all(store)
                 .await
@@ -313,6 +293,63 @@ pub async fn pull(
     })
 }
 
+/// What a pull takes from an artifact's manifest.
+#[derive(Debug)]
+pub struct Artifact<'a> {
+    /// The component layer.
+    pub layer: &'a oci_client::manifest::OciDescriptor,
+    /// Its SHA-256 digest, in hex.
+    pub hex: &'a str,
+    /// The plugin manifest it carries, as TOML.
+    pub plugin_manifest: Option<String>,
+}
+
+/// Checks that `manifest` is a WebAssembly component artifact of at most
+/// `max_bytes` (one component layer, a SHA-256 digest, a valid plugin
+/// manifest if any): what a pull takes from it, or why it is refused.
+pub fn artifact(manifest: &OciImageManifest, max_bytes: u64) -> Result<Artifact<'_>> {
+    let layer = match manifest.layers.as_slice() {
+        [layer] if [WASM_LAYER, OLD_WASM_LAYER].contains(&layer.media_type.as_str()) => layer,
+        _ => bail!("not a WebAssembly component artifact (one {WASM_LAYER} layer)"),
+    };
+    anyhow::ensure!(
+        u64::try_from(layer.size).is_ok_and(|size| size <= max_bytes),
+        "the component is {} bytes, over the limit of {max_bytes} ([server] max_plugin_mb)",
+        layer.size
+    );
+    let plugin_manifest = match manifest
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MANIFEST_ANNOTATION))
+    {
+        Some(text) if text.len() > MAX_MANIFEST_BYTES => {
+            bail!("its plugin manifest is over {MAX_MANIFEST_BYTES} bytes")
+        }
+        Some(json) => {
+            // Checked now, so a bad one is refused here rather than at load.
+            let manifest: crate::config::Manifest =
+                serde_json::from_str(json).context("its plugin manifest")?;
+            Some(toml::to_string(&manifest)?)
+        }
+        None => None,
+    };
+    let hex = layer
+        .digest
+        .strip_prefix("sha256:")
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        .with_context(|| {
+            format!(
+                "unexpected layer digest {}",
+                crate::text::excerpt(&layer.digest)
+            )
+        })?;
+    Ok(Artifact {
+        layer,
+        hex,
+        plugin_manifest,
+    })
+}
+
 /// Signs what `reference` names (see [`signature::sign`]); its manifest
 /// digest.
 pub async fn sign(
@@ -346,44 +383,87 @@ async fn read(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
         .map_err(std::io::Error::other)?
 }
 
-/// Pulls each of `sources` (plugin name, reference) into folder `into` now,
-/// and those named by tag again every `every` (`None`: only now), for as
-/// long as the host runs. A pull that fails changes nothing (the version
-/// in the folder, if any, keeps serving) and is logged; a moved tag
-/// replaces the plugin's file, which the folder's watcher reloads.
-pub async fn follow(
-    mut sources: Vec<(String, Reference, Trust)>,
-    store: PathBuf,
-    into: PathBuf,
-    max_bytes: u64,
-    every: Option<Duration>,
-    logins: Logins,
-) {
+/// How [`follow`] pulls.
+#[derive(Debug, Clone)]
+pub struct Following {
+    /// The store of pulled components, by digest.
+    pub store: PathBuf,
+    /// The plugin folder.
+    pub into: PathBuf,
+    /// The largest component, in bytes.
+    pub max_bytes: u64,
+    /// How often a tag is asked again (`None`: only at start).
+    pub every: Option<Duration>,
+    /// The most one pull may take, all its requests together.
+    pub deadline: Duration,
+    /// The registry logins.
+    pub logins: Logins,
+}
+
+/// Pulls each of `sources` (plugin name, reference) into the plugin
+/// folder now, and those named by tag again every `every`, for as long as
+/// the host runs. Each source is pulled on its own, each pull within the
+/// deadline: a slow or hostile registry delays no other source. A pull
+/// that fails changes nothing (the version in the folder, if any, keeps
+/// serving) and is logged; a moved tag replaces the plugin's file, which
+/// the folder's watcher reloads.
+pub async fn follow(sources: Vec<(String, Reference, Trust)>, how: Following) {
+    let mut each = tokio::task::JoinSet::new();
+    for (name, reference, trust) in sources {
+        each.spawn(follow_one(name, reference, trust, how.clone()));
+    }
+    while each.join_next().await.is_some() {}
+}
+
+/// [`follow`] of one source.
+async fn follow_one(name: String, reference: Reference, trust: Trust, how: Following) {
+    let Following {
+        store,
+        into,
+        max_bytes,
+        every,
+        deadline,
+        logins,
+    } = &how;
     loop {
-        for (name, reference, trust) in &sources {
-            match pull(reference, name, &store, &into, max_bytes, trust, &logins).await {
-                Ok(pulled) if pulled.changed => {
-                    let signature = match &pulled.signature {
-                        Some(Verdict::Verified(key)) => format!("verified with {key}"),
-                        Some(_) => "none".to_owned(),
-                        None => "not checked".to_owned(),
-                    };
-                    tracing::info!(plugin = %name, %reference, digest = %pulled.digest, %signature, "pulled")
-                }
-                Ok(_) => tracing::debug!(plugin = %name, %reference, "unchanged"),
-                Err(e) => tracing::warn!(
-                    plugin = %name,
-                    "pulling {reference} failed; the plugin's file is left as it was: {e:#}"
-                ),
+        let pulled = tokio::time::timeout(
+            *deadline,
+            pull(&reference, &name, store, into, *max_bytes, &trust, logins),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(anyhow::anyhow!(
+                "it took longer than {} s ([server] oci_pull_timeout_secs)",
+                deadline.as_secs()
+            ))
+        });
+        match pulled {
+            Ok(pulled) if pulled.changed => {
+                let signature = match &pulled.signature {
+                    Some(Verdict::Verified(key)) => format!("verified with {key}"),
+                    Some(_) => "none".to_owned(),
+                    None => "not checked".to_owned(),
+                };
+                tracing::info!(plugin = %name, %reference, digest = %pulled.digest, %signature, "pulled")
             }
+            Ok(_) => tracing::debug!(plugin = %name, %reference, "unchanged"),
+            Err(e) => tracing::warn!(
+                plugin = %name,
+                "pulling {reference} failed; the plugin's file is left as it was: {e:#}"
+            ),
         }
         // A digest never moves.
-        sources.retain(|(_, reference, _)| reference.digest().is_none());
-        let Some(every) = every.filter(|_| !sources.is_empty()) else {
+        let Some(every) = every.filter(|_| reference.digest().is_none()) else {
             return;
         };
         tokio::time::sleep(every).await;
     }
+}
+
+/// An error of the registry client: what the registry said is quoted
+/// short and escaped (it may be any size, and hold line breaks).
+pub(crate) fn registry_error(error: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("{}", crate::text::excerpt(&error.to_string()))
 }
 
 /// Writes `data` to `path` in one step: a temporary file beside it, renamed.

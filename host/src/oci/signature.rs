@@ -92,7 +92,9 @@ impl PublicKey {
 /// What an artifact's signatures came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// A signature of this digest verifies with the key named.
+    /// A signature of this digest, for this repository (or one the
+    /// policy also accepts), verifies: the key's name, then "signed for"
+    /// and the repository the signature names.
     Verified(String),
     /// It has no signature.
     Unsigned,
@@ -116,9 +118,11 @@ pub async fn check(
     client: &Client,
     reference: &Reference,
     digest: &str,
-    keys: &[PublicKey],
+    trust: &super::Trust,
     auth: &RegistryAuth,
 ) -> Result<Verdict> {
+    let keys = &trust.keys;
+    let pulled_from = repository_of(reference);
     let Some(manifest) = signatures(client, reference, digest, auth).await? else {
         return Ok(Verdict::Unsigned);
     };
@@ -149,6 +153,7 @@ pub async fn check(
         client
             .pull_blob(&signature_reference(reference, digest), layer, &mut payload)
             .await
+            .map_err(super::registry_error)
             .with_context(|| format!("pulling a signature of {reference}"))?;
         if format!("sha256:{}", super::sha256_hex(&payload.data)) != layer.digest {
             why.push("a payload does not match its digest".to_owned());
@@ -158,9 +163,24 @@ pub async fn check(
             why.push("a signature verifies with none of the keys".to_owned());
             continue;
         };
-        match signed_digest(&payload.data) {
-            Some(signed) if signed == digest => return Ok(Verdict::Verified(key.name.clone())),
-            Some(signed) => why.push(format!("a signature is of another artifact ({signed})")),
+        match signed_identity(&payload.data) {
+            Some((signed, _)) if signed != digest => why.push(format!(
+                "a signature is of another artifact ({})",
+                crate::text::excerpt(&signed)
+            )),
+            Some((_, repository))
+                if repository == pulled_from || trust.repositories.contains(&repository) =>
+            {
+                return Ok(Verdict::Verified(format!(
+                    "{}, signed for {repository}",
+                    key.name
+                )))
+            }
+            Some((_, repository)) => why.push(format!(
+                "a signature is for another repository ({}, not {pulled_from}; \
+                 [signatures] repositories may accept it)",
+                crate::text::excerpt(&repository)
+            )),
             None => why.push("a signed payload is not a cosign image signature".to_owned()),
         }
     }
@@ -182,7 +202,8 @@ async fn signatures(
     match client.pull_image_manifest(&tag, auth).await {
         Ok((manifest, _)) => Ok(Some(manifest)),
         Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("asking {reference} for its signatures")),
+        Err(e) => Err(super::registry_error(e))
+            .with_context(|| format!("asking {reference} for its signatures")),
     }
 }
 
@@ -200,16 +221,33 @@ fn is_not_found(error: &OciDistributionError) -> bool {
     }
 }
 
-/// The digest a cosign payload vouches for.
-fn signed_digest(payload: &[u8]) -> Option<String> {
+/// What a cosign payload vouches for: the manifest digest, and the
+/// repository (`REGISTRY/REPO`, any tag or digest left out); `None` when
+/// it is not a cosign image signature.
+pub fn signed_identity(payload: &[u8]) -> Option<(String, String)> {
     let payload: serde_json::Value = serde_json::from_slice(payload).ok()?;
     let critical = &payload["critical"];
     if critical["type"] != PAYLOAD_TYPE {
         return None;
     }
-    critical["image"]["docker-manifest-digest"]
-        .as_str()
-        .map(str::to_owned)
+    let digest = critical["image"]["docker-manifest-digest"].as_str()?;
+    let named = critical["identity"]["docker-reference"].as_str()?;
+    let named = named.split_once('@').map_or(named, |(name, _)| name);
+    let named = match named.rsplit_once(':') {
+        // A tag, not a registry's port (which a '/' follows).
+        Some((name, tag)) if !tag.contains('/') && name.contains('/') => name,
+        _ => named,
+    };
+    Some((digest.to_owned(), named.to_owned()))
+}
+
+/// `REGISTRY/REPO` of `reference`, as a signature names it.
+fn repository_of(reference: &Reference) -> String {
+    format!(
+        "{}/{}",
+        reference.resolve_registry(),
+        reference.repository()
+    )
 }
 
 /// The payload that vouches for manifest `digest` of `reference`'s
@@ -217,13 +255,7 @@ fn signed_digest(payload: &[u8]) -> Option<String> {
 fn payload(reference: &Reference, digest: &str) -> Vec<u8> {
     let payload = serde_json::json!({
         "critical": {
-            "identity": {
-                "docker-reference": format!(
-                    "{}/{}",
-                    reference.resolve_registry(),
-                    reference.repository()
-                ),
-            },
+            "identity": { "docker-reference": repository_of(reference) },
             "image": { "docker-manifest-digest": digest },
             "type": PAYLOAD_TYPE,
         },
@@ -352,7 +384,21 @@ fC9KqKlqOXxJWI10Cl2lIeIRFOaw/GZsUxEYd5FG/OdzEcCRbkF/gMBo
         let reference: Reference = "localhost:5000/plugins/hello:1".parse().unwrap();
         let digest = format!("sha256:{}", "ab".repeat(32));
         let payload = payload(&reference, &digest);
-        assert_eq!(signed_digest(&payload), Some(digest.clone()));
+        assert_eq!(
+            signed_identity(&payload),
+            Some((digest.clone(), "localhost:5000/plugins/hello".to_owned()))
+        );
+        for (named, repository) in [
+            ("ghcr.io/a/b:1", "ghcr.io/a/b"),
+            ("ghcr.io/a/b@sha256:00", "ghcr.io/a/b"),
+            ("localhost:5000/a", "localhost:5000/a"),
+            ("localhost:5000/a:v2", "localhost:5000/a"),
+        ] {
+            let text = serde_json::json!({"critical": {"type": PAYLOAD_TYPE,
+                "identity": {"docker-reference": named}, "image": {"docker-manifest-digest": "d"}}});
+            let identity = signed_identity(text.to_string().as_bytes()).unwrap();
+            assert_eq!(identity.1, repository, "{named}");
+        }
         let signature = key
             .0
             .sign(&ring::rand::SystemRandom::new(), &payload)

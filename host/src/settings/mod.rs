@@ -43,6 +43,7 @@ pub async fn trust(config: &Config, name: Option<&str>) -> Result<crate::oci::Tr
     Ok(crate::oci::Trust {
         policy,
         keys: keys.into(),
+        repositories: config.signatures.repositories.clone().into(),
     })
 }
 
