@@ -145,6 +145,21 @@ impl PlainTools {
         self.functions.iter().map(|f| f.tool.clone()).collect()
     }
 
+    /// The component values that JSON `arguments` of tool `name` become
+    /// (how many), or why they do not fit; what a call does before it
+    /// enters the component (for the `plain_arguments` fuzz target).
+    pub fn lower_arguments(&self, name: &str, arguments: &str) -> Result<usize, String> {
+        let function = self
+            .functions
+            .iter()
+            .find(|f| f.tool.name == name)
+            .ok_or_else(|| format!("no tool named `{name}`"))?;
+        function
+            .arguments(arguments)
+            .map(|values| values.len())
+            .map_err(|e| e.to_string())
+    }
+
     /// Calls tool `name` with JSON `arguments`: `Ok(Err(_))` when there is
     /// no such tool or the arguments do not fit.
     pub async fn call(
