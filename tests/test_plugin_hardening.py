@@ -303,15 +303,17 @@ def test_schema_patterns_and_uri_templates_match_in_linear_time(tmp_path, cache_
 
 def test_a_schema_cannot_make_checking_arguments_freeze_the_host(tmp_path, cache_dir):
     """Input schemas whose checks would cost without bound (an enum of 10^5
-    values, $refs that double at each of 30 levels) are refused at load with
+    values, $refs that double at each of 30 levels; plugins/schemas-rust)
+    are refused at load with
     the reason; arguments whose check against an allowed schema would still
     cost too much are refused before checking starts, and a long check runs
     off the async workers: ping and other plugins are answered throughout."""
     world = make_world(tmp_path, cache_dir)
+    shutil.copy(FIXTURES / "schemas.wasm", world["plugins"] / "schemas.wasm")
     host = start(world)
     try:
         tools = {t["name"] for t in host.request("tools/list")["result"]["tools"]}
-        assert "big_enum" in tools and "enum_bomb" not in tools and "ref_chain" not in tools, tools
+        assert "big_enum" in tools and "plain" in tools and "enum_bomb" not in tools and "ref_chain" not in tools, tools
         log = host.log()
         assert "enum_bomb" in log and "over the limit of 262144" in log, log[-3000:]
         assert "ref_chain" in log and "$refs written out" in log, log[-3000:]

@@ -376,35 +376,6 @@ fn plugin() -> Plugin {
                     }
                 })),
         )
-        // Input schemas that would cost the host's request path dearly to
-        // check arguments against: refused at load.
-        .add_tool(
-            Tool::new("enum_bomb", |_: serde_json::Value| "validated")
-                .description("An array of strings each checked against an enum of 10^5 values")
-                .input_schema(serde_json::json!({
-                    "type": "object",
-                    "properties": {
-                        "items": { "type": "array", "items": { "enum": enum_values(100_000) } }
-                    }
-                })),
-        )
-        .add_tool(
-            Tool::new("ref_chain", |_: serde_json::Value| "validated")
-                .description("30 levels of $refs, each used twice by the level above")
-                .input_schema(ref_chain(30)),
-        )
-        // Served (under the bounds), but arguments whose check would cost
-        // too much are refused before it starts.
-        .add_tool(
-            Tool::new("big_enum", |_: serde_json::Value| "validated")
-                .description("An array of strings each checked against an enum of 4000 values")
-                .input_schema(serde_json::json!({
-                    "type": "object",
-                    "properties": {
-                        "items": { "type": "array", "items": { "enum": enum_values(4000) } }
-                    }
-                })),
-        )
         .resource("evil://self", "self", "text/plain", |_| {
             Ok::<_, String>("evil")
         })
@@ -414,28 +385,6 @@ fn plugin() -> Plugin {
             "text/plain",
             |_, _| Ok::<_, String>("matched"),
         )
-}
-
-fn enum_values(count: usize) -> Vec<String> {
-    (0..count).map(|i| format!("value-{i}")).collect()
-}
-
-/// `d0` … `d{levels}`, each level's schema using the next one twice.
-fn ref_chain(levels: usize) -> serde_json::Value {
-    let mut defs = serde_json::Map::new();
-    for i in 0..levels {
-        let next = format!("#/$defs/d{}", i + 1);
-        defs.insert(
-            format!("d{i}"),
-            serde_json::json!({"anyOf": [{"$ref": next}, {"allOf": [{"$ref": next}]}]}),
-        );
-    }
-    defs.insert(format!("d{levels}"), serde_json::json!({"type": "integer"}));
-    serde_json::json!({
-        "type": "object",
-        "$defs": defs,
-        "properties": { "x": { "$ref": "#/$defs/d0" } }
-    })
 }
 
 export_plugin!(plugin);
