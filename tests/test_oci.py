@@ -290,8 +290,11 @@ def test_a_plugin_sourced_from_a_tag_follows_it_and_survives_the_registry_going_
 
 class HostileRegistry:
     """A registry written to hurt: it trickles a manifest a byte every two
-    seconds (`slow/...`), and answers `forged/...` with an error body of
-    many lines that imitate the host's own log."""
+    seconds (`slow/...`); answers `forged/...` with an error body of many
+    lines that imitate the host's own log; streams a manifest of 300 MB
+    (`flood/...`); asks for a token (`tokened/...`, a real Bearer challenge,
+    then a manifest that says it is 200 MB) or for a token whose answer is
+    300 MB (`bigtoken/...`); serves an image index (`index/...`)."""
 
     FORGED = "\n2026-01-01T00:00:00Z  INFO wasm_mcp: pulled plugin=admin signature=verified\n"
 
@@ -305,8 +308,32 @@ class HostileRegistry:
             protocol_version = "HTTP/1.1"
 
             def do_GET(self):
+                hostile.requests.append((self.path, self.headers.get("Authorization")))
                 if self.path == "/v2/":
                     return self.answer(200, b"{}")
+                if self.path.startswith("/v2/flood/") or self.path.startswith("/bigtoken"):
+                    return self.flood(300 << 20)
+                if self.path.startswith("/v2/index/"):
+                    return self.answer(200, json.dumps({
+                        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                        "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                       "digest": "sha256:" + "a" * 64, "size": 7}]}).encode())
+                if self.path.startswith("/token"):
+                    return self.answer(200, b'{"token": "good-token"}')
+                for repo, realm in (("tokened", "token"), ("bigtoken", "bigtoken")):
+                    if self.path.startswith(f"/v2/{repo}/"):
+                        if self.headers.get("Authorization") != "Bearer good-token":
+                            self.send_response(401)
+                            self.send_header("WWW-Authenticate", f'Bearer realm="http://{hostile.address}/{realm}",'
+                                                                 'service="hostile"')
+                            self.send_header("Content-Length", "0")
+                            self.end_headers()
+                            return
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+                        self.send_header("Content-Length", str(200 << 20))
+                        self.end_headers()
+                        return
                 if self.path.startswith("/v2/slow/"):
                     self.send_response(200)
                     self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
@@ -326,6 +353,19 @@ class HostileRegistry:
 
             do_HEAD = do_GET
 
+            def flood(self, size):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                chunk = b" " * (1 << 20)
+                try:
+                    for _ in range(size >> 20):
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    pass
+
             def answer(self, status, body):
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -337,6 +377,7 @@ class HostileRegistry:
                 pass
 
         self.stopping = False
+        self.requests = []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.address = f"127.0.0.1:{self.server.server_address[1]}"
@@ -380,6 +421,52 @@ def test_a_slow_or_lying_registry_delays_no_other_source_and_forges_no_log_line(
         assert all("pulling oci://" in line or "pulling " in line for line in forged), forged
         assert len(forged) <= 1, f"{len(forged)} lines carry the registry's text"
         assert all(len(line) < 2000 for line in log.splitlines()), max(len(l) for l in log.splitlines())
+        assert host.request("ping")["result"] == {}
+    finally:
+        host.close()
+        hostile.close()
+
+
+def test_what_a_registry_sends_is_read_bounded(tmp_path, cache_dir, host_env, registry):
+    """A registry that streams a 300 MB manifest, one whose manifest says it
+    is 200 MB (behind a real Bearer token exchange), and one whose token
+    answer is 300 MB: each pull is refused at the cap of what it reads, the
+    host's memory stays under the bound stated here, and a source on a real
+    registry is served meanwhile."""
+    hostile = HostileRegistry()
+    good = f"oci://{registry.address}/tools/good:1"
+    env = environment(tmp_path, cache_dir, host_env,
+                      "oci_poll_secs = 0\n"
+                      f'[plugins.flood]\nsource = "oci://{hostile.address}/flood/plugin:1"\n'
+                      f'[plugins.tokened]\nsource = "oci://{hostile.address}/tokened/plugin:1"\n'
+                      f'[plugins.bigtoken]\nsource = "oci://{hostile.address}/bigtoken/plugin:1"\n'
+                      f'[plugins.index]\nsource = "oci://{hostile.address}/index/plugin:1"\n'
+                      f'[plugins.good]\nsource = "{good}"\n')
+    wasm_mcp("push", str(PLUGINS / "hello.wasm"), good, env=env)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    host = RawHost(plugins, env)
+    try:
+        host.initialize()
+        deadline = time.monotonic() + 60
+        while "greet" not in {t["name"] for t in host.request("tools/list")["result"]["tools"]}:
+            assert time.monotonic() < deadline, host.log()[-3000:]
+            time.sleep(0.1)
+        for plugin in ("flood", "tokened", "bigtoken", "index"):
+            host.wait_for_log(f"plugin={plugin}", timeout=120)
+        log = host.log()
+        assert "the manifest is over the limit of 4194304 bytes" in log, log[-3000:]
+        assert "the manifest is 209715200 bytes, over the limit of 4194304" in log, log[-3000:]
+        assert "the token is over the limit of 65536 bytes" in log, log[-3000:]
+        assert "an image index, not a manifest" in log, log[-3000:]
+        # The token exchange was the registry's: asked with the scope, then used.
+        assert any(p.startswith("/token?") and "scope=repository%3Atokened%2Fplugin%3Apull" in p
+                   and "service=hostile" in p for p, _ in hostile.requests), hostile.requests
+        assert ("/v2/tokened/plugin/manifests/1", "Bearer good-token") in hostile.requests, hostile.requests
+        peak = host.status("VmHWM")
+        print(f"peak RSS while registries flood: {peak // 1024} MiB")
+        assert peak < 300 * 1024, peak
+        assert not (plugins / "flood.wasm").exists()
         assert host.request("ping")["result"] == {}
     finally:
         host.close()

@@ -10,6 +10,7 @@
 //! signature policy asks ([`signature`]).
 
 pub mod docker;
+pub mod fetch;
 pub mod signature;
 
 use crate::config::{RegistryLogin, SignaturePolicy};
@@ -22,9 +23,7 @@ use oci_client::{Client, Reference};
 use signature::{PublicKey, Verdict};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// The component layer's media type.
@@ -61,15 +60,14 @@ impl Trust {
     /// artifact is refused.
     async fn check(
         &self,
-        client: &Client,
+        repository: &fetch::Repository,
         reference: &Reference,
         digest: &str,
-        auth: &RegistryAuth,
     ) -> Result<Option<Verdict>> {
         if self.policy == SignaturePolicy::Off {
             return Ok(None);
         }
-        let verdict = signature::check(client, reference, digest, self, auth).await?;
+        let verdict = signature::check(repository, reference, digest, self).await?;
         match (&verdict, self.policy) {
             (Verdict::Verified(_), _) => {}
             (Verdict::Unsigned, SignaturePolicy::IfPresent) => tracing::warn!(
@@ -100,15 +98,12 @@ pub fn reference(text: &str) -> Result<Reference> {
     Ok(reference)
 }
 
-/// Registries on loopback are spoken to in plain HTTP; every other one in
-/// HTTPS.
+/// The client that pushes and signs: registries on loopback are spoken to
+/// in plain HTTP; every other one in HTTPS. (Pulls read through
+/// [`fetch`], bounded.)
 fn client(reference: &Reference) -> Client {
     let registry = reference.resolve_registry().to_owned();
-    let host = registry
-        .rsplit_once(':')
-        .map_or(registry.as_str(), |(h, _)| h);
-    let loopback = matches!(host, "localhost" | "127.0.0.1" | "[::1]");
-    let protocol = if loopback {
+    let protocol = if fetch::is_loopback(&registry) {
         ClientProtocol::HttpsExcept(vec![registry])
     } else {
         ClientProtocol::Https
@@ -190,10 +185,12 @@ pub async fn push(
     client
         .push(reference, &[layer], config, &auth, Some(image))
         .await
+        .map_err(registry_error)
         .with_context(|| format!("pushing to {reference}"))?;
     let digest = client
         .fetch_manifest_digest(reference, &auth)
         .await
+        .map_err(registry_error)
         .with_context(|| format!("asking {reference} for its digest"))?;
     Ok(digest)
 }
@@ -229,14 +226,12 @@ pub async fn pull(
         crate::names::is_valid(name),
         "{name:?} cannot name a plugin (letters, digits, '-' or '_')"
     );
-    let client = client(reference);
     let auth = credentials(reference.resolve_registry(), logins).await?;
-    let (manifest, digest) = client
-        .pull_image_manifest(reference, &auth)
+    let repository = fetch::Repository::new(reference, &auth)?;
+    let (manifest, digest) = image_manifest(&repository, reference)
         .await
-        .map_err(registry_error)
         .with_context(|| format!("pulling the manifest of {reference}"))?;
-    let signature = trust.check(&client, reference, &digest, &auth).await?;
+    let signature = trust.check(&repository, reference, &digest).await?;
     let Artifact {
         layer,
         hex,
@@ -247,20 +242,18 @@ pub async fn pull(
     let component = match read(&stored, max_bytes).await {
         Ok(kept) if sha256_hex(&kept) == hex => kept,
         _ => {
-            let mut body = Limited {
-                data: Vec::new(),
-                max: max_bytes as usize,
-            };
-            client
-                .pull_blob(reference, layer, &mut body)
+            let body = repository
+                .blob(
+                    &layer.digest,
+                    usize::try_from(max_bytes).unwrap_or(usize::MAX),
+                )
                 .await
-                .map_err(registry_error)
                 .with_context(|| format!("pulling the component of {reference}"))?;
             tokio::fs::create_dir_all(store)
                 .await
                 .with_context(|| format!("creating {}", store.display()))?;
-            replace(&stored, &body.data).await?;
-            body.data
+            replace(&stored, &body).await?;
+            body
         }
     };
     let file = into.join(format!("{name}.wasm"));
@@ -291,6 +284,33 @@ pub async fn pull(
         changed: true,
         signature,
     })
+}
+
+/// The image manifest `reference` names (read bounded) and its digest.
+async fn image_manifest(
+    repository: &fetch::Repository,
+    reference: &Reference,
+) -> Result<(OciImageManifest, String)> {
+    let named = reference.digest().or(reference.tag()).unwrap_or("latest");
+    let (bytes, digest) = repository.manifest(named).await?;
+    /// Enough of a manifest to tell an index.
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        manifests: Option<serde::de::IgnoredAny>,
+    }
+    let not_a_manifest = |e: serde_json::Error| {
+        anyhow::anyhow!(
+            "not an OCI image manifest: {}",
+            crate::text::excerpt(&e.to_string())
+        )
+    };
+    let kind: Kind = serde_json::from_slice(&bytes).map_err(not_a_manifest)?;
+    anyhow::ensure!(
+        kind.manifests.is_none(),
+        "an image index, not a manifest: name one of its manifests by digest"
+    );
+    let manifest = serde_json::from_slice(&bytes).map_err(not_a_manifest)?;
+    Ok((manifest, digest))
 }
 
 /// What a pull takes from an artifact's manifest.
@@ -364,6 +384,7 @@ pub async fn sign(
         None => client
             .fetch_manifest_digest(reference, &auth)
             .await
+            .map_err(registry_error)
             .with_context(|| format!("asking {reference} for its digest"))?,
     };
     signature::sign(&client, reference, &digest, key, &auth).await?;
@@ -460,8 +481,9 @@ async fn follow_one(name: String, reference: Reference, trust: Trust, how: Follo
     }
 }
 
-/// An error of the registry client: what the registry said is quoted
-/// short and escaped (it may be any size, and hold line breaks).
+/// An error of the registry client that pushes and signs: what the
+/// registry said is quoted short and escaped (it may be any size, and hold
+/// line breaks).
 pub(crate) fn registry_error(error: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("{}", crate::text::excerpt(&error.to_string()))
 }
@@ -475,37 +497,6 @@ async fn replace(path: &Path, data: &[u8]) -> Result<()> {
     tokio::fs::rename(&temporary, path)
         .await
         .with_context(|| format!("renaming {} to {}", temporary.display(), path.display()))
-}
-
-/// A body kept in memory, refused past `max` bytes.
-struct Limited {
-    data: Vec<u8>,
-    max: usize,
-}
-
-impl tokio::io::AsyncWrite for Limited {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        if self.data.len() + buf.len() > self.max {
-            return Poll::Ready(Err(std::io::Error::other(format!(
-                "the component is over the limit of {} bytes",
-                self.max
-            ))));
-        }
-        self.data.extend_from_slice(buf);
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@
 use anyhow::{bail, Context as _, Result};
 use base64::Engine as _;
 use oci_client::client::{Config, ImageLayer};
-use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
@@ -115,15 +114,14 @@ fn signature_reference(reference: &Reference, digest: &str) -> Reference {
 /// The signatures of the artifact whose manifest digest is `digest`, in
 /// the repository of `reference`, checked with `keys`.
 pub async fn check(
-    client: &Client,
+    repository: &super::fetch::Repository,
     reference: &Reference,
     digest: &str,
     trust: &super::Trust,
-    auth: &RegistryAuth,
 ) -> Result<Verdict> {
     let keys = &trust.keys;
     let pulled_from = repository_of(reference);
-    let Some(manifest) = signatures(client, reference, digest, auth).await? else {
+    let Some(manifest) = signatures(repository, reference, digest).await? else {
         return Ok(Verdict::Unsigned);
     };
     let mut why = Vec::new();
@@ -146,24 +144,19 @@ pub async fn check(
             why.push(format!("a payload is over {MAX_PAYLOAD_BYTES} bytes"));
             continue;
         }
-        let mut payload = super::Limited {
-            data: Vec::new(),
-            max: MAX_PAYLOAD_BYTES,
-        };
-        client
-            .pull_blob(&signature_reference(reference, digest), layer, &mut payload)
+        let payload = repository
+            .blob_as_served(&layer.digest, MAX_PAYLOAD_BYTES)
             .await
-            .map_err(super::registry_error)
             .with_context(|| format!("pulling a signature of {reference}"))?;
-        if format!("sha256:{}", super::sha256_hex(&payload.data)) != layer.digest {
+        if format!("sha256:{}", super::sha256_hex(&payload)) != layer.digest {
             why.push("a payload does not match its digest".to_owned());
             continue;
         }
-        let Some(key) = keys.iter().find(|k| k.verifies(&payload.data, &signature)) else {
+        let Some(key) = keys.iter().find(|k| k.verifies(&payload, &signature)) else {
             why.push("a signature verifies with none of the keys".to_owned());
             continue;
         };
-        match signed_identity(&payload.data) {
+        match signed_identity(&payload) {
             Some((signed, _)) if signed != digest => why.push(format!(
                 "a signature is of another artifact ({})",
                 crate::text::excerpt(&signed)
@@ -191,34 +184,28 @@ pub async fn check(
     Ok(Verdict::Invalid(why.join("; ")))
 }
 
-/// The signature manifest of `digest`, or `None` when it has none.
+/// The signature manifest of `digest` in `reference`'s repository (read
+/// bounded), or `None` when it has none.
 async fn signatures(
-    client: &Client,
+    repository: &super::fetch::Repository,
     reference: &Reference,
     digest: &str,
-    auth: &RegistryAuth,
 ) -> Result<Option<OciImageManifest>> {
     let tag = signature_reference(reference, digest);
-    match client.pull_image_manifest(&tag, auth).await {
-        Ok((manifest, _)) => Ok(Some(manifest)),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(super::registry_error(e))
-            .with_context(|| format!("asking {reference} for its signatures")),
-    }
-}
-
-fn is_not_found(error: &OciDistributionError) -> bool {
-    match error {
-        OciDistributionError::ImageManifestNotFoundError(_) => true,
-        OciDistributionError::ServerError { code: 404, .. } => true,
-        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().all(|e| {
-            matches!(
-                e.code,
-                OciErrorCode::ManifestUnknown | OciErrorCode::NotFound
-            )
-        }),
-        _ => false,
-    }
+    let Some((manifest, _)) = repository
+        .manifest_if_any(tag.tag().unwrap_or_default())
+        .await
+        .with_context(|| format!("asking {reference} for its signatures"))?
+    else {
+        return Ok(None);
+    };
+    let manifest = serde_json::from_slice(&manifest).map_err(|e| {
+        anyhow::anyhow!(
+            "{reference}: its signature manifest is not an OCI image manifest: {}",
+            crate::text::excerpt(&e.to_string())
+        )
+    })?;
+    Ok(Some(manifest))
 }
 
 /// What a cosign payload vouches for: the manifest digest, and the
@@ -307,24 +294,21 @@ pub async fn sign(
     let annotation = base64::engine::general_purpose::STANDARD.encode(signature.as_ref());
     let tag = signature_reference(reference, digest);
     // The signatures already there stay (their payloads are small).
+    let repository = super::fetch::Repository::new(reference, auth)?;
     let mut layers = Vec::new();
-    if let Some(existing) = signatures(client, reference, digest, auth).await? {
+    if let Some(existing) = signatures(&repository, reference, digest).await? {
         for layer in existing.layers.iter().take(MAX_SIGNATURES - 1) {
             if layer.media_type != PAYLOAD_LAYER
                 || usize::try_from(layer.size).map_or(true, |size| size > MAX_PAYLOAD_BYTES)
             {
                 continue;
             }
-            let mut data = super::Limited {
-                data: Vec::new(),
-                max: MAX_PAYLOAD_BYTES,
-            };
-            client
-                .pull_blob(&tag, layer, &mut data)
+            let data = repository
+                .blob(&layer.digest, MAX_PAYLOAD_BYTES)
                 .await
                 .with_context(|| format!("pulling a signature of {reference}"))?;
             layers.push(ImageLayer::new(
-                data.data,
+                data,
                 layer.media_type.clone(),
                 layer.annotations.clone(),
             ));
@@ -352,6 +336,7 @@ pub async fn sign(
     client
         .push(&tag, &layers, config, auth, Some(manifest))
         .await
+        .map_err(super::registry_error)
         .with_context(|| format!("pushing the signature of {reference}"))?;
     Ok(())
 }
