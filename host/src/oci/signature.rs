@@ -112,7 +112,9 @@ fn signature_reference(reference: &Reference, digest: &str) -> Reference {
 }
 
 /// The signatures of the artifact whose manifest digest is `digest`, in
-/// the repository of `reference`, checked with `keys`.
+/// the repository of `reference`, checked with `trust`'s keys: one counts
+/// only if it names this digest and this repository (or one `trust`
+/// also accepts).
 pub async fn check(
     repository: &super::fetch::Repository,
     reference: &Reference,
