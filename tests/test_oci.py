@@ -436,7 +436,8 @@ def test_what_a_registry_sends_is_read_bounded(tmp_path, cache_dir, host_env, re
     hostile = HostileRegistry()
     good = f"oci://{registry.address}/tools/good:1"
     env = environment(tmp_path, cache_dir, host_env,
-                      "oci_poll_secs = 0\n"
+                      # The manifest's cap at its default; the token's set here.
+                      "oci_poll_secs = 0\noci_max_token_kb = 32\n"
                       f'[plugins.flood]\nsource = "oci://{hostile.address}/flood/plugin:1"\n'
                       f'[plugins.tokened]\nsource = "oci://{hostile.address}/tokened/plugin:1"\n'
                       f'[plugins.bigtoken]\nsource = "oci://{hostile.address}/bigtoken/plugin:1"\n'
@@ -457,7 +458,7 @@ def test_what_a_registry_sends_is_read_bounded(tmp_path, cache_dir, host_env, re
         log = host.log()
         assert "the manifest is over the limit of 4194304 bytes" in log, log[-3000:]
         assert "the manifest is 209715200 bytes, over the limit of 4194304" in log, log[-3000:]
-        assert "the token is over the limit of 65536 bytes" in log, log[-3000:]
+        assert "the token is over the limit of 32768 bytes" in log, log[-3000:]
         assert "an image index, not a manifest" in log, log[-3000:]
         # The token exchange was the registry's: asked with the scope, then used.
         assert any(p.startswith("/token?") and "scope=repository%3Atokened%2Fplugin%3Apull" in p

@@ -542,7 +542,7 @@ async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
         wasm_mcp::oci::Following {
             store,
             into: dir.to_owned(),
-            max_bytes: config.server.max_plugin_mb << 20,
+            caps: wasm_mcp::oci::Caps::of(config),
             every,
             deadline: std::time::Duration::from_secs(config.server.oci_pull_timeout_secs),
             logins: wasm_mcp::oci::Logins::of(config),
@@ -568,7 +568,9 @@ async fn sign(reference: String, key: PathBuf, config_path: Option<PathBuf>) -> 
     let target = wasm_mcp::oci::reference(&reference)?;
     let key = tokio::task::spawn_blocking(move || wasm_mcp::oci::signature::SigningKey::read(&key))
         .await??;
-    let digest = wasm_mcp::oci::sign(&target, &key, &wasm_mcp::oci::Logins::of(&config)).await?;
+    let logins = wasm_mcp::oci::Logins::of(&config);
+    let caps = wasm_mcp::oci::Caps::of(&config).registry;
+    let digest = wasm_mcp::oci::sign(&target, &key, &logins, caps).await?;
     println!("signed {reference} ({digest})");
     Ok(())
 }
@@ -621,15 +623,8 @@ async fn pull_into(
     let trust = settings::trust(config, Some(name)).await?;
     let deadline = config.server.oci_pull_timeout_secs;
     let logins = wasm_mcp::oci::Logins::of(config);
-    let pull = wasm_mcp::oci::pull(
-        source,
-        name,
-        &store,
-        into,
-        config.server.max_plugin_mb << 20,
-        &trust,
-        &logins,
-    );
+    let caps = wasm_mcp::oci::Caps::of(config);
+    let pull = wasm_mcp::oci::pull(source, name, &store, into, &caps, &trust, &logins);
     tokio::time::timeout(std::time::Duration::from_secs(deadline), pull)
         .await
         .map_err(|_| {

@@ -23,6 +23,11 @@ pub const OCI_POLL_SECS: u64 = 300;
 /// The most one pull of a plugin from an OCI registry may take, all its
 /// requests together, in seconds.
 pub const OCI_PULL_TIMEOUT_SECS: u64 = 120;
+/// The largest OCI manifest or index a pull reads, in KiB (containerd's
+/// limit too).
+pub const OCI_MAX_MANIFEST_KB: usize = 4096;
+/// The largest token answer a pull reads, in KiB.
+pub const OCI_MAX_TOKEN_KB: usize = 64;
 
 /// Plugin instances alive at once (`[server] max_instances`).
 pub const MAX_INSTANCES: u32 = 1_000;

@@ -177,6 +177,11 @@ pub struct ServerSection {
     /// The most one pull from an OCI registry may take, all its requests
     /// together, in seconds (each source is pulled on its own).
     pub oci_pull_timeout_secs: u64,
+    /// The largest OCI manifest or index a pull reads, in KiB.
+    pub oci_max_manifest_kb: usize,
+    /// The largest token answer a pull reads from a registry's token
+    /// service, in KiB.
+    pub oci_max_token_kb: usize,
 }
 
 impl Default for ServerSection {
@@ -201,6 +206,8 @@ impl Default for ServerSection {
             max_instances: defaults::MAX_INSTANCES,
             oci_poll_secs: defaults::OCI_POLL_SECS,
             oci_pull_timeout_secs: defaults::OCI_PULL_TIMEOUT_SECS,
+            oci_max_manifest_kb: defaults::OCI_MAX_MANIFEST_KB,
+            oci_max_token_kb: defaults::OCI_MAX_TOKEN_KB,
             handshake_only: false,
         }
     }

@@ -14,10 +14,6 @@ use oci_client::Reference;
 use sha2::Digest as _;
 use std::time::Duration;
 
-/// The largest manifest or index read, in bytes (containerd's limit too).
-pub const MAX_MANIFEST_BYTES: usize = 4 << 20;
-/// The largest token answer read, in bytes.
-pub const MAX_TOKEN_BYTES: usize = 64 << 10;
 /// The most of an error body read, in bytes (then quoted short).
 pub const MAX_ERROR_BYTES: usize = 4 << 10;
 
@@ -27,9 +23,28 @@ const ACCEPT_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json, \
     application/vnd.docker.distribution.manifest.v2+json, \
     application/vnd.docker.distribution.manifest.list.v2+json";
 
+/// The most a pull reads of each kind of answer, in bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    /// A manifest or an index (`[server] oci_max_manifest_kb`).
+    pub manifest: usize,
+    /// A token answer (`[server] oci_max_token_kb`).
+    pub token: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps {
+            manifest: crate::config::defaults::OCI_MAX_MANIFEST_KB << 10,
+            token: crate::config::defaults::OCI_MAX_TOKEN_KB << 10,
+        }
+    }
+}
+
 /// One repository of a registry, read with bounded answers.
 pub struct Repository {
     http: reqwest::Client,
+    caps: Caps,
     /// `http(s)://HOST[:PORT]/v2/REPO`
     base: String,
     repository: String,
@@ -39,9 +54,10 @@ pub struct Repository {
 }
 
 impl Repository {
-    /// The repository of `reference`, read with `login`. Registries on
-    /// loopback are spoken to in plain HTTP, every other one in HTTPS.
-    pub fn new(reference: &Reference, login: &RegistryAuth) -> Result<Self> {
+    /// The repository of `reference`, read with `login` within `caps`.
+    /// Registries on loopback are spoken to in plain HTTP, every other one
+    /// in HTTPS.
+    pub fn new(reference: &Reference, login: &RegistryAuth, caps: Caps) -> Result<Self> {
         let registry = reference.resolve_registry();
         let scheme = if is_loopback(registry) {
             "http"
@@ -55,6 +71,7 @@ impl Repository {
             .context("making the registry client")?;
         Ok(Repository {
             http,
+            caps,
             base: format!("{scheme}://{registry}/v2/{}", reference.repository()),
             repository: reference.repository().to_owned(),
             login: login.clone(),
@@ -63,7 +80,7 @@ impl Repository {
     }
 
     /// The manifest (or index) `reference` (a tag or a digest) names, at
-    /// most [`MAX_MANIFEST_BYTES`], and its digest (checked against the
+    /// most [`Caps::manifest`], and its digest (checked against the
     /// reference when that is a digest). A missing one is an error quoting
     /// the registry.
     pub async fn manifest(&self, reference: &str) -> Result<(Vec<u8>, String)> {
@@ -87,7 +104,7 @@ impl Repository {
         response: reqwest::Response,
         reference: &str,
     ) -> Result<(Vec<u8>, String)> {
-        let body = read_success(response, MAX_MANIFEST_BYTES, "the manifest").await?;
+        let body = read_success(response, self.caps.manifest, "the manifest").await?;
         let digest = format!("sha256:{:x}", sha2::Sha256::digest(&body));
         if reference.starts_with("sha256:") && reference != digest {
             bail!("the registry answered a manifest of digest {digest}, not {reference}");
@@ -201,7 +218,7 @@ impl Repository {
             request = request.header(reqwest::header::AUTHORIZATION, basic(user, password));
         }
         let response = request.send().await.map_err(transport_error)?;
-        let body = read_success(response, MAX_TOKEN_BYTES, "the token").await?;
+        let body = read_success(response, self.caps.token, "the token").await?;
         #[derive(serde::Deserialize)]
         struct Token {
             token: Option<String>,

@@ -195,6 +195,29 @@ pub async fn push(
     Ok(digest)
 }
 
+/// The most a pull reads, in bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    /// The component (`[server] max_plugin_mb`).
+    pub component: u64,
+    /// Manifests and tokens.
+    pub registry: fetch::Caps,
+}
+
+impl Caps {
+    /// The caps `config` sets.
+    pub fn of(config: &crate::config::Config) -> Self {
+        let server = &config.server;
+        Caps {
+            component: server.max_plugin_mb << 20,
+            registry: fetch::Caps {
+                manifest: server.oci_max_manifest_kb << 10,
+                token: server.oci_max_token_kb << 10,
+            },
+        }
+    }
+}
+
 /// What [`pull`] put in place.
 #[derive(Debug)]
 pub struct Pulled {
@@ -208,7 +231,7 @@ pub struct Pulled {
     pub signature: Option<Verdict>,
 }
 
-/// Fetches `reference` (a component of at most `max_bytes`, its digest
+/// Fetches `reference` (a component of at most `caps.component` bytes, its digest
 /// checked, its signatures as `trust` asks), keeps it in `store` by
 /// digest, and puts it in folder `into` as `NAME.wasm` (with its manifest
 /// as `NAME.toml`, or none), replacing what was there in one step each.
@@ -218,16 +241,17 @@ pub async fn pull(
     name: &str,
     store: &Path,
     into: &Path,
-    max_bytes: u64,
+    caps: &Caps,
     trust: &Trust,
     logins: &Logins,
 ) -> Result<Pulled> {
+    let max_bytes = caps.component;
     anyhow::ensure!(
         crate::names::is_valid(name),
         "{name:?} cannot name a plugin (letters, digits, '-' or '_')"
     );
     let auth = credentials(reference.resolve_registry(), logins).await?;
-    let repository = fetch::Repository::new(reference, &auth)?;
+    let repository = fetch::Repository::new(reference, &auth, caps.registry)?;
     let (manifest, digest) = image_manifest(&repository, reference)
         .await
         .with_context(|| format!("pulling the manifest of {reference}"))?;
@@ -376,6 +400,7 @@ pub async fn sign(
     reference: &Reference,
     key: &signature::SigningKey,
     logins: &Logins,
+    caps: fetch::Caps,
 ) -> Result<String> {
     let client = client(reference);
     let auth = credentials(reference.resolve_registry(), logins).await?;
@@ -387,7 +412,8 @@ pub async fn sign(
             .map_err(registry_error)
             .with_context(|| format!("asking {reference} for its digest"))?,
     };
-    signature::sign(&client, reference, &digest, key, &auth).await?;
+    let existing = fetch::Repository::new(reference, &auth, caps)?;
+    signature::sign(&client, &existing, reference, &digest, key, &auth).await?;
     Ok(digest)
 }
 
@@ -411,8 +437,8 @@ pub struct Following {
     pub store: PathBuf,
     /// The plugin folder.
     pub into: PathBuf,
-    /// The largest component, in bytes.
-    pub max_bytes: u64,
+    /// What a pull reads at most.
+    pub caps: Caps,
     /// How often a tag is asked again (`None`: only at start).
     pub every: Option<Duration>,
     /// The most one pull may take, all its requests together.
@@ -441,7 +467,7 @@ async fn follow_one(name: String, reference: Reference, trust: Trust, how: Follo
     let Following {
         store,
         into,
-        max_bytes,
+        caps,
         every,
         deadline,
         logins,
@@ -449,7 +475,7 @@ async fn follow_one(name: String, reference: Reference, trust: Trust, how: Follo
     loop {
         let pulled = tokio::time::timeout(
             *deadline,
-            pull(&reference, &name, store, into, *max_bytes, &trust, logins),
+            pull(&reference, &name, store, into, caps, &trust, logins),
         )
         .await
         .unwrap_or_else(|_| {

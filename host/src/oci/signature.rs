@@ -283,6 +283,7 @@ impl SigningKey {
 /// repository with `key`: its signature is added to those already there.
 pub async fn sign(
     client: &Client,
+    repository: &super::fetch::Repository,
     reference: &Reference,
     digest: &str,
     key: &SigningKey,
@@ -295,10 +296,10 @@ pub async fn sign(
         .map_err(|_| anyhow::anyhow!("signing failed"))?;
     let annotation = base64::engine::general_purpose::STANDARD.encode(signature.as_ref());
     let tag = signature_reference(reference, digest);
-    // The signatures already there stay (their payloads are small).
-    let repository = super::fetch::Repository::new(reference, auth)?;
+    // The signatures already there (read through `repository`) stay:
+    // their payloads are small.
     let mut layers = Vec::new();
-    if let Some(existing) = signatures(&repository, reference, digest).await? {
+    if let Some(existing) = signatures(repository, reference, digest).await? {
         for layer in existing.layers.iter().take(MAX_SIGNATURES - 1) {
             if layer.media_type != PAYLOAD_LAYER
                 || usize::try_from(layer.size).map_or(true, |size| size > MAX_PAYLOAD_BYTES)
