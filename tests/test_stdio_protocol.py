@@ -214,3 +214,19 @@ def test_every_request_read_before_stdin_closes_is_answered(all_plugins, host_en
     assert "modern" in answers[7]["result"]["content"][0]["text"]
     # A generous liveness bound: the grace, then a second, plus loading.
     assert elapsed < 30, elapsed
+
+
+def test_an_empty_plugin_folder_is_reported(tmp_path, host_env):
+    """`serve` of a folder with no component in it says so, and still serves
+    (a component added later is loaded)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a plugin")
+    host = RawHost(empty, host_env)
+    try:
+        host.initialize()
+        assert host.request("tools/list")["result"]["tools"] == []
+        log = host.wait_for_log("holds no plugin component", timeout=30)
+        assert str(empty) in log
+    finally:
+        host.close()

@@ -456,6 +456,14 @@ async fn serve_folder(
     };
     let folder = dir.clone();
     let files = tokio::task::spawn_blocking(move || wasm_files(&folder)).await??;
+    let pulled = config.plugins.values().any(|p| p.source.is_some());
+    // `dev` fills its folder itself; a source fills it from a registry.
+    if files.is_empty() && served.is_none() && !pulled {
+        tracing::warn!(
+            plugins = %dir.display(),
+            "the plugin folder holds no plugin component (*.wasm): nothing is served until one is added"
+        );
+    }
     let options = settings::server_options(&config, notices);
     let server = Server::new(registry, options);
     if let Some(served) = served {
