@@ -389,6 +389,26 @@ class HostileRegistry:
         self.server.server_close()
 
 
+def serve_sources_beside_a_good_one(tmp_path, cache_dir, host_env, registry, config, within):
+    """A host following the OCI sources `config` names (with the [server]
+    lines first) and `good`, hello on the real registry: started, and
+    waited for until `good` is served, within `within` seconds."""
+    good = f"oci://{registry.address}/tools/good:1"
+    env = environment(tmp_path, cache_dir, host_env, config + f'[plugins.good]\nsource = "{good}"\n')
+    wasm_mcp("push", str(PLUGINS / "hello.wasm"), good, env=env)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    host = RawHost(plugins, env)
+    host.initialize()
+    started = time.monotonic()
+    while "greet" not in {t["name"] for t in host.request("tools/list")["result"]["tools"]}:
+        if time.monotonic() - started > within:
+            host.close()
+            raise AssertionError(f"the good source waited over {within} s: {host.log()[-3000:]}")
+        time.sleep(0.1)
+    return host, plugins
+
+
 def test_a_slow_or_lying_registry_delays_no_other_source_and_forges_no_log_line(
         tmp_path, cache_dir, host_env, registry):
     """Three sources: one on a registry that trickles its manifest, one on
@@ -396,24 +416,15 @@ def test_a_slow_or_lying_registry_delays_no_other_source_and_forges_no_log_line(
     The real one is served at once; the slow pull ends at the deadline; the
     lying registry's text reaches the log short and escaped, on one line."""
     hostile = HostileRegistry()
-    good = f"oci://{registry.address}/tools/good:1"
-    env = environment(tmp_path, cache_dir, host_env,
-                      "oci_pull_timeout_secs = 30\noci_poll_secs = 0\n"
-                      # First in name order: it was pulled before the others.
-                      f'[plugins.aslow]\nsource = "oci://{hostile.address}/slow/plugin:1"\n'
-                      f'[plugins.forged]\nsource = "oci://{hostile.address}/forged/plugin:1"\n'
-                      f'[plugins.good]\nsource = "{good}"\n')
-    wasm_mcp("push", str(PLUGINS / "hello.wasm"), good, env=env)
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    host = RawHost(plugins, env)
+    # The good source is served well within the slow pull's deadline.
+    host, _ = serve_sources_beside_a_good_one(
+        tmp_path, cache_dir, host_env, registry,
+        "oci_pull_timeout_secs = 30\noci_poll_secs = 0\n"
+        # First in name order: it was pulled before the others.
+        f'[plugins.aslow]\nsource = "oci://{hostile.address}/slow/plugin:1"\n'
+        f'[plugins.forged]\nsource = "oci://{hostile.address}/forged/plugin:1"\n',
+        within=15)
     try:
-        host.initialize()
-        started = time.monotonic()
-        while "greet" not in {t["name"] for t in host.request("tools/list")["result"]["tools"]}:
-            # Well within the slow pull's deadline.
-            assert time.monotonic() - started < 15, f"the good source waited: {host.log()[-3000:]}"
-            time.sleep(0.1)
         log = host.wait_for_log("took longer than 30 s", timeout=90)
         assert "aslow" in log, log[-3000:]
         log = host.wait_for_log("plugin=forged", timeout=60) if "forged" not in log else log
@@ -434,25 +445,16 @@ def test_what_a_registry_sends_is_read_bounded(tmp_path, cache_dir, host_env, re
     host's memory stays under the bound stated here, and a source on a real
     registry is served meanwhile."""
     hostile = HostileRegistry()
-    good = f"oci://{registry.address}/tools/good:1"
-    env = environment(tmp_path, cache_dir, host_env,
-                      # The manifest's cap at its default; the token's set here.
-                      "oci_poll_secs = 0\noci_max_token_kb = 32\n"
-                      f'[plugins.flood]\nsource = "oci://{hostile.address}/flood/plugin:1"\n'
-                      f'[plugins.tokened]\nsource = "oci://{hostile.address}/tokened/plugin:1"\n'
-                      f'[plugins.bigtoken]\nsource = "oci://{hostile.address}/bigtoken/plugin:1"\n'
-                      f'[plugins.index]\nsource = "oci://{hostile.address}/index/plugin:1"\n'
-                      f'[plugins.good]\nsource = "{good}"\n')
-    wasm_mcp("push", str(PLUGINS / "hello.wasm"), good, env=env)
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    host = RawHost(plugins, env)
+    host, plugins = serve_sources_beside_a_good_one(
+        tmp_path, cache_dir, host_env, registry,
+        # The manifest's cap at its default; the token's set here.
+        "oci_poll_secs = 0\noci_max_token_kb = 32\n"
+        f'[plugins.flood]\nsource = "oci://{hostile.address}/flood/plugin:1"\n'
+        f'[plugins.tokened]\nsource = "oci://{hostile.address}/tokened/plugin:1"\n'
+        f'[plugins.bigtoken]\nsource = "oci://{hostile.address}/bigtoken/plugin:1"\n'
+        f'[plugins.index]\nsource = "oci://{hostile.address}/index/plugin:1"\n',
+        within=60)
     try:
-        host.initialize()
-        deadline = time.monotonic() + 60
-        while "greet" not in {t["name"] for t in host.request("tools/list")["result"]["tools"]}:
-            assert time.monotonic() < deadline, host.log()[-3000:]
-            time.sleep(0.1)
         for plugin in ("flood", "tokened", "bigtoken", "index"):
             host.wait_for_log(f"plugin={plugin}", timeout=120)
         log = host.log()

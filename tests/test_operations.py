@@ -171,7 +171,7 @@ def test_long_tool_names_and_concurrent_scrapes_cost_what_the_caps_allow(tmp_pat
     host's peak memory stay under the bounds stated here."""
     import threading
 
-    from test_plain_components import build_plain
+    from test_plain_components import all_tool_names, build_plain
 
     long = "-".join(["abcdefghij"] * 300)
     lines = ["package test:names;", "", "world names {"]
@@ -186,14 +186,7 @@ def test_long_tool_names_and_concurrent_scrapes_cost_what_the_caps_allow(tmp_pat
         host.initialize(timeout=120)
         log = host.wait_for_log("serving metrics and health")
         address = re.search(r"serving metrics and health address=(\S+)", log).group(1)
-        names = []
-        cursor = None
-        while True:
-            page = host.request("tools/list", {"cursor": cursor} if cursor else {}, timeout=60)["result"]
-            names += [t["name"] for t in page["tools"]]
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
+        names = all_tool_names(host)
         assert len(names) == 1_200 and all(len(n) > 3_000 for n in names)
         for name in names:
             host.next_id += 1

@@ -47,6 +47,17 @@ def call(host, tool, arguments, timeout=60.0) -> dict:
     return response["result"]
 
 
+def all_tool_names(host) -> list:
+    """Every tool's name, page after page."""
+    names, cursor = [], None
+    while True:
+        page = host.request("tools/list", {"cursor": cursor} if cursor else {}, timeout=60)["result"]
+        names += [t["name"] for t in page["tools"]]
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return names
+
+
 def text(result) -> str:
     return "".join(c["text"] for c in result["content"])
 
@@ -196,13 +207,7 @@ def test_hostile_type_shapes_are_bounded(tmp_path, cache_dir):
     try:
         host.initialize(timeout=120)
         peak = Peak(host)
-        names, cursor = [], None
-        while True:
-            page = host.request("tools/list", {"cursor": cursor} if cursor else {}, timeout=60)["result"]
-            names += [t["name"] for t in page["tools"]]
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
+        names = all_tool_names(host)
         assert "deep" not in names and "too-large" not in names
         assert "big0" in names and 10 < len(names) < 2000, len(names)
         assert "calc.add" in names, "a function of an exported interface is `interface.function`"

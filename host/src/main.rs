@@ -550,9 +550,8 @@ async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
         wasm_mcp::oci::Following {
             store,
             into: dir.to_owned(),
-            caps: wasm_mcp::oci::Caps::of(config),
+            limits: wasm_mcp::oci::PullLimits::of(config),
             every,
-            deadline: std::time::Duration::from_secs(config.server.oci_pull_timeout_secs),
             logins: wasm_mcp::oci::Logins::of(config),
         },
     ));
@@ -577,7 +576,7 @@ async fn sign(reference: String, key: PathBuf, config_path: Option<PathBuf>) -> 
     let key = tokio::task::spawn_blocking(move || wasm_mcp::oci::signature::SigningKey::read(&key))
         .await??;
     let logins = wasm_mcp::oci::Logins::of(&config);
-    let caps = wasm_mcp::oci::Caps::of(&config).registry;
+    let caps = wasm_mcp::oci::PullLimits::of(&config).registry;
     let digest = wasm_mcp::oci::sign(&target, &key, &logins, caps).await?;
     println!("signed {reference} ({digest})");
     Ok(())
@@ -629,17 +628,9 @@ async fn pull_into(
         )?
         .join("oci");
     let trust = settings::trust(config, Some(name)).await?;
-    let deadline = config.server.oci_pull_timeout_secs;
     let logins = wasm_mcp::oci::Logins::of(config);
-    let caps = wasm_mcp::oci::Caps::of(config);
-    let pull = wasm_mcp::oci::pull(source, name, &store, into, &caps, &trust, &logins);
-    tokio::time::timeout(std::time::Duration::from_secs(deadline), pull)
-        .await
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "pulling {source} took longer than {deadline} s ([server] oci_pull_timeout_secs)"
-            )
-        })?
+    let limits = wasm_mcp::oci::PullLimits::of(config);
+    wasm_mcp::oci::pull(source, name, &store, into, &limits, &trust, &logins).await
 }
 
 /// What a pull's signatures came to, as one line.

@@ -449,11 +449,7 @@ fn label(value: &str) -> String {
     if value.len() <= MAX_LABEL_BYTES {
         return value.to_owned();
     }
-    let mut end = MAX_LABEL_BYTES - "…".len();
-    while !value.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &value[..end])
+    format!("{}…", crate::text::head(value, MAX_LABEL_BYTES - "…".len()))
 }
 
 #[cfg(test)]

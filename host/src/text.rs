@@ -5,6 +5,19 @@
 /// The most characters of outside text quoted.
 pub const MAX_EXCERPT_CHARS: usize = 200;
 
+/// The longest start of `text` of at most `max` bytes that ends on a
+/// character boundary.
+pub fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// `text` cut to [`MAX_EXCERPT_CHARS`] characters (then `…`), with
 /// control characters (newlines, escapes, ...) written as escapes.
 pub fn excerpt(text: &str) -> String {
@@ -35,5 +48,7 @@ mod tests {
         assert!(forged.contains("\\n"));
         let long = excerpt(&"é".repeat(10_000));
         assert_eq!(long.chars().count(), MAX_EXCERPT_CHARS + 1);
+        assert_eq!(head("ééé", 3), "é");
+        assert_eq!(head("abc", 8), "abc");
     }
 }

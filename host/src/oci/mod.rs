@@ -195,25 +195,28 @@ pub async fn push(
     Ok(digest)
 }
 
-/// The most a pull reads, in bytes.
+/// The most a pull reads and takes.
 #[derive(Debug, Clone, Copy)]
-pub struct Caps {
-    /// The component (`[server] max_plugin_mb`).
+pub struct PullLimits {
+    /// The component, in bytes (`[server] max_plugin_mb`).
     pub component: u64,
     /// Manifests and tokens.
     pub registry: fetch::Caps,
+    /// All its requests together (`[server] oci_pull_timeout_secs`).
+    pub deadline: Duration,
 }
 
-impl Caps {
-    /// The caps `config` sets.
+impl PullLimits {
+    /// The limits `config` sets.
     pub fn of(config: &crate::config::Config) -> Self {
         let server = &config.server;
-        Caps {
+        PullLimits {
             component: server.max_plugin_mb << 20,
             registry: fetch::Caps {
                 manifest: server.oci_max_manifest_kb << 10,
                 token: server.oci_max_token_kb << 10,
             },
+            deadline: Duration::from_secs(server.oci_pull_timeout_secs),
         }
     }
 }
@@ -231,27 +234,49 @@ pub struct Pulled {
     pub signature: Option<Verdict>,
 }
 
-/// Fetches `reference` (a component of at most `caps.component` bytes, its digest
-/// checked, its signatures as `trust` asks), keeps it in `store` by
-/// digest, and puts it in folder `into` as `NAME.wasm` (with its manifest
-/// as `NAME.toml`, or none), replacing what was there in one step each.
-/// One that fails changes nothing.
+/// Fetches `reference` (within `limits`: its component, its manifest and
+/// token, the time all its requests take; its digest checked, its
+/// signatures as `trust` asks), keeps it in `store` by digest, and puts it
+/// in folder `into` as `NAME.wasm` (with its manifest as `NAME.toml`, or
+/// none), replacing what was there in one step each. One that fails
+/// changes nothing.
 pub async fn pull(
     reference: &Reference,
     name: &str,
     store: &Path,
     into: &Path,
-    caps: &Caps,
+    limits: &PullLimits,
     trust: &Trust,
     logins: &Logins,
 ) -> Result<Pulled> {
-    let max_bytes = caps.component;
+    let pulling = pull_within(reference, name, store, into, limits, trust, logins);
+    tokio::time::timeout(limits.deadline, pulling)
+        .await
+        .unwrap_or_else(|_| {
+            bail!(
+                "pulling {reference} took longer than {} s ([server] oci_pull_timeout_secs)",
+                limits.deadline.as_secs()
+            )
+        })
+}
+
+/// [`pull`] without its deadline.
+async fn pull_within(
+    reference: &Reference,
+    name: &str,
+    store: &Path,
+    into: &Path,
+    limits: &PullLimits,
+    trust: &Trust,
+    logins: &Logins,
+) -> Result<Pulled> {
+    let max_bytes = limits.component;
     anyhow::ensure!(
         crate::names::is_valid(name),
         "{name:?} cannot name a plugin (letters, digits, '-' or '_')"
     );
     let auth = credentials(reference.resolve_registry(), logins).await?;
-    let repository = fetch::Repository::new(reference, &auth, caps.registry)?;
+    let repository = fetch::Repository::new(reference, &auth, limits.registry)?;
     let (manifest, digest) = image_manifest(&repository, reference)
         .await
         .with_context(|| format!("pulling the manifest of {reference}"))?;
@@ -437,12 +462,10 @@ pub struct Following {
     pub store: PathBuf,
     /// The plugin folder.
     pub into: PathBuf,
-    /// What a pull reads at most.
-    pub caps: Caps,
+    /// What a pull reads and takes at most.
+    pub limits: PullLimits,
     /// How often a tag is asked again (`None`: only at start).
     pub every: Option<Duration>,
-    /// The most one pull may take, all its requests together.
-    pub deadline: Duration,
     /// The registry logins.
     pub logins: Logins,
 }
@@ -467,24 +490,12 @@ async fn follow_one(name: String, reference: Reference, trust: Trust, how: Follo
     let Following {
         store,
         into,
-        caps,
+        limits,
         every,
-        deadline,
         logins,
     } = &how;
     loop {
-        let pulled = tokio::time::timeout(
-            *deadline,
-            pull(&reference, &name, store, into, caps, &trust, logins),
-        )
-        .await
-        .unwrap_or_else(|_| {
-            Err(anyhow::anyhow!(
-                "it took longer than {} s ([server] oci_pull_timeout_secs)",
-                deadline.as_secs()
-            ))
-        });
-        match pulled {
+        match pull(&reference, &name, store, into, limits, &trust, logins).await {
             Ok(pulled) if pulled.changed => {
                 let signature = match &pulled.signature {
                     Some(Verdict::Verified(key)) => format!("verified with {key}"),

@@ -30,11 +30,7 @@ pub fn excerpt(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &text[..end], text.len())
+    format!("{}… ({} bytes)", crate::text::head(text, max), text.len())
 }
 
 /// `_meta` keys of the 2026-07-28 revision.
