@@ -77,6 +77,45 @@ def test_requests_at_startup_wait_for_the_plugins_that_load_in_time(tmp_path, ho
         host.close()
 
 
+def test_with_the_default_wait_a_first_list_is_complete_and_the_handshake_is_not_held(tmp_path, host_env):
+    # The default wait (no setting): a cold compile of a Python plugin is
+    # waited for by lists and calls, not by initialize or ping; a client
+    # that never listens for list_changed sees the tool at once.
+    env = cold_host_env(tmp_path, host_env, 0)
+    del env["WASM_MCP_STARTUP_WAIT_MS"]
+    host = RawHost(folder(tmp_path, "hello", "wordcount"), env)
+    try:
+        host.initialize(timeout=10)
+        host.request("ping", timeout=10)
+        assert {"greet", "word_count"} <= tool_names(host)
+        result = host.request("tools/call", {"name": "word_count", "arguments": {"text": "a b c"}})
+        assert "3" in json.dumps(result["result"]), result
+        assert not [m for m in host.pending if "list_changed" in m.get("method", "")], host.pending
+        assert "no longer wait" not in host.log()
+    finally:
+        host.close()
+
+
+def test_a_plugin_still_loading_when_the_wait_ends_is_named(tmp_path, host_env):
+    env = cold_host_env(tmp_path, host_env, 0)
+    host = RawHost(folder(tmp_path, "hello", "wordcount"), env)
+    try:
+        host.initialize(timeout=10)
+        # A 19 MB component cannot have compiled yet.
+        assert "word_count" not in tool_names(host)
+        missing = host.request("tools/call", {"name": "word_count", "arguments": {"text": "a"}})["error"]
+        assert missing["code"] == -32602, missing
+        assert "Unknown tool: word_count" in missing["message"], missing
+        assert "still loading" in missing["message"] and "wordcount" in missing["message"], missing
+        # Stateless discover tells it too, in its instructions.
+        discover = host.request("server/discover", {"_meta": modern_meta()})
+        assert "still loading" in discover["result"]["instructions"], discover
+        assert "wordcount" in discover["result"]["instructions"], discover
+        assert "no longer wait" in host.log() and "wordcount" in host.log()
+    finally:
+        host.close()
+
+
 def test_the_http_port_answers_before_a_slow_plugin_is_compiled(tmp_path, host_env):
     env = cold_host_env(tmp_path, host_env, 0)
     host = HttpHost(folder(tmp_path, "hello", "wordcount", "shout"), env)

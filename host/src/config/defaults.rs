@@ -10,9 +10,11 @@ pub const LIST_TTL_MS: u64 = 10_000;
 pub const INPUT_TIMEOUT_MS: u64 = 300_000;
 /// Calls of one principal waiting for its answers at once.
 pub const MAX_WAITING_PER_PRINCIPAL: usize = 256;
-/// How long a request that arrives while the plugins first load waits for
-/// them, in ms.
-pub const STARTUP_WAIT_MS: u64 = 1_000;
+/// How long a request that reads the plugins (a list, a call) and arrives
+/// while they first load waits for them, in ms: long enough for a cold
+/// compile of every example plugin at once on 2 cores (about 2.8 s), and
+/// under the 10 s a client such as the MCP Inspector waits for an answer.
+pub const STARTUP_WAIT_MS: u64 = 8_000;
 
 /// How long the requests a stdio client sent before closing stdin may
 /// still run to their answers, in ms.

@@ -162,6 +162,25 @@ impl Method {
         }
     }
 
+    /// Whether its answer depends on the plugins served (a list, a call, a
+    /// read, a completion): such a request waits for the plugins' first
+    /// load; the others (`initialize`, `ping`, `server/discover`, tasks)
+    /// are answered at once.
+    pub fn reads_catalogue(self) -> bool {
+        matches!(
+            self,
+            Method::ListTools
+                | Method::CallTool
+                | Method::ListResources
+                | Method::ListResourceTemplates
+                | Method::ReadResource
+                | Method::Subscribe
+                | Method::ListPrompts
+                | Method::GetPrompt
+                | Method::Complete
+        )
+    }
+
     /// The param that names what the request is about (a tool or prompt
     /// name, a resource URI, a task id): what the `Mcp-Name` header says.
     pub fn name_param(self) -> Option<&'static str> {

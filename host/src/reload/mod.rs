@@ -106,12 +106,33 @@ impl FolderWatch {
 /// new one is served first as the baseline compiler builds it, and its
 /// optimised build replaces it later (see [`crate::registry::Registry::update_plugin`]).
 pub async fn load_all(server: &Arc<Server>, loader: &Arc<Loader>, files: Vec<PathBuf>) {
+    server.first_load_of(files.iter().filter_map(|path| plugin_name(path).ok()));
     let mut loads = tokio::task::JoinSet::new();
     for path in files {
         let (server, loader) = (server.clone(), loader.clone());
-        loads.spawn(async move { update(&server, &loader, &path, Occasion::Startup).await });
+        loads.spawn(async move {
+            update(&server, &loader, &path, Occasion::Startup).await;
+            if let Ok(name) = plugin_name(&path) {
+                server.first_loaded(&name);
+            }
+        });
     }
+    // Said once at the default log level when requests stop waiting for
+    // plugins still loading.
+    let watcher = server.clone();
+    let late = tokio::spawn(async move {
+        watcher.until_loaded().await;
+        let late = watcher.late_plugins();
+        if !late.is_empty() {
+            tracing::warn!(
+                plugins = %late.join(", "),
+                "requests no longer wait for the plugins still loading (startup_wait_ms); \
+                 each is served, and announced with list_changed, once it has loaded"
+            );
+        }
+    });
     while loads.join_next().await.is_some() {}
+    late.abort();
 }
 
 /// Brings one plugin up to date with its changed file and announces the

@@ -95,6 +95,9 @@ impl Connection {
                     self.answering.track_future(crate::runtime::answer_first(
                         async move {
                             let _admitted = admitted;
+                            if parsed.is_some_and(Method::reads_catalogue) {
+                                this.server.until_loaded().await;
+                            }
                             let request = super::request::Request {
                                 conn: &this,
                                 id: &id,

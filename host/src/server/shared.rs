@@ -83,6 +83,8 @@ pub struct Server {
     /// While the plugins first load: until when requests wait for them
     /// (see [`Server::loading`]); `None` once loaded.
     loading: watch::Sender<Option<Instant>>,
+    /// The plugins of the first load that have not loaded yet.
+    first_load: parking_lot::Mutex<std::collections::BTreeSet<String>>,
     /// The list methods' items as JSON, for the current catalogue.
     pub(super) prepared: super::prepared::Prepared,
     /// Set once the host has begun to shut down.
@@ -120,6 +122,7 @@ impl Server {
             admission: Arc::new(admission::Admission::new(options.admission.clone())),
             options,
             loading: watch::Sender::new(None),
+            first_load: Default::default(),
             prepared: Default::default(),
             stopping: Default::default(),
         })
@@ -183,15 +186,60 @@ impl Server {
 
     /// Waits for the plugins' first load to end, but not past `startup_wait`
     /// after it began, so that a client that connects at startup sees every
-    /// plugin that loads quickly and gets an answer soon all the same. A
-    /// plugin loaded after that is announced with `list_changed`. The
-    /// transports call this before they hand a message over.
+    /// plugin that loads in time and gets an answer all the same if one
+    /// does not. A plugin loaded after that is announced with
+    /// `list_changed`. Requests whose answers depend on the plugins (lists,
+    /// calls, reads) call this before they are served; the others
+    /// (`initialize`, `ping`, `server/discover`) do not wait.
     pub async fn until_loaded(&self) {
         let Some(until) = *self.loading.borrow() else {
             return;
         };
         let mut loading = self.loading.subscribe();
         let _ = tokio::time::timeout_at(until.into(), loading.wait_for(Option::is_none)).await;
+    }
+
+    /// Notes the plugins the first load is about to load.
+    pub fn first_load_of(&self, plugins: impl IntoIterator<Item = String>) {
+        self.first_load.lock().extend(plugins);
+    }
+
+    /// Notes that plugin `plugin` of the first load has loaded (or failed
+    /// to).
+    pub fn first_loaded(&self, plugin: &str) {
+        self.first_load.lock().remove(plugin);
+    }
+
+    /// The plugins of the first load still loading once requests no longer
+    /// wait for them (none before): answers are given without them.
+    pub fn late_plugins(&self) -> Vec<String> {
+        if !self.announces_first_loads() {
+            return Vec::new();
+        }
+        self.first_load.lock().iter().cloned().collect()
+    }
+
+    /// A sentence naming the plugins still loading once requests no longer
+    /// wait for them (see [`Server::late_plugins`]); empty when there are
+    /// none. Added to `instructions` and to the error for a name that is
+    /// not served (yet).
+    pub fn late_notice(&self) -> String {
+        let late = self.late_plugins();
+        if late.is_empty() {
+            return String::new();
+        }
+        let shown: Vec<&str> = late.iter().take(16).map(String::as_str).collect();
+        let more = late.len().saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        format!(
+            "Plugins still loading (a first compile takes a while): {}{more}; what they offer is \
+             served once they have loaded, and announced with notifications/*/list_changed.",
+            shown.join(", ")
+        )
     }
 
     /// Whether a plugin that has just loaded for the first time needs
@@ -305,10 +353,17 @@ impl Server {
         &self.options.notices
     }
 
-    /// `instructions`: the configured ones, then the plugins' notices.
+    /// `instructions`: the configured ones, then the plugins' notices, then
+    /// the plugins still loading (see [`Server::late_notice`]).
     pub(super) fn instructions(&self) -> Option<String> {
         let base = self.options.instructions.as_deref();
-        self.options.notices.instructions(base)
+        let instructions = self.options.notices.instructions(base);
+        let late = self.late_notice();
+        match instructions {
+            _ if late.is_empty() => instructions,
+            Some(text) => Some(format!("{text}\n\n{late}")),
+            None => Some(late),
+        }
     }
 
     /// `serverInfo`.

@@ -93,7 +93,6 @@ where
         let text = String::from_utf8_lossy(&line);
         let text = text.trim();
         if !text.is_empty() {
-            server.until_loaded().await;
             conn.handle_text(text);
         }
     }

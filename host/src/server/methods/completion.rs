@@ -1,6 +1,6 @@
 //! `completion/complete`.
 
-use super::{clip, invalid, Request};
+use super::{clip, invalid, unless_late, Request};
 use crate::protocol::params::{self, Params};
 use crate::protocol::ErrorCode;
 use crate::registry::Catalogue;
@@ -31,9 +31,12 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
     let (plugin, reference) = match reference.get("type").and_then(Value::as_str) {
         Some("ref/prompt") => {
             let name = reference.str("name")?;
-            let entry = catalogue
-                .prompt(name)
-                .ok_or_else(|| invalid(format!("Unknown prompt: {}", clip(name))))?;
+            let entry = catalogue.prompt(name).ok_or_else(|| {
+                invalid(unless_late(
+                    request,
+                    format!("Unknown prompt: {}", clip(name)),
+                ))
+            })?;
             (
                 &entry.plugin,
                 completions::Reference::Prompt(entry.prompt.name.clone()),
@@ -41,9 +44,12 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
         }
         Some("ref/resource") => {
             let uri = reference.str("uri")?;
-            let entry = catalogue
-                .template(uri)
-                .ok_or_else(|| invalid(format!("Unknown resource template: {}", clip(uri))))?;
+            let entry = catalogue.template(uri).ok_or_else(|| {
+                invalid(unless_late(
+                    request,
+                    format!("Unknown resource template: {}", clip(uri)),
+                ))
+            })?;
             (
                 &entry.plugin,
                 completions::Reference::ResourceTemplate(uri.to_owned()),

@@ -108,6 +108,17 @@ fn invalid(message: impl Into<String>) -> RpcError {
     RpcError::invalid_params(message)
 }
 
+/// `text` (a name not served), followed by the plugins still loading if
+/// there are any (it may be one of theirs).
+fn unless_late(request: &Request<'_>, text: String) -> String {
+    let late = request.conn.server.late_notice();
+    if late.is_empty() {
+        text
+    } else {
+        format!("{text}. {late}")
+    }
+}
+
 /// The page of `list` after the request's `cursor`, from the items
 /// prepared for `catalogue`.
 fn page(request: &Request<'_>, catalogue: &Arc<Catalogue>, list: List) -> Result<Page, RpcError> {

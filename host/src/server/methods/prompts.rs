@@ -1,6 +1,6 @@
 //! `prompts/list` and `prompts/get`.
 
-use super::{clip, invalid, Request};
+use super::{clip, invalid, unless_late, Request};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
@@ -14,9 +14,12 @@ use serde_json::Value;
 pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let params = request.params;
     let name = Params(params).str("name")?;
-    let entry = catalogue
-        .prompt(name)
-        .ok_or_else(|| invalid(format!("Unknown prompt: {}", clip(name))))?;
+    let entry = catalogue.prompt(name).ok_or_else(|| {
+        invalid(unless_late(
+            request,
+            format!("Unknown prompt: {}", clip(name)),
+        ))
+    })?;
     let mut arguments = Vec::new();
     match params.get("arguments") {
         None | Some(Value::Null) => {}

@@ -1,7 +1,7 @@
 //! `resources/list`, `resources/templates/list`, `resources/read`, and
 //! the handshake's `resources/subscribe` and `resources/unsubscribe`.
 
-use super::{clip, invalid, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
+use super::{clip, invalid, unless_late, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
@@ -51,7 +51,7 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
     let not_found = || {
         RpcError::new(
             not_found_code(era),
-            format!("Resource not found: {}", clip(uri)),
+            unless_late(request, format!("Resource not found: {}", clip(uri))),
         )
         .with_data(json!({ "uri": clip(uri) }))
     };

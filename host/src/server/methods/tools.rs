@@ -1,7 +1,7 @@
 //! `tools/list` and `tools/call`.
 
 use super::plan::{plan_tool, Plan};
-use super::{clip, invalid, Request};
+use super::{clip, invalid, unless_late, Request};
 use crate::metrics::{metrics, Outcome as Measured};
 use crate::protocol::Params;
 use crate::protocol::{random_id, ErrorCode, Method, Revision, RpcError};
@@ -44,9 +44,12 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         None => &none,
         Some(_) => &params["arguments"],
     };
-    let entry = catalogue
-        .tool(name)
-        .ok_or_else(|| invalid(format!("Unknown tool: {}", clip(name))))?;
+    let entry = catalogue.tool(name).ok_or_else(|| {
+        invalid(unless_late(
+            request,
+            format!("Unknown tool: {}", clip(name)),
+        ))
+    })?;
     check_arguments(entry, name, arguments).await?;
     let plan = plan_tool(request, name, entry.tool.task_support)?;
     let plugin = entry.plugin.clone();

@@ -27,7 +27,6 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         Ok(p) => p,
         Err(refused) => return *refused,
     };
-    app.server.until_loaded().await;
     let json_body = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -121,10 +120,15 @@ async fn stateless(
         }
     };
     let mirrored = match Method::parse(&method) {
-        Some(Method::CallTool) => params
-            .get("name")
-            .and_then(Value::as_str)
-            .and_then(|name| app.server.tool_header_parameters(name)),
+        Some(Method::CallTool) => {
+            // The arguments it repeats in headers are the tool's: known once
+            // its plugin has loaded.
+            app.server.until_loaded().await;
+            params
+                .get("name")
+                .and_then(Value::as_str)
+                .and_then(|name| app.server.tool_header_parameters(name))
+        }
         _ => None,
     };
     if let Err(error) = headers::validate(

@@ -101,7 +101,6 @@ pub(super) async fn message(
     };
     match std::str::from_utf8(&body) {
         Ok(text) => {
-            app.server.until_loaded().await;
             conn.handle_text(text);
             (StatusCode::ACCEPTED, "Accepted").into_response()
         }
