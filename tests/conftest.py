@@ -179,6 +179,14 @@ class RawHost(HostLog):
         return self.log()
 
 
+def tool_error_text(response: dict) -> str:
+    """The text of a response that is a tool execution error (`isError`),
+    asserted to be one."""
+    result = response.get("result")
+    assert result and result.get("isError") is True, response
+    return "".join(c.get("text", "") for c in result["content"])
+
+
 def modern_meta(**extra) -> dict:
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,

@@ -151,9 +151,10 @@ async def test_time_matches_mcp_server_time(tmp_path, cache_dir):
         #   so every unknown key gets the one message.
         path = await outcome(a, "get_current_time", {"timezone": "../etc/passwd"})
         assert path["is_error"] and "No time zone found with key ../etc/passwd" in path["content"][0]["text"]
-        # - A missing argument: the reference answers with pydantic's
-        #   validation text as a tool error; ours, with invalid params (-32602).
-        assert (await outcome(a, "get_current_time", {}))["protocol_error"] == -32602
+        # - A missing argument is a tool error in both (2025-11-25), each in
+        #   its own validator's words: pydantic's, the host's schema check.
+        missing = await outcome(a, "get_current_time", {})
+        assert missing["is_error"] and '"timezone" is a required property' in missing["content"][0]["text"], missing
         assert (await outcome(b, "get_current_time", {}))["is_error"]
 
 
@@ -237,16 +238,16 @@ async def test_memory_matches_server_memory(tmp_path, cache_dir):
         assert (our_root / "memory.jsonl").read_bytes() == (their_root / "memory.jsonl").read_bytes()
         assert sorted(p.name for p in our_root.iterdir()) == ["memory.jsonl"]  # no temporary file left
 
-        # Deliberate difference: arguments that do not fit the schema are a
-        # tool error in the reference (zod's words); in ours the host checks
-        # them against the tool's (draft-07) schema first and answers
-        # invalid params (-32602).
-        for tool, arguments in [("create_entities", {"entities": [{"name": "Ann"}]}),
-                                ("open_nodes", {"names": "Ann"}),
-                                ("search_nodes", {"query": 7})]:
+        # Arguments that do not fit the schema are a tool error in both, each
+        # in its own words: zod's in the reference; in ours the host's check
+        # against the tool's (draft-07) schema, naming the argument.
+        for tool, arguments, named in [("create_entities", {"entities": [{"name": "Ann"}]}, "/entities/0"),
+                                       ("open_nodes", {"names": "Ann"}, "/names"),
+                                       ("search_nodes", {"query": 7}, "/query")]:
             got_a = await outcome(a, tool, arguments)
             got_b = await outcome(b, tool, arguments)
-            assert got_a == {"protocol_error": -32602} and got_b["is_error"], (tool, got_a, got_b)
+            assert got_a["is_error"] and got_b["is_error"], (tool, got_a, got_b)
+            assert named in got_a["content"][0]["text"], (tool, got_a)
 
 
 async def test_memory_in_a_read_only_root_refuses_changes_clearly(tmp_path, cache_dir):
@@ -587,10 +588,9 @@ async def test_fetch_matches_mcp_server_fetch(tmp_path, cache_dir, site):
             got_b = await outcome(b, "fetch", {"url": url})
             assert got_a["is_error"] and got_b["is_error"], (url, got_a, got_b)
         # - arguments out of range are refused by both, each in its own
-        #   words: a tool error, or invalid params (-32602) where the host
-        #   (or the reference's validator) checks them against the schema.
+        #   words, as tool errors (2025-11-25).
         def refused(got: dict) -> bool:
-            return bool(got.get("is_error")) or got.get("protocol_error") == -32602
+            return bool(got.get("is_error"))
         for arguments in ({"url": site, "max_length": 0}, {"url": site, "start_index": -1},
                           {"url": site, "max_length": "10"}, {"url": site, "raw": "yes"},
                           {"url": "not a url"}):

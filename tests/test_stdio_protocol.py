@@ -47,7 +47,25 @@ def test_unknown_methods_and_wrong_params(raw_host):
 
 
 def test_arguments_are_validated_against_the_schema_and_name_the_field(raw_host):
+    # 2025-11-25 on: a tool execution error, for the model to correct its
+    # call.
     raw_host.initialize()
+    wrong = raw_host.request("tools/call", {"name": "add", "arguments": {"a": "one", "b": 2}})["result"]
+    assert wrong["isError"] is True, wrong
+    assert "/a" in wrong["content"][0]["text"] and "number" in wrong["content"][0]["text"], wrong
+    missing = raw_host.request("tools/call", {"name": "add", "arguments": {"a": 1}})["result"]
+    assert missing["isError"] is True and '"b"' in missing["content"][0]["text"], missing
+    # A malformed call and an unknown tool stay protocol errors.
+    assert raw_host.request("tools/call", {"name": "add", "arguments": "1"})["error"]["code"] == -32602
+    assert raw_host.request("tools/call", {"name": "nope", "arguments": {}})["error"]["code"] == -32602
+    # The stateless revision too.
+    modern = raw_host.request("tools/call", {"name": "add", "arguments": {"a": 1},
+                                             "_meta": modern_meta()})["result"]
+    assert modern["isError"] is True and '"b"' in modern["content"][0]["text"], modern
+
+
+def test_arguments_that_break_the_schema_are_a_protocol_error_before_2025_11_25(raw_host):
+    raw_host.initialize("2025-06-18")
     error = raw_host.request("tools/call", {"name": "add", "arguments": {"a": "one", "b": 2}})["error"]
     assert error["code"] == -32602
     assert "/a" in error["message"] and "number" in error["message"]

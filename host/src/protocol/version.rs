@@ -61,6 +61,13 @@ impl Revision {
         self >= Revision::V2025_11_25 && !self.is_stateless()
     }
 
+    /// Whether a tool call's invalid arguments are answered as a tool
+    /// execution error (`isError`, the problem as text, for the model to
+    /// correct its call) rather than a protocol error (2025-11-25 on).
+    pub fn has_argument_tool_errors(self) -> bool {
+        self >= Revision::V2025_11_25
+    }
+
     /// Whether tool listings carry `outputSchema` (2025-06-18 on).
     pub fn has_output_schema(self) -> bool {
         self >= Revision::V2025_06_18

@@ -115,13 +115,20 @@ impl Connection {
     /// closed), once every request it sent has its answer: those still
     /// running after `grace` are cancelled and answered with an error
     /// saying so. Questions to the client fail at once (nothing can answer
-    /// them now). Returns after at most `grace` and one second more.
+    /// them now). The grace starts once requests no longer wait for the
+    /// plugins' first load ([`Server::until_loaded`]). Returns after at most
+    /// the rest of that wait, `grace` and one second more.
     pub async fn finish(&self, grace: Duration) {
         self.asked.lock().clear();
         self.answering.close();
-        if tokio::time::timeout(grace, self.answering.wait())
-            .await
-            .is_err()
+        let answered = tokio::select! {
+            () = self.answering.wait() => true,
+            () = self.server.until_loaded() => false,
+        };
+        if !answered
+            && tokio::time::timeout(grace, self.answering.wait())
+                .await
+                .is_err()
         {
             tracing::warn!(
                 requests = self.in_flight_count(),

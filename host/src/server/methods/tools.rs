@@ -33,7 +33,9 @@ pub(super) fn lists_output_schema(request: &Request<'_>) -> bool {
         .is_none_or(Revision::has_output_schema)
 }
 
-/// `tools/call`: checks the arguments against the tool's schema, then
+/// `tools/call`: checks the arguments against the tool's schema (a
+/// mismatch is a tool execution error from 2025-11-25 on, a protocol error
+/// before), then
 /// runs the call as its plan says.
 pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let params = request.params;
@@ -50,7 +52,17 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             format!("Unknown tool: {}", clip(name)),
         ))
     })?;
-    check_arguments(entry, name, arguments).await?;
+    let argument_tool_errors = request
+        .era
+        .revision()
+        .is_some_and(Revision::has_argument_tool_errors);
+    match check_arguments(entry, name, arguments).await {
+        Ok(()) => {}
+        Err(error) if argument_tool_errors && error.code == ErrorCode::InvalidParams => {
+            return Ok(Some(convert::tool_error(&error.message)));
+        }
+        Err(error) => return Err(error),
+    }
     let plan = plan_tool(request, name, entry.tool.task_support)?;
     let plugin = entry.plugin.clone();
     let tool = entry.tool.name.clone();
@@ -61,7 +73,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         name,
         arguments,
     };
-    let run = move |context| call_plugin(plugin, context, tool, text, modern);
+    let run = move |context| call_plugin(plugin, context, tool, text, modern, argument_tool_errors);
     let tasks = &request.conn.server.tasks;
     match plan {
         Plan::RequestedTask => start_requested_task(request, &entry.plugin, name, run),
@@ -248,6 +260,7 @@ async fn call_plugin(
     tool: String,
     arguments: String,
     modern: bool,
+    argument_tool_errors: bool,
 ) -> Outcome {
     let started = std::time::Instant::now();
     let outcome = plugin.call_tool(context.clone(), &tool, &arguments).await;
@@ -265,6 +278,12 @@ async fn call_plugin(
             ))
         }
         Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
+        // The plugin found its arguments wrong (or what they name missing).
+        Ok(Err(types::Error::InvalidParams(message) | types::Error::NotFound(message)))
+            if argument_tool_errors =>
+        {
+            Ok(Some(convert::tool_error(&message)))
+        }
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
         // A task's call that crashed fails the task (a protocol-level
         // failure); an ordinary call shows the crash as a tool error.
