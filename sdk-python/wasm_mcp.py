@@ -179,11 +179,25 @@ def _result(value):
     return tools.CallResult(content=[text(encoded)], structured_content=structured, is_error=False, meta=None)
 
 
+def _world_with(interface: str) -> str:
+    """The smallest contract world that exports what this build's world
+    does and `interface` too."""
+    have = {name for name, bindings in (("tools", tools), ("resources", resources),
+                                        ("prompts", prompts), ("completions", completions))
+            if bindings is not None} | {interface}
+    if "completions" in have:
+        return "plugin"
+    return "-".join(n for n in ("tools", "resources", "prompts") if n in have) + "-plugin"
+
+
 def _require(bindings, interface: str) -> None:
     if bindings is None:
+        cls = interface.title()
         raise RuntimeError(
-            f"this component's world does not export {interface}: build against a world "
-            f"with it (wasm-mcp dev picks one when the module sets {interface.title()} = plugin.{interface.title()})"
+            f"this component's world does not export {interface}, which app.py uses: build it "
+            f"with `wasm-mcp build` (it picks the world from the classes app.py defines), or "
+            f"against the world wasm-mcp:plugin/{_world_with(interface)} with "
+            f"`{cls} = plugin.{cls}` in app.py"
         )
 
 

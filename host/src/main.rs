@@ -75,6 +75,25 @@ enum Command {
         #[command(flatten)]
         http: HttpArgs,
     },
+    /// Build plugins from their source folders as `dev` does, once: Rust
+    /// with Cargo, Python with componentize-py and JavaScript with
+    /// componentize-js against the world that covers what the module
+    /// defines, C and Go by their build.sh. Writes NAME.wasm (the name
+    /// `serve` gives it) into each folder, or into --out.
+    Build {
+        /// Plugin source folders (default: the current folder).
+        sources: Vec<PathBuf>,
+        /// Build Rust plugins with `--release`.
+        #[arg(long)]
+        release: bool,
+        /// The folder to write the components (and manifests) into.
+        #[arg(long, short = 'o')]
+        out: Option<PathBuf>,
+        /// Check that a Python or JavaScript module needs this world
+        /// (it is picked without it).
+        #[arg(long)]
+        world: Option<String>,
+    },
     /// Print the plugin contract (WIT), to generate bindings from.
     Wit,
     /// Write the WASI preview1 reactor adapter, which makes a component of
@@ -312,6 +331,19 @@ fn main() -> Result<()> {
                 http,
             } => dev(sources, release, config, protocol, startup, http).await,
             Command::Warm { plugins, config } => warm(plugins, config).await,
+            Command::Build {
+                sources,
+                release,
+                out,
+                world,
+            } => {
+                let sources = if sources.is_empty() {
+                    vec![PathBuf::from(".")]
+                } else {
+                    sources
+                };
+                wasm_mcp::dev::build(sources, out, release, world).await
+            }
             Command::Inspect { file, config } => inspect(file, config).await,
             Command::Push {
                 file,
@@ -375,7 +407,7 @@ async fn dev(
     config.server.list_ttl_ms = config.server.list_ttl_ms.min(DEV_LIST_TTL_MS);
     // Reads each folder's build files: off the async workers.
     let sources = tokio::task::spawn_blocking(move || dev::sources(&sources)).await??;
-    let workspace = Arc::new(dev::Workspace::create(release)?);
+    let workspace = Arc::new(dev::Workspace::create(release, "wasm-mcp dev")?);
     // A plugin that did not build is listed as failing in the
     // instructions every client receives, until it builds.
     let notices = Arc::new(Notices::default());

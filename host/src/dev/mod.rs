@@ -2,6 +2,7 @@
 //! when its sources change. A build installs its component into the served
 //! folder by an atomic rename, and hot reload takes it from there; a failed
 //! build is shown on stderr and the last good build keeps serving.
+//! `wasm-mcp build` is one such build, into the source folder.
 
 mod toolchain;
 
@@ -43,6 +44,8 @@ pub struct Workspace {
     pub plugins: PathBuf,
     wit: PathBuf,
     release: bool,
+    /// How its messages on stderr begin (`wasm-mcp dev`, `wasm-mcp build`).
+    label: &'static str,
 }
 
 impl Workspace {
@@ -50,7 +53,7 @@ impl Workspace {
     /// folder of a random name that only this user may enter (another
     /// local user can neither predict it nor prepare it), removed when the
     /// workspace is dropped.
-    pub fn create(release: bool) -> Result<Self> {
+    pub fn create(release: bool, label: &'static str) -> Result<Self> {
         let root = crate::files::private_temp_dir("wasm-mcp-dev-")?;
         let plugins = root.path().join("plugins");
         let wit = root.path().join("wit");
@@ -63,29 +66,52 @@ impl Workspace {
             plugins,
             wit,
             release,
+            label,
         })
     }
 
     /// Builds `source` and installs the component for serving. Errors say
     /// why; the previously installed component stays in place.
     pub async fn build(&self, source: &Source) -> Result<()> {
+        self.build_into(source, &self.plugins).await
+    }
+
+    /// Builds `source` and installs the component, `NAME.wasm`, with its
+    /// manifest `NAME.toml` if the source folder has one, into `folder`
+    /// (an atomic rename: what was there stays in place if the build
+    /// fails).
+    pub async fn build_into(&self, source: &Source, folder: &Path) -> Result<()> {
         let started = Instant::now();
         eprintln!(
-            "wasm-mcp dev: building {} ({})",
+            "{}: building {} ({})",
+            self.label,
             source.name,
             source.dir.display()
         );
-        let staging = crate::reload::folder::staging_path(&self.plugins, &source.name, "wasm");
-        source
+        let staging = crate::reload::folder::staging_path(folder, &source.name, "wasm");
+        let built = source
             .toolchain
             .build(&source.dir, &staging, &self.wit, self.release)
-            .await?;
+            .await;
+        if let Err(e) = built {
+            let _ = tokio::fs::remove_file(&staging).await;
+            return Err(e);
+        }
         let manifest = source_manifest(source).await?;
-        crate::reload::folder::install(&self.plugins, &source.name, &staging, manifest.as_deref())
-            .await?;
+        if folder == source.dir {
+            // The manifest is there already.
+            let component = folder.join(format!("{}.wasm", source.name));
+            tokio::fs::rename(&staging, &component)
+                .await
+                .with_context(|| format!("installing {}", component.display()))?;
+        } else {
+            crate::reload::folder::install(folder, &source.name, &staging, manifest.as_deref())
+                .await?;
+        }
         eprintln!(
-            "wasm-mcp dev: built {} in {:.1}s",
-            source.name,
+            "{}: built {} in {:.1}s",
+            self.label,
+            folder.join(format!("{}.wasm", source.name)).display(),
             started.elapsed().as_secs_f64()
         );
         Ok(())
@@ -119,12 +145,49 @@ impl Workspace {
             match self.build(&source).await {
                 Ok(()) => built(&source.name, Ok(())),
                 Err(e) => {
-                    eprintln!("wasm-mcp dev: {} did not build: {e:#}", source.name);
+                    eprintln!("{}: {} did not build: {e:#}", self.label, source.name);
                     built(&source.name, Err(format!("{e:#}")));
                 }
             }
         }
     }
+}
+
+/// `wasm-mcp build`: builds each source folder once, as `dev` does (the
+/// same toolchain, and for Python and JavaScript the world that covers
+/// what the module defines; `world`, when given, must be that one), and
+/// installs `NAME.wasm` into `out`, else into the source folder itself.
+/// Stops at the first folder that does not build.
+pub async fn build(
+    dirs: Vec<PathBuf>,
+    out: Option<PathBuf>,
+    release: bool,
+    world: Option<String>,
+) -> Result<()> {
+    let sources = tokio::task::spawn_blocking(move || sources(&dirs)).await??;
+    if let Some(world) = &world {
+        for source in &sources {
+            source.toolchain.check_world(world)?;
+        }
+    }
+    let out = match out {
+        Some(out) => {
+            tokio::fs::create_dir_all(&out)
+                .await
+                .with_context(|| format!("creating {}", out.display()))?;
+            Some(tokio::fs::canonicalize(&out).await?)
+        }
+        None => None,
+    };
+    let workspace = Workspace::create(release, "wasm-mcp build")?;
+    for source in &sources {
+        let folder = out.as_deref().unwrap_or(&source.dir);
+        workspace
+            .build_into(source, folder)
+            .await
+            .with_context(|| format!("{} did not build", source.name))?;
+    }
+    Ok(())
 }
 
 /// Reads the source folders given on the command line: each must exist,

@@ -83,6 +83,32 @@ impl Toolchain {
         )
     }
 
+    /// Checks that `wanted` (a world named by hand, with or without the
+    /// `wasm-mcp:plugin/` package) is the one this module needs: for
+    /// Python and JavaScript, the smallest world that covers what the
+    /// module defines (any other fails to build, in the generator's words);
+    /// other toolchains pick their world in their own build files.
+    pub fn check_world(&self, wanted: &str) -> Result<()> {
+        let wanted = wanted.strip_prefix("wasm-mcp:plugin/").unwrap_or(wanted);
+        let (world, module, defined) = match self {
+            Toolchain::Python { world } => (*world, "app.py", "the classes"),
+            Toolchain::JavaScript { world } => (*world, "app.js", "the exports"),
+            Toolchain::Cargo | Toolchain::Script => bail!(
+                "--world is for Python and JavaScript plugins; a Rust plugin's world comes \
+                 from its SDK, a build.sh names its own"
+            ),
+        };
+        if wanted != world {
+            bail!(
+                "{module} needs the world wasm-mcp:plugin/{world}, not {wanted}: it is the one \
+                 whose exports are {defined} {module} defines ({}); leave --world out and \
+                 wasm-mcp build picks it",
+                exports_of(world)
+            );
+        }
+        Ok(())
+    }
+
     /// Builds the component from `dir` and writes it to `out`. `wit_dir`
     /// holds the contract; `release` asks Cargo for an optimised build.
     pub async fn build(&self, dir: &Path, out: &Path, wit_dir: &Path, release: bool) -> Result<()> {
@@ -166,6 +192,20 @@ fn world(tools: bool, resources: bool, prompts: bool, completions: bool) -> Opti
         (true, false, true) => Some("tools-prompts-plugin"),
         (false, true, true) => Some("resources-prompts-plugin"),
         (true, true, true) => Some("tools-resources-prompts-plugin"),
+    }
+}
+
+/// The interfaces world `world` exports, for messages.
+fn exports_of(world: &str) -> &'static str {
+    match world {
+        "plugin" => "tools, resources, prompts, completions",
+        "tools-plugin" => "tools",
+        "resources-plugin" => "resources",
+        "prompts-plugin" => "prompts",
+        "tools-resources-plugin" => "tools, resources",
+        "tools-prompts-plugin" => "tools, prompts",
+        "resources-prompts-plugin" => "resources, prompts",
+        _ => "tools, resources, prompts",
     }
 }
 
@@ -314,6 +354,24 @@ mod tests {
             assert!(wit.contains(&format!("world {name} {{")), "{name}");
         }
         assert_eq!(world(false, false, false, false), None);
+    }
+
+    #[test]
+    fn a_world_named_by_hand_must_be_the_one_the_module_needs() {
+        let python = Toolchain::Python {
+            world: "tools-prompts-plugin",
+        };
+        python.check_world("tools-prompts-plugin").unwrap();
+        python
+            .check_world("wasm-mcp:plugin/tools-prompts-plugin")
+            .unwrap();
+        let wrong = python.check_world("plugin").unwrap_err().to_string();
+        assert!(
+            wrong.contains("needs the world wasm-mcp:plugin/tools-prompts-plugin, not plugin"),
+            "{wrong}"
+        );
+        assert!(wrong.contains("(tools, prompts)"), "{wrong}");
+        assert!(Toolchain::Cargo.check_world("plugin").is_err());
     }
 
     #[test]

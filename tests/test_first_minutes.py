@@ -1,0 +1,133 @@
+"""A new plugin author's first minutes, in every language, as the README
+and the generated README say: `wasm-mcp new`, `wasm-mcp build` in the new
+folder (outside the repository), `wasm-mcp serve`, and a client that never
+listens for notifications, whose first `tools/list` and call must work
+with a cold compile cache and the default startup wait."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BINARY, ROOT, RawHost
+
+# Shared with tests/test_dev.py: the SDK's dependencies compile once.
+DEV_TARGET = ROOT / ".cache" / "dev-test-target"
+
+LANGUAGES = ["rust", "python", "js", "c", "go"]
+
+
+@pytest.fixture
+def author_env(tmp_path, host_env):
+    """What an author's shell has: wasm-mcp and the toolchains on PATH, a
+    compile cache of its own (empty), and no startup wait setting."""
+    tools = [BINARY.parent, ROOT / "plugins" / "shout-js" / "node_modules" / ".bin",
+             ROOT / ".cache" / "venv" / "bin", ROOT / ".cache" / "cargo" / "bin"]
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{tmp_path / "cold-cache"}"\n')
+    env = dict(host_env, WASM_MCP_CONFIG=str(config), CARGO_TARGET_DIR=str(DEV_TARGET),
+               GOTOOLCHAIN="local", GOPROXY="off",
+               PATH=":".join(str(t) for t in tools) + ":" + host_env["PATH"])
+    env.pop("WASM_MCP_STARTUP_WAIT_MS", None)
+    return env
+
+
+def new(language, name, parent, env):
+    subprocess.run([str(BINARY), "new", language, name, "--dir", str(parent)],
+                   check=True, env=env, timeout=30, capture_output=True)
+    return parent / name
+
+
+def build(folder, env, *args):
+    """`wasm-mcp build` run in `folder`, as its README says."""
+    return subprocess.run([str(BINARY), "build", *args], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def first_list_and_call(folder, env):
+    """Serves `folder` and, at once, lists and calls `greet` as a client that
+    never listens would; the tool names listed."""
+    host = RawHost(folder, env)
+    try:
+        host.initialize(timeout=10)
+        tools = [t["name"] for t in host.request("tools/list", timeout=60)["result"]["tools"]]
+        greet = next(t for t in tools if t.endswith("greet"))
+        answer = host.request("tools/call", {"name": greet, "arguments": {"name": "Ada"}}, timeout=60)
+        assert answer["result"]["content"][0]["text"] == "Hello, Ada!", answer
+        assert not answer["result"].get("isError"), answer
+        return tools
+    finally:
+        host.close()
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_new_build_serve_and_the_first_list_and_call_succeed(tmp_path, author_env, language):
+    folder = new(language, f"first-{language}", tmp_path, author_env)
+    built = build(folder, author_env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    component = "first_rust.wasm" if language == "rust" else f"first-{language}.wasm"
+    assert (folder / component).is_file(), sorted(p.name for p in folder.iterdir())
+    tools = first_list_and_call(folder, author_env)
+    assert any(t.endswith("greet") for t in tools), tools
+
+
+def trim_to_one_tool(folder, language):
+    """Deletes all but the greet tool, as the generated README suggests."""
+    if language == "python":
+        app = folder / "app.py"
+        text = app.read_text()
+        text = text[: text.index("@plugin.resource")] + "\nTools = plugin.Tools\n"
+        app.write_text(text)
+    else:
+        app = folder / "app.js"
+        text = app.read_text()
+        text = text[: text.index("  .resource(")].rstrip() + ";\n\nexport const tools = plugin.tools;\n"
+        app.write_text(text)
+
+
+@pytest.mark.parametrize("language", ["python", "js"])
+def test_a_template_trimmed_to_one_tool_builds_and_serves(tmp_path, author_env, language):
+    folder = new(language, f"trim-{language}", tmp_path, author_env)
+    trim_to_one_tool(folder, language)
+    built = build(folder, author_env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert first_list_and_call(folder, author_env) == ["greet"]
+
+
+def test_a_hand_picked_wrong_world_fails_naming_the_world_to_use(tmp_path, author_env):
+    folder = new("python", "worlds", tmp_path, author_env)
+    # The template defines completions: only the full world covers it.
+    wrong = build(folder, author_env, "--world", "tools-resources-prompts-plugin")
+    assert wrong.returncode != 0
+    assert "needs the world wasm-mcp:plugin/plugin" in wrong.stderr, wrong.stderr
+    assert not (folder / "worlds.wasm").exists()
+    # componentize-py run by hand against that world: the helper's error
+    # names the world too.
+    by_hand = subprocess.run(
+        ["componentize-py", "-d", "wit", "-w", "wasm-mcp:plugin/tools-resources-prompts-plugin",
+         "componentize", "app", "-o", "worlds.wasm"],
+        cwd=folder, env=author_env, capture_output=True, text=True, timeout=600)
+    assert by_hand.returncode != 0
+    said = by_hand.stdout + by_hand.stderr
+    assert "wasm-mcp:plugin/plugin" in said and "wasm-mcp build" in said, said[-3000:]
+    # Trimmed to a tool, the right world is the smallest.
+    trim_to_one_tool(folder, "python")
+    right = build(folder, author_env, "--world", "tools-plugin")
+    assert right.returncode == 0, right.stderr[-3000:]
+    # And a broken module says what broke, with the build's exit status.
+    (folder / "app.py").write_text((folder / "app.py").read_text() + "\ndef broken(:\n")
+    broken = build(folder, author_env)
+    assert broken.returncode != 0
+    assert "worlds did not build" in broken.stderr and "SyntaxError" in broken.stderr, broken.stderr[-3000:]
+
+
+def test_build_writes_into_another_folder_with_the_manifest(tmp_path, author_env):
+    folder = new("c", "out-c", tmp_path, author_env)
+    (folder / "out-c.toml").write_text('hosts = ["example.com"]\n')
+    served = tmp_path / "served"
+    built = build(folder, author_env, "--out", str(served))
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert sorted(p.name for p in served.iterdir()) == ["out-c.toml", "out-c.wasm"]
+    assert re.search(r"built .*served/out-c\.wasm", built.stderr), built.stderr
+    first_list_and_call(served, author_env)
