@@ -131,3 +131,47 @@ def test_build_writes_into_another_folder_with_the_manifest(tmp_path, author_env
     assert sorted(p.name for p in served.iterdir()) == ["out-c.toml", "out-c.wasm"]
     assert re.search(r"built .*served/out-c\.wasm", built.stderr), built.stderr
     first_list_and_call(served, author_env)
+
+
+def test_a_broken_save_under_dev_reaches_a_client_that_never_set_a_log_level(tmp_path, author_env):
+    """The client neither sets a log level nor lists again: the failure
+    comes to it (and to a 2026-07-28 listener) as an error message, the
+    compiler's error first, without backtraces; the last good build keeps
+    serving."""
+    import time
+
+    from conftest import modern_meta
+
+    folder = new("python", "broken-save", tmp_path, author_env)
+    # A backtrace as long as a Rust tool's under RUST_BACKTRACE=1.
+    host = RawHost(None, dict(author_env, RUST_BACKTRACE="1"), ["dev", str(folder)])
+    try:
+        host.initialize(timeout=600)
+        host.send({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
+                   "params": {"_meta": modern_meta(), "notifications": {"toolsListChanged": True}}})
+        assert host.read()["method"] == "notifications/subscriptions/acknowledged"
+        app = folder / "app.py"
+        app.write_text(app.read_text() + "\ndef broken(:\n    pass\n")
+        host.wait_for_log("broken-save did not build", timeout=600)
+        failed = time.monotonic()
+        told = {}
+        while len(told) < 2:
+            message = host.read(timeout=10)
+            if message.get("method") == "notifications/message":
+                tag = message["params"].get("_meta", {}).get("io.modelcontextprotocol/subscriptionId")
+                told["listener" if tag == "listen" else "session"] = message["params"]
+        # A generous liveness bound (the goal is at once).
+        assert time.monotonic() - failed < 10
+        for params in told.values():
+            assert params["level"] == "error", params
+            data = params["data"]
+            lines = data.splitlines()
+            assert lines[0] == "wasm-mcp dev: plugin broken-save did not build; the last good build keeps serving:"
+            assert lines[1].startswith('File "') and "app.py" in lines[1], data
+            assert lines[2] == "SyntaxError: invalid syntax", data
+            assert "Stack backtrace" not in data and "Traceback" not in data, data
+            assert len(data) < 8300, len(data)
+        greet = host.request("tools/call", {"name": "greet", "arguments": {"name": "Ada"}}, timeout=60)
+        assert greet["result"]["content"][0]["text"] == "Hello, Ada!"
+    finally:
+        host.close()

@@ -446,7 +446,7 @@ async fn dev(
                     let notice = dev::build_notice(plugin, &why, serving);
                     notices.set(&build_notice_key(plugin), Some(notice.clone()));
                     if let Some(server) = served.get() {
-                        server.log_error("dev", notice.clone(), notice);
+                        server.alert("wasm-mcp dev", notice.clone(), notice);
                     }
                 }
             };

@@ -4,6 +4,7 @@
 //! build is shown on stderr and the last good build keeps serving.
 //! `wasm-mcp build` is one such build, into the source folder.
 
+mod build_error;
 mod toolchain;
 
 pub use toolchain::{Toolchain, WIT};
@@ -182,10 +183,14 @@ pub async fn build(
     let workspace = Workspace::create(release, "wasm-mcp build")?;
     for source in &sources {
         let folder = out.as_deref().unwrap_or(&source.dir);
-        workspace
-            .build_into(source, folder)
-            .await
-            .with_context(|| format!("{} did not build", source.name))?;
+        if let Err(e) = workspace.build_into(source, folder).await {
+            // The tool's whole output is above; its first error is repeated.
+            let output = format!("{e:#}");
+            match build_error::first_error(&output) {
+                Some(first) => bail!("{} did not build:\n{first}", source.name),
+                None => bail!("{} did not build: {output}", source.name),
+            }
+        }
     }
     Ok(())
 }
@@ -297,32 +302,23 @@ fn is_source_path(path: &Path, root: &Path) -> bool {
 }
 
 /// What clients are told of a plugin that did not build: whether an
-/// earlier build still serves, and the end of the compiler's output.
+/// earlier build still serves, and the compiler's output, its first error
+/// leading and backtraces left out (see [`build_error::summarize`]).
 pub fn build_notice(plugin: &str, why: &str, serving: bool) -> String {
     let state = if serving {
         "the last good build keeps serving"
     } else {
         "it is not served until it builds"
     };
+    let summary = build_error::summarize(why);
     format!(
         "wasm-mcp dev: plugin {plugin} did not build; {state}:\n{}",
-        excerpt(why, DEV_ERROR_BYTES)
+        crate::text::head(&summary, DEV_ERROR_BYTES)
     )
 }
 
 /// The most of a build error sent to clients under `dev`.
 const DEV_ERROR_BYTES: usize = 8 << 10;
-
-/// The end of `text` (where a compiler puts its summary), at most `max` bytes.
-fn excerpt(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let start = (text.len() - max..text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(text.len());
-    format!("…{}", &text[start..])
-}
 
 /// The manifest in a source folder (`NAME.toml`), checked; `None` when it
 /// has none.

@@ -145,12 +145,19 @@ impl Toolchain {
                     .arg(format!("wasm-mcp:plugin/{world}"))
                     .args(["-d", "http", "-d", "fetch-event", "-o"])
                     .arg(out);
-                run(
+                let built = run(
                     command,
                     dir,
                     "componentize-js (npm install @bytecodealliance/componentize-js)",
                 )
-                .await?;
+                .await;
+                if let Err(e) = built {
+                    // componentize-js does not say where a syntax error is.
+                    return match syntax_error(dir).await {
+                        Some(found) => Err(e.context(found)),
+                        None => Err(e),
+                    };
+                }
             }
             Toolchain::Script => {
                 // What an earlier build wrote goes first, so that a script
@@ -172,6 +179,38 @@ impl Toolchain {
         }
         Ok(())
     }
+}
+
+/// Where `app.js` in `dir` breaks JavaScript's syntax, in Node's words
+/// (`node --check`, as a module); `None` when it parses, or Node cannot
+/// be run.
+async fn syntax_error(dir: &Path) -> Option<String> {
+    let source = dir.join("app.js");
+    // A copy named .mjs: Node checks it as a module whatever package.json says.
+    let copied = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+        let folder = crate::files::private_temp_dir("wasm-mcp-check-")?;
+        let copy = folder.path().join("app.mjs");
+        std::fs::copy(&source, &copy)?;
+        Ok((folder, copy))
+    })
+    .await
+    .ok()?
+    .ok()?;
+    let (_folder, copy) = copied;
+    let checked = Command::new(tool("node", dir))
+        .arg("--check")
+        .arg(&copy)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .ok()?;
+    if checked.status.success() {
+        return None;
+    }
+    let said = String::from_utf8_lossy(&checked.stderr);
+    let said = crate::text::head(&said, SAID_BYTES).replace(&*copy.to_string_lossy(), "app.js");
+    (!said.trim().is_empty()).then_some(said)
 }
 
 /// The script a folder of another language builds with.
@@ -255,25 +294,46 @@ async fn run(mut command: Command, dir: &Path, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// The last lines a build tool wrote, at most [`SAID_BYTES`] of them.
+/// What a build tool wrote, kept for its error: its first lines and its
+/// last, at most [`SAID_BYTES`] of each (an error may come first and a
+/// long backtrace after it, or the other way round).
 #[derive(Default)]
-struct Said(std::collections::VecDeque<String>, usize);
+struct Said {
+    head: Vec<String>,
+    head_bytes: usize,
+    tail: std::collections::VecDeque<String>,
+    tail_bytes: usize,
+    /// Lines dropped between the two.
+    skipped: usize,
+}
 
-/// The most bytes of a build tool's output kept for its error.
+/// The most bytes of a build tool's output kept for its error, at its
+/// start and at its end each.
 const SAID_BYTES: usize = 8 << 10;
 
 impl Said {
     fn push(&mut self, line: &str) {
-        self.1 += line.len() + 1;
-        self.0.push_back(line.to_owned());
-        while self.1 > SAID_BYTES && self.0.len() > 1 {
-            let old = self.0.pop_front().expect("more than one line");
-            self.1 -= old.len() + 1;
+        let line = crate::text::head(line, SAID_BYTES);
+        if self.head_bytes + line.len() < SAID_BYTES && self.tail.is_empty() {
+            self.head_bytes += line.len() + 1;
+            self.head.push(line.to_owned());
+            return;
+        }
+        self.tail_bytes += line.len() + 1;
+        self.tail.push_back(line.to_owned());
+        while self.tail_bytes > SAID_BYTES && self.tail.len() > 1 {
+            let old = self.tail.pop_front().expect("more than one line");
+            self.tail_bytes -= old.len() + 1;
+            self.skipped += 1;
         }
     }
 
     fn text(&self) -> String {
-        let lines: Vec<&str> = self.0.iter().map(String::as_str).collect();
+        let mut lines: Vec<String> = self.head.clone();
+        if self.skipped > 0 {
+            lines.push(format!("… ({} lines left out)", self.skipped));
+        }
+        lines.extend(self.tail.iter().cloned());
         lines.join("\n")
     }
 }

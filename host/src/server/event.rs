@@ -22,6 +22,15 @@ pub enum ServerEvent {
         /// What it says.
         message: String,
     },
+    /// An error every client is told of, whatever log level it set (unless
+    /// one above `error`), and on every `subscriptions/listen` stream: a
+    /// plugin's sources that did not build under `dev`.
+    Alert {
+        /// Who says it.
+        logger: String,
+        /// What it says.
+        message: String,
+    },
     /// The status of this task changed.
     TaskChanged(String),
     /// The server is shutting down.

@@ -5,6 +5,7 @@ use super::{convert, Connection, ServerEvent};
 use crate::protocol::notification;
 use crate::registry::Catalogue;
 use crate::runtime::host_types::ListKind;
+use crate::runtime::types::LogLevel;
 use serde_json::json;
 use std::sync::Weak;
 use tokio::sync::broadcast;
@@ -72,6 +73,16 @@ pub(super) async fn forward_legacy_events(
                 conn.out.notify(
                     notification::MESSAGE,
                     json!({ "level": convert::log_level_name(level), "logger": logger, "data": message }),
+                );
+            }
+            ServerEvent::Alert { logger, message }
+                if log_level.is_none_or(|min| {
+                    convert::severity(LogLevel::Error) >= convert::severity(min)
+                }) =>
+            {
+                conn.out.notify(
+                    notification::MESSAGE,
+                    json!({ "level": "error", "logger": logger, "data": message }),
                 );
             }
             _ => {}

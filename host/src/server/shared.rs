@@ -343,6 +343,16 @@ impl Server {
         });
     }
 
+    /// Logs `detail` and tells every client `summary` at level error,
+    /// whatever log level it set (see [`ServerEvent::Alert`]).
+    pub fn alert(&self, logger: &str, detail: String, summary: String) {
+        tracing::error!(logger, "{detail}");
+        self.publish(ServerEvent::Alert {
+            logger: logger.to_owned(),
+            message: summary,
+        });
+    }
+
     /// Listens to server-wide events.
     pub fn subscribe(&self) -> broadcast::Receiver<ServerEvent> {
         self.events.subscribe()

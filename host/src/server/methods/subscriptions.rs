@@ -153,6 +153,10 @@ fn forward(request: &Request<'_>, filter: &Filter, event: ServerEvent, tag: &Val
         ServerEvent::TaskChanged(id) if filter.task_ids.contains(&id) => {
             return notify_task(request, &id, tag);
         }
+        ServerEvent::Alert { logger, message } => (
+            notification::MESSAGE,
+            json!({ "level": "error", "logger": logger, "data": message }),
+        ),
         ServerEvent::PluginReplaced(plugin) => {
             let catalogue = request.conn.server.registry().catalogue();
             for uri in served_by(&catalogue, &plugin, &filter.uris) {
