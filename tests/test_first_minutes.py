@@ -175,3 +175,77 @@ def test_a_broken_save_under_dev_reaches_a_client_that_never_set_a_log_level(tmp
         assert greet["result"]["content"][0]["text"] == "Hello, Ada!"
     finally:
         host.close()
+
+
+GO_MEAN = '''type Point struct {
+	X float64 `json:"x" description:"Across."`
+	Y float64 `json:"y" description:"Up."`
+}
+
+type Stats struct {
+	Count int     `json:"count"`
+	Mean  float64 `json:"mean"`
+}
+
+func mean(a struct {
+	Points []Point `json:"points" description:"The points."`
+	Label  string  `json:"label,omitempty"`
+}) (Stats, error) {
+	if len(a.Points) == 0 {
+		return Stats{}, errors.New("no points")
+	}
+	sum := 0.0
+	for _, p := range a.Points {
+		sum += p.X + p.Y
+	}
+	return Stats{Count: len(a.Points), Mean: sum / float64(len(a.Points))}, nil
+}
+
+func init() {
+	wasmmcp.Tool("mean", "The mean of x+y over points.", mean, wasmmcp.Title("Mean"))
+'''
+
+
+def test_a_go_tool_is_a_plain_function_with_optional_arguments_and_an_error_result(tmp_path, author_env):
+    """The Go template grown as an author would: a record argument, numbers,
+    a boolean, an optional argument, a default, a structured result and an
+    error result, each a plain function and a line registering it."""
+    folder = new("go", "go-tools", tmp_path, author_env)
+    main = folder / "main.go"
+    main.write_text(main.read_text().replace("func init() {\n", GO_MEAN, 1))
+    built = build(folder, author_env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    host = RawHost(folder, author_env)
+    try:
+        host.initialize(timeout=10)
+        tools = {t["name"]: t for t in host.request("tools/list", timeout=60)["result"]["tools"]}
+        assert set(tools) == {"greet", "mean"}, tools
+        greet = tools["greet"]
+        assert greet["description"] == "Says hello to someone."
+        assert greet["annotations"]["readOnlyHint"] is True, greet
+        schema = greet["inputSchema"]
+        assert schema["required"] == ["name"], schema
+        assert schema["properties"]["name"] == {"type": "string", "description": "Who to greet."}
+        assert schema["properties"]["times"]["type"] == "integer" and schema["properties"]["times"]["default"] == 1
+        assert schema["properties"]["shout"]["type"] == "boolean"
+        mean = tools["mean"]
+        assert mean["title"] == "Mean", mean
+        points = mean["inputSchema"]["properties"]["points"]
+        assert points["items"]["properties"]["x"] == {"type": "number", "description": "Across."}, points
+        assert mean["inputSchema"]["required"] == ["points"], mean
+        assert mean["outputSchema"]["properties"]["count"] == {"type": "integer"}, mean
+
+        def call(tool, **arguments):
+            return host.request("tools/call", {"name": tool, "arguments": arguments}, timeout=60)["result"]
+
+        assert call("greet", name="Go")["content"][0]["text"] == "Hello, Go!"
+        assert call("greet", name="Go", times=2, shout=True)["content"][0]["text"] == "HELLO, GO! HELLO, GO!"
+        failed = call("greet", name="Go", times=11)
+        assert failed["isError"] is True and failed["content"][0]["text"] == "times must be between 1 and 10"
+        assert call("greet", times=1)["isError"] is True
+        stats = call("mean", points=[{"x": 1, "y": 2}, {"x": 3, "y": 4}])
+        assert stats["structuredContent"] == {"count": 2, "mean": 5}, stats
+        empty = call("mean", points=[])
+        assert empty["isError"] is True and empty["content"][0]["text"] == "no points", empty
+    finally:
+        host.close()

@@ -2,7 +2,7 @@
 of the wasm-mcp contract is served anyway, each function a tool with a
 schema derived from its WIT types. Two languages: plugins/plain-rust (every
 WIT type family, a test fixture) and plugins/lines-go (Go, with its WIT docs
-added by scripts/wit-docs.py). Sandbox, limits and hot reload apply as to
+added by `wasm-mcp build`). Sandbox, limits and hot reload apply as to
 any plugin."""
 
 import os

@@ -16,7 +16,7 @@ pub enum Language {
     Js,
     /// C, with `wit-bindgen c`, clang and wasi-libc.
     C,
-    /// Go (1.24 or newer), as a plain component.
+    /// Go (1.24 or newer), with the helper package `wasmmcp`.
     Go,
 }
 
@@ -113,9 +113,14 @@ const GO: &[File] = &[
     ("main.go", include_str!("../templates/go/main.go")),
     ("go.mod", include_str!("../templates/go/go.mod")),
     (
-        "wit/world.wit",
-        include_str!("../templates/go/wit/world.wit"),
+        "wasmmcp/wasmmcp.go",
+        include_str!("../../sdk-go/wasmmcp/wasmmcp.go"),
     ),
+    (
+        "wasmmcp/abi.go",
+        include_str!("../../sdk-go/wasmmcp/abi.go"),
+    ),
+    ("wit/plugin.wit", crate::dev::WIT),
     ("build.sh", include_str!("../templates/go/build.sh")),
     ("README.md", include_str!("../templates/go/README.md")),
 ];
@@ -144,7 +149,8 @@ pub fn create(language: Language, name: &str, parent: &Path) -> Result<PathBuf> 
                 .with_context(|| format!("creating {}", folder.display()))?;
         }
         let verbatim = ["wasm_mcp.py", "wasm-mcp.js"];
-        let text = if path.starts_with("wasm-mcp-sdk/") || verbatim.contains(path) {
+        let sdk = path.starts_with("wasm-mcp-sdk/") || path.starts_with("wasmmcp/");
+        let text = if sdk || verbatim.contains(path) {
             (*text).to_owned()
         } else {
             text.replace("{{name}}", name).replace("{{lib}}", &lib)

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Builds this Go plugin into a component:
-#   ./build.sh OUT.wasm ADAPTER.wasm
-# Needs Go 1.24 or newer and wasm-tools on PATH; ADAPTER.wasm is the WASI
-# preview1 reactor adapter (wasi_snapshot_preview1.reactor.wasm, from a
-# wasmtime release or the crate wasi-preview1-component-adapter-provider).
+# Builds this Go plugin into a component, lines-go.wasm beside itself (as
+# `wasm-mcp build` and `dev` run it; they then add the WIT docs):
+#   ./build.sh
+# Needs Go 1.24 or newer, wasm-tools and wasm-mcp (for the WASI preview1
+# reactor adapter of its wasmtime release) on PATH.
 set -euo pipefail
-out=$(realpath -m "$1")
-adapter=$(realpath "$2")
 cd "$(dirname "$0")"
+out=lines-go.wasm
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+adapter=$tmp/adapter.wasm
+wasm-mcp wasi-adapter "$adapter"
 # A core module for WASI preview 1, as a library (no main loop) ...
 GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$tmp/core.wasm" .
 # ... with the WIT world it exports, made a component by the adapter. The

@@ -6,6 +6,7 @@
 
 mod build_error;
 mod toolchain;
+mod wit_docs;
 
 pub use toolchain::{Toolchain, WIT};
 
@@ -303,7 +304,7 @@ fn is_source_path(path: &Path, root: &Path) -> bool {
 
 /// What clients are told of a plugin that did not build: whether an
 /// earlier build still serves, and the compiler's output, its first error
-/// leading and backtraces left out (see [`build_error::summarize`]).
+/// leading and backtraces left out.
 pub fn build_notice(plugin: &str, why: &str, serving: bool) -> String {
     let state = if serving {
         "the last good build keeps serving"

@@ -175,6 +175,19 @@ impl Toolchain {
                 tokio::fs::copy(&built, out)
                     .await
                     .with_context(|| format!("{BUILD_SCRIPT} did not write {}", built.display()))?;
+                // A plain component's tools are described by its WIT docs.
+                let wit = dir.join("wit");
+                if wit.is_dir() {
+                    let out = out.to_owned();
+                    tokio::task::spawn_blocking(move || -> Result<()> {
+                        let bytes = std::fs::read(&out)?;
+                        if let Some(with) = super::wit_docs::with_docs(&bytes, &wit)? {
+                            std::fs::write(&out, with)?;
+                        }
+                        Ok(())
+                    })
+                    .await??;
+                }
             }
         }
         Ok(())

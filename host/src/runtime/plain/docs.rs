@@ -74,6 +74,11 @@ fn cut(text: &str) -> &str {
     &text[..end]
 }
 
+/// Whether a component's bytes carry a `package-docs` section.
+pub fn has_package_docs(component: &[u8]) -> bool {
+    custom_section(component, "package-docs").is_some()
+}
+
 /// The first top-level custom section called `name`.
 fn custom_section<'a>(bytes: &'a [u8], name: &str) -> Option<&'a [u8]> {
     let mut rest = bytes.get(8..)?;

@@ -1,0 +1,73 @@
+//! WIT doc comments put back into a component: toolchains drop them when
+//! they build one, and a plain component's tools take their descriptions
+//! from them (see `runtime::plain::docs`). `build` and `dev` add them,
+//! from the source folder's `wit/`, as the `package-docs` custom section
+//! that wit-parser defines.
+
+use anyhow::{Context as _, Result};
+use std::path::Path;
+use wit_parser::{PackageMetadata, Resolve};
+
+/// `component` with the docs of the WIT package in `wit_dir` added, or
+/// `None` when it has a `package-docs` section already.
+pub fn with_docs(component: &[u8], wit_dir: &Path) -> Result<Option<Vec<u8>>> {
+    if crate::runtime::has_package_docs(component) {
+        return Ok(None);
+    }
+    let mut resolve = Resolve::default();
+    let (package, _) = resolve
+        .push_dir(wit_dir)
+        .with_context(|| format!("reading the WIT in {}", wit_dir.display()))?;
+    let data = PackageMetadata::extract(&resolve, package).encode()?;
+    let mut out = component.to_vec();
+    out.extend(custom_section(PackageMetadata::SECTION_NAME, &data));
+    Ok(Some(out))
+}
+
+/// A custom section (id 0): its size, its name, then `data`.
+fn custom_section(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(name.len() + data.len() + 5);
+    leb128(name.len(), &mut body);
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(data);
+    let mut section = vec![0];
+    leb128(body.len(), &mut section);
+    section.extend(body);
+    section
+}
+
+fn leb128(mut n: usize, out: &mut Vec<u8>) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_docs_of_a_world_s_functions_are_added_once() {
+        let wit = tempfile::tempdir().unwrap();
+        std::fs::write(
+            wit.path().join("world.wit"),
+            "package local:p;\n\n/// The world.\nworld w {\n    /// Greets someone.\n    export greet: func(name: string) -> string;\n}\n",
+        )
+        .unwrap();
+        // An empty component: the preamble alone.
+        let component = b"\0asm\x0d\0\x01\0".to_vec();
+        let with = with_docs(&component, wit.path()).unwrap().unwrap();
+        let docs = crate::runtime::PlainDocs::read(&with);
+        assert_eq!(
+            docs.function(None, "greet").as_deref(),
+            Some("Greets someone.")
+        );
+        assert!(with_docs(&with, wit.path()).unwrap().is_none());
+    }
+}
