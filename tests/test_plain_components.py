@@ -37,7 +37,8 @@ def host(tmp_path, cache_dir):
 
 
 def tools_of(host) -> dict:
-    tools = host.request("tools/list", timeout=30)["result"]["tools"]
+    # The first list waits for the first load.
+    tools = host.request("tools/list", timeout=120)["result"]["tools"]
     return {t["name"]: t for t in tools}
 
 

@@ -7,7 +7,6 @@ import shutil
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.shared.exceptions import MCPError
 
 from conftest import BINARY, PLUGINS
 
@@ -52,8 +51,9 @@ async def test_tools_in_c_and_go(all_plugins, host_env, mode):
         stats = await c.call_tool("stats", {"numbers": [1, 2, 3.5, -4000]})
         assert stats.structured_content == {"count": 4, "mean": -998.375, "min": -4000, "max": 3.5}
         assert stats.content[0].text == "count 4, mean -998.375, min -4000, max 3.5"
-        with pytest.raises(MCPError, match="less than 1 item"):
-            await c.call_tool("stats", {"numbers": []})
+        # Arguments that break the schema: a tool error (2025-11-25 on).
+        empty = await c.call_tool("stats", {"numbers": []})
+        assert empty.is_error and "less than 1 item" in empty.content[0].text, empty
         # Go, a plain component (plugins/lines-go), with its WIT docs.
         assert tools["title-case"].description == "Capitalises the first letter of every word."
         titled = await c.call_tool("title-case", {"text": "go and c"})

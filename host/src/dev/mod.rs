@@ -111,10 +111,11 @@ impl Workspace {
                 .await?;
         }
         eprintln!(
-            "{}: built {} in {:.1}s",
+            "{}: built {} in {:.1}s ({})",
             self.label,
+            source.name,
+            started.elapsed().as_secs_f64(),
             folder.join(format!("{}.wasm", source.name)).display(),
-            started.elapsed().as_secs_f64()
         );
         Ok(())
     }

@@ -194,8 +194,14 @@ async fn update(server: &Server, loader: &Loader, path: &Path, occasion: Occasio
         )),
     );
     if occasion == Occasion::Startup {
-        // As the host starts, clients learn of it from the notice alone.
-        tracing::error!(path = %path.display(), "plugin not loaded: {e:#}");
+        // A client that connects later reads the notice in its
+        // instructions; one that connected already (initialize does not
+        // wait for the first load) is told now, whatever its log level.
+        server.alert(
+            "wasm-mcp",
+            format!("plugin not loaded: {}: {e:#}", path.display()),
+            format!("plugin {name} did not load ({consequence}): {cause}"),
+        );
     } else {
         // The outer errors name host paths: the log has them; clients get
         // the innermost cause, which does not.
