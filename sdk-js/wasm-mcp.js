@@ -14,10 +14,14 @@
 // exports (`wasm-mcp dev` picks it: `tools-plugin` here; export
 // `resources`, `prompts` and `completions` the same way when the module
 // has them). A tool's arguments are JSON Schema properties; each is
-// required unless it says `optional: true`. A tool returns a string (text)
-// or anything JSON can hold (text and structured content); a thrown error
-// becomes a tool error with its message. A resource template's `{name}`
-// matches one path segment (up to the next `/`).
+// required unless it says `optional: true` or has a `default` (used when
+// the argument is left out). A tool returns a string (text), anything JSON
+// can hold (text and structured content) or `result(text, structured)`
+// (its own text beside structured content); a thrown error becomes a tool
+// error with its message. `tool`'s last argument may set `title`,
+// `outputSchema` and `annotations` (`readOnlyHint`, `destructiveHint`,
+// `idempotentHint`, `openWorldHint`, `title`). A resource template's
+// `{name}` matches one path segment (up to the next `/`).
 
 function text(value) {
   return { tag: "text", val: { text: value } };
@@ -33,14 +37,31 @@ function inputSchema(args) {
   for (const [name, spec] of Object.entries(args ?? {})) {
     const { optional, ...schema } = spec;
     properties[name] = schema;
-    if (!optional) required.push(name);
+    if (!optional && !("default" in schema)) required.push(name);
   }
   return { type: "object", properties, required };
+}
+
+/** The arguments' defaults, by name. */
+function defaultsOf(args) {
+  return Object.entries(args ?? {}).filter(([, spec]) => spec && "default" in spec);
+}
+
+const RESULT = Symbol("wasm-mcp result");
+
+/** A tool result: the text clients read, and the structured content (a
+ * JSON object) beside it. */
+export function result(text, structured) {
+  return { [RESULT]: true, text, structured };
 }
 
 function toolResult(value) {
   if (typeof value === "string") {
     return { content: [text(value)], isError: false };
+  }
+  if (value?.[RESULT]) {
+    const structured = value.structured === undefined ? undefined : JSON.stringify(value.structured);
+    return { content: [text(String(value.text))], structuredContent: structured, isError: false };
   }
   const encoded = JSON.stringify(value ?? null);
   const structured = value !== null && typeof value === "object" && !Array.isArray(value);
@@ -83,17 +104,25 @@ export class Plugin {
   #prompts = new Map();
   #completers = new Map();
 
-  /** Adds tool `name`: `run(args)` gets the arguments `args` describes. */
-  tool(name, description, args, run) {
+  /** Adds tool `name`: `run(args)` gets the arguments `args` describes
+   * (with the defaults of those left out). `options`: `title`,
+   * `outputSchema` (a JSON Schema object), `annotations` (`title`,
+   * `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`). */
+  tool(name, description, args, run, options = {}) {
+    const { title, outputSchema, annotations } = options;
     this.#tools.set(name, {
       entry: {
         name,
+        title,
         description,
         inputSchema: JSON.stringify(inputSchema(args)),
+        outputSchema: outputSchema === undefined ? undefined : JSON.stringify(outputSchema),
+        annotations: annotations === undefined ? undefined : { ...annotations },
         taskSupport: "forbidden",
         icons: [],
       },
       run,
+      defaults: defaultsOf(args),
     });
     return this;
   }
@@ -147,7 +176,11 @@ export class Plugin {
         const tool = tools.get(name);
         if (!tool) throw notFound(`no tool named ${name}`);
         try {
-          return toolResult(tool.run(JSON.parse(args)));
+          const given = JSON.parse(args);
+          for (const [arg, spec] of tool.defaults) {
+            if (!(arg in given)) given[arg] = structuredClone(spec.default);
+          }
+          return toolResult(tool.run(given));
         } catch (error) {
           return { content: [text(String(error?.message ?? error))], isError: true };
         }

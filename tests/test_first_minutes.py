@@ -129,7 +129,7 @@ def test_build_writes_into_another_folder_with_the_manifest(tmp_path, author_env
     built = build(folder, author_env, "--out", str(served))
     assert built.returncode == 0, built.stderr[-3000:]
     assert sorted(p.name for p in served.iterdir()) == ["out-c.toml", "out-c.wasm"]
-    assert re.search(r"built .*served/out-c\.wasm", built.stderr), built.stderr
+    assert re.search(r"built out-c in .*served/out-c\.wasm", built.stderr), built.stderr
     first_list_and_call(served, author_env)
 
 
@@ -247,5 +247,98 @@ def test_a_go_tool_is_a_plain_function_with_optional_arguments_and_an_error_resu
         assert stats["structuredContent"] == {"count": 2, "mean": 5}, stats
         empty = call("mean", points=[])
         assert empty["isError"] is True and empty["content"][0]["text"] == "no points", empty
+    finally:
+        host.close()
+
+
+PY_MEAN = '''
+from wasm_mcp import Plugin, ToolError, result
+
+plugin = Plugin()
+
+
+@plugin.tool(title="Mean", annotations={"read_only_hint": True},
+             output_schema={"type": "object", "properties": {"mean": {"type": "number"}}})
+def mean(values: list[float], digits: int = 2) -> dict:
+    """The mean of some numbers.
+
+    Args:
+        values: The numbers.
+        digits: Digits after the point.
+    """
+    if not values:
+        raise ToolError("no values")
+    m = sum(values) / len(values)
+    return result(f"The mean is {m:.{digits}f}.", {"mean": m})
+
+
+Tools = plugin.Tools
+'''
+
+JS_MEAN = '''
+import { Plugin, result } from "./wasm-mcp.js";
+
+const plugin = new Plugin().tool(
+  "mean",
+  "The mean of some numbers.",
+  {
+    values: { type: "array", items: { type: "number" }, description: "The numbers." },
+    digits: { type: "integer", default: 2, description: "Digits after the point." },
+  },
+  ({ values, digits }) => {
+    if (values.length === 0) throw new Error("no values");
+    const mean = values.reduce((a, b) => a + b, 0) / values.length;
+    return result(`The mean is ${mean.toFixed(digits)}.`, { mean });
+  },
+  { title: "Mean", annotations: { readOnlyHint: true },
+    outputSchema: { type: "object", properties: { mean: { type: "number" } } } },
+);
+
+export const tools = plugin.tools;
+'''
+
+
+@pytest.mark.parametrize("language", ["python", "js"])
+def test_the_helpers_offer_errors_output_schemas_annotations_results_and_defaults(tmp_path, author_env, language):
+    """What the Go helper does (see the Go test above), Python's and
+    JavaScript's do too."""
+    folder = new(language, f"mean-{language}", tmp_path, author_env)
+    (folder / ("app.py" if language == "python" else "app.js")).write_text(PY_MEAN if language == "python" else JS_MEAN)
+    built = build(folder, author_env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    host = RawHost(folder, author_env)
+    try:
+        host.initialize(timeout=10)
+        [tool] = host.request("tools/list", timeout=60)["result"]["tools"]
+        assert tool["title"] == "Mean" and tool["annotations"]["readOnlyHint"] is True, tool
+        assert tool["outputSchema"]["properties"]["mean"] == {"type": "number"}, tool
+        schema = tool["inputSchema"]
+        assert schema["required"] == ["values"], schema
+        assert schema["properties"]["digits"]["default"] == 2, schema
+        assert schema["properties"]["digits"]["description"] == "Digits after the point.", schema
+
+        def call(**arguments):
+            return host.request("tools/call", {"name": "mean", "arguments": arguments}, timeout=60)["result"]
+
+        done = call(values=[1, 2])
+        assert done["content"][0]["text"] == "The mean is 1.50.", done
+        assert done["structuredContent"] == {"mean": 1.5}, done
+        assert call(values=[1, 2], digits=0)["content"][0]["text"] == "The mean is 2.", done
+        failed = call(values=[])
+        assert failed["isError"] is True and failed["content"][0]["text"] == "no values", failed
+    finally:
+        host.close()
+
+
+def test_the_c_template_shows_the_tool_error_path(tmp_path, author_env):
+    folder = new("c", "c-errors", tmp_path, author_env)
+    built = build(folder, author_env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    host = RawHost(folder, author_env)
+    try:
+        host.initialize(timeout=10)
+        empty = host.request("tools/call", {"name": "greet", "arguments": {"name": ""}}, timeout=60)["result"]
+        assert empty["isError"] is True, empty
+        assert empty["content"][0]["text"] == "name is empty: say who to greet", empty
     finally:
         host.close()

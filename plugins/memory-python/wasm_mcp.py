@@ -21,7 +21,8 @@ exports (`wasm-mcp dev` picks it: `tools-plugin` here; export `Resources`,
 `Prompts` and `Completions` the same way when the module has them). A
 resource template's `{name}` matches one path segment. A tool's input
 schema comes from its parameters' type hints (str, int, float, bool, list,
-dict, Optional; a parameter with a default is optional), its description
+dict, Optional; a parameter with a default is optional, and its default
+is in the schema), its description
 and the parameters' descriptions from its docstring; `input_schema=`,
 `output_schema=`, `title=` and `annotations=` (the ToolAnnotations hints
 by their Python names, e.g. `read_only_hint=True`) set them outright. A
@@ -148,6 +149,12 @@ def _input_schema(func) -> dict:
         schema, optional = _schema_of(hints.get(name, typing.Any))
         if name in described:
             schema = dict(schema, description=described[name])
+        if param.default is not inspect.Parameter.empty:
+            try:
+                json.dumps(param.default)
+                schema = dict(schema, default=param.default)
+            except (TypeError, ValueError):
+                pass  # a default JSON cannot hold is not shown
         properties[name] = schema
         if param.default is inspect.Parameter.empty and not optional:
             required.append(name)

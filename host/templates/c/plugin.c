@@ -94,6 +94,17 @@ static char *string_member(const char *json, size_t len, const char *key) {
   return out;
 }
 
+// A result whose text is `message`; `failed` makes it a tool error, which
+// the model reads and may correct its call by.
+static void reply(exports_wasm_mcp_plugin_tools_call_result_t *ret, const char *message, bool failed) {
+  exports_wasm_mcp_plugin_tools_content_t *content = calloc(1, sizeof *content);
+  content->tag = WASM_MCP_PLUGIN_TYPES_CONTENT_TEXT;
+  content->val.text.text = text(message);
+  ret->content.ptr = content;
+  ret->content.len = 1;
+  ret->is_error = failed;
+}
+
 bool exports_wasm_mcp_plugin_tools_call_tool(tools_plugin_string_t *name,
                                              exports_wasm_mcp_plugin_tools_json_t *arguments,
                                              exports_wasm_mcp_plugin_tools_call_result_t *ret,
@@ -109,14 +120,15 @@ bool exports_wasm_mcp_plugin_tools_call_tool(tools_plugin_string_t *name,
     err->val.invalid_params = text("expected {\"name\": \"...\"}");
     return false;
   }
+  if (!*who) {
+    // A tool error: the call was understood, and failed.
+    reply(ret, "name is empty: say who to greet", true);
+    return true;
+  }
   char *greeting = malloc(strlen(who) + 9);
   strcpy(greeting, "Hello, ");
   strcat(greeting, who);
   strcat(greeting, "!");
-  exports_wasm_mcp_plugin_tools_content_t *content = calloc(1, sizeof *content);
-  content->tag = WASM_MCP_PLUGIN_TYPES_CONTENT_TEXT;
-  content->val.text.text = text(greeting);
-  ret->content.ptr = content;
-  ret->content.len = 1;
+  reply(ret, greeting, false);
   return true;
 }
