@@ -228,3 +228,15 @@ def test_memory_that_loading_freed_goes_back_to_the_os_soon(tmp_path, host_env):
             time.sleep(0.25)
     finally:
         host.close()
+
+
+def test_a_plugin_folder_that_cannot_be_read_is_reported(tmp_path, host_env):
+    not_a_folder = tmp_path / "file.wasm"
+    not_a_folder.write_bytes(b"")
+    for folder, reason in [(tmp_path / "missing", "No such file or directory"),
+                           (not_a_folder, "Not a directory")]:
+        done = subprocess.run([str(BINARY), "serve", "--plugins", str(folder)], input=b"",
+                              capture_output=True, env=dict(host_env, RUST_BACKTRACE="0"), timeout=30)
+        said = done.stderr.decode()
+        assert done.returncode != 0, said
+        assert f"the plugin folder {folder} cannot be read" in said and reason in said, said

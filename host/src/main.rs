@@ -477,6 +477,11 @@ async fn serve_folder(
     notices: Arc<Notices>,
 ) -> Result<()> {
     settings::check_host_paths(&config, &dir)?;
+    // A plugin folder that is missing or unreadable is said plainly, first.
+    let readable = dir.clone();
+    tokio::task::spawn_blocking(move || std::fs::read_dir(&readable).map(drop))
+        .await?
+        .with_context(|| format!("the plugin folder {} cannot be read", dir.display()))?;
     let runtime = Runtime::new(settings::runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime));
     let loader = Loader::new(registry.clone(), Policy::new(config.clone()));
