@@ -75,11 +75,13 @@ enum Command {
         #[command(flatten)]
         http: HttpArgs,
     },
-    /// Build plugins from their source folders as `dev` does, once: Rust
-    /// with Cargo, Python with componentize-py and JavaScript with
+    /// Build plugins from their source folders, once, as `dev` does.
+    ///
+    /// Rust with Cargo, Python with componentize-py and JavaScript with
     /// componentize-js against the world that covers what the module
-    /// defines, C and Go by their build.sh. Writes NAME.wasm (the name
-    /// `serve` gives it) into each folder, or into --out.
+    /// defines, C and Go by their build.sh (a plain component's WIT docs
+    /// put back from its wit/ folder). Writes NAME.wasm (the name `serve`
+    /// gives it) into each folder, or into --out.
     Build {
         /// Plugin source folders (default: the current folder).
         sources: Vec<PathBuf>,

@@ -35,8 +35,7 @@ pub(super) fn lists_output_schema(request: &Request<'_>) -> bool {
 
 /// `tools/call`: checks the arguments against the tool's schema (a
 /// mismatch is a tool execution error from 2025-11-25 on, a protocol error
-/// before), then
-/// runs the call as its plan says.
+/// before), then runs the call as its plan says.
 pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let params = request.params;
     let name = Params(params).str("name")?;
