@@ -176,18 +176,19 @@ impl Toolchain {
                     .await
                     .with_context(|| format!("{BUILD_SCRIPT} did not write {}", built.display()))?;
                 // A plain component's tools are described by its WIT docs.
-                let wit = dir.join("wit");
-                if wit.is_dir() {
-                    let out = out.to_owned();
-                    tokio::task::spawn_blocking(move || -> Result<()> {
-                        let bytes = std::fs::read(&out)?;
-                        if let Some(with) = super::wit_docs::with_docs(&bytes, &wit)? {
-                            std::fs::write(&out, with)?;
-                        }
-                        Ok(())
-                    })
-                    .await??;
-                }
+                let (wit, out) = (dir.join("wit"), out.to_owned());
+                tokio::task::spawn_blocking(move || -> Result<()> {
+                    if !wit.is_dir() {
+                        return Ok(());
+                    }
+                    let bytes = crate::files::read_regular(&out, MAX_COMPONENT_BYTES)
+                        .with_context(|| format!("reading {}", out.display()))?;
+                    if let Some(with) = super::wit_docs::with_docs(&bytes, &wit)? {
+                        std::fs::write(&out, with)?;
+                    }
+                    Ok(())
+                })
+                .await??;
             }
         }
         Ok(())
@@ -228,6 +229,10 @@ async fn syntax_error(dir: &Path) -> Option<String> {
 
 /// The script a folder of another language builds with.
 const BUILD_SCRIPT: &str = "build.sh";
+
+/// The largest component a build script may write (`[server]
+/// max_plugin_mb`'s default: a larger one would not be served anyway).
+const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 
 /// The smallest contract world with the exported interfaces (completions
 /// only come with the full world).

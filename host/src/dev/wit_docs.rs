@@ -9,7 +9,8 @@ use std::path::Path;
 use wit_parser::{PackageMetadata, Resolve};
 
 /// `component` with the docs of the WIT package in `wit_dir` added, or
-/// `None` when it has a `package-docs` section already.
+/// `None` when it has a `package-docs` section already, or the package is
+/// the plugin contract (whose docs the host does not read).
 pub fn with_docs(component: &[u8], wit_dir: &Path) -> Result<Option<Vec<u8>>> {
     if crate::runtime::has_package_docs(component) {
         return Ok(None);
@@ -18,6 +19,10 @@ pub fn with_docs(component: &[u8], wit_dir: &Path) -> Result<Option<Vec<u8>>> {
     let (package, _) = resolve
         .push_dir(wit_dir)
         .with_context(|| format!("reading the WIT in {}", wit_dir.display()))?;
+    let name = &resolve.packages[package].name;
+    if (name.namespace.as_str(), name.name.as_str()) == ("wasm-mcp", "plugin") {
+        return Ok(None);
+    }
     let data = PackageMetadata::extract(&resolve, package).encode()?;
     let mut out = component.to_vec();
     out.extend(custom_section(PackageMetadata::SECTION_NAME, &data));
@@ -69,5 +74,9 @@ mod tests {
             Some("Greets someone.")
         );
         assert!(with_docs(&with, wit.path()).unwrap().is_none());
+        // The contract's own docs are not added.
+        let contract = tempfile::tempdir().unwrap();
+        std::fs::write(contract.path().join("plugin.wit"), crate::dev::WIT).unwrap();
+        assert!(with_docs(&component, contract.path()).unwrap().is_none());
     }
 }
