@@ -25,32 +25,11 @@ pub fn with_docs(component: &[u8], wit_dir: &Path) -> Result<Option<Vec<u8>>> {
     }
     let data = PackageMetadata::extract(&resolve, package).encode()?;
     let mut out = component.to_vec();
-    out.extend(custom_section(PackageMetadata::SECTION_NAME, &data));
+    out.extend(crate::runtime::custom_section_bytes(
+        PackageMetadata::SECTION_NAME,
+        &data,
+    ));
     Ok(Some(out))
-}
-
-/// A custom section (id 0): its size, its name, then `data`.
-fn custom_section(name: &str, data: &[u8]) -> Vec<u8> {
-    let mut body = Vec::with_capacity(name.len() + data.len() + 5);
-    leb128(name.len(), &mut body);
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(data);
-    let mut section = vec![0];
-    leb128(body.len(), &mut section);
-    section.extend(body);
-    section
-}
-
-fn leb128(mut n: usize, out: &mut Vec<u8>) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
 }
 
 #[cfg(test)]

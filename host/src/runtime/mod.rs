@@ -33,7 +33,7 @@ pub use context::{BoxFuture, CallContext, Quiet};
 pub use engine::{Runtime, RuntimeConfig};
 pub use grants::{DirGrant, DirHandle, Grants, HostPattern, Limits, Secret, SpareMode};
 pub use inspect::{describe, ComponentDescription};
-pub use plain::{has_package_docs, Docs as PlainDocs, PlainTools};
+pub use plain::{custom_section_bytes, has_package_docs, Docs as PlainDocs, PlainTools};
 pub use plugin::{CallError, Exports, Listing, LoadedPlugin};
 pub use slots::answer_first;
 

@@ -96,6 +96,31 @@ fn custom_section<'a>(bytes: &'a [u8], name: &str) -> Option<&'a [u8]> {
     None
 }
 
+/// A top-level custom section (id 0), encoded: its size, its name, then
+/// `data`.
+pub fn custom_section_bytes(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(name.len() + data.len() + 5);
+    write_leb128(name.len(), &mut body);
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(data);
+    let mut section = vec![0];
+    write_leb128(body.len(), &mut section);
+    section.extend(body);
+    section
+}
+
+fn write_leb128(mut n: usize, out: &mut Vec<u8>) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
 /// An unsigned LEB128 u32 and what follows it.
 fn leb128(bytes: &[u8]) -> Option<(usize, &[u8])> {
     let mut value: u32 = 0;
@@ -112,26 +137,8 @@ fn leb128(bytes: &[u8]) -> Option<(usize, &[u8])> {
 mod tests {
     use super::*;
 
-    fn leb(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-
     fn section(name: &str, data: &[u8]) -> Vec<u8> {
-        let mut body = vec![name.len() as u8];
-        body.extend_from_slice(name.as_bytes());
-        body.extend_from_slice(data);
-        let mut out = vec![0];
-        leb(body.len(), &mut out);
-        out.extend(body);
-        out
+        custom_section_bytes(name, data)
     }
 
     #[test]

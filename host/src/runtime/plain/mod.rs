@@ -15,7 +15,7 @@ mod value;
 use crate::runtime::bindings::exports::wasm_mcp::plugin::tools;
 use crate::runtime::bindings::wasm_mcp::plugin::types;
 use crate::runtime::lift::OverBudget;
-pub use docs::{has_package_docs, Docs};
+pub use docs::{custom_section_bytes, has_package_docs, Docs};
 use schema::{SchemaWriter, Unsupported};
 use serde_json::{json, Value};
 use std::io::Write;
