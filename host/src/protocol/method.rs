@@ -163,9 +163,9 @@ impl Method {
     }
 
     /// Whether its answer depends on the plugins served (a list, a call, a
-    /// read, a completion): such a request waits for the plugins' first
-    /// load; the others (`initialize`, `ping`, `server/discover`, tasks)
-    /// are answered at once.
+    /// read, a completion, a subscription to their changes): such a request
+    /// waits for the plugins' first load; the others (`initialize`, `ping`,
+    /// `server/discover`, tasks) are answered at once.
     pub fn reads_catalogue(self) -> bool {
         matches!(
             self,
@@ -175,6 +175,7 @@ impl Method {
                 | Method::ListResourceTemplates
                 | Method::ReadResource
                 | Method::Subscribe
+                | Method::Listen
                 | Method::ListPrompts
                 | Method::GetPrompt
                 | Method::Complete
