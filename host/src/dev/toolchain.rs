@@ -202,9 +202,10 @@ async fn syntax_error(dir: &Path) -> Option<String> {
     let source = dir.join("app.js");
     // A copy named .mjs: Node checks it as a module whatever package.json says.
     let copied = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+        let text = crate::files::read_regular(&source, MAX_CHECKED_SOURCE_BYTES)?;
         let folder = crate::files::private_temp_dir("wasm-mcp-check-")?;
         let copy = folder.path().join("app.mjs");
-        std::fs::copy(&source, &copy)?;
+        std::fs::write(&copy, text)?;
         Ok((folder, copy))
     })
     .await
@@ -226,6 +227,9 @@ async fn syntax_error(dir: &Path) -> Option<String> {
     let said = crate::text::head(&said, SAID_BYTES).replace(&*copy.to_string_lossy(), "app.js");
     (!said.trim().is_empty()).then_some(said)
 }
+
+/// The largest `app.js` whose syntax is checked after a failed build.
+const MAX_CHECKED_SOURCE_BYTES: u64 = 16 << 20;
 
 /// The script a folder of another language builds with.
 const BUILD_SCRIPT: &str = "build.sh";

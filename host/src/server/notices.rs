@@ -37,12 +37,7 @@ impl Notices {
         match notice {
             Some(mut text) if notices.len() < MAX_NOTICES || notices.contains_key(key) => {
                 if text.len() > MAX_NOTICE_BYTES {
-                    let mut end = MAX_NOTICE_BYTES;
-                    while !text.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    text.truncate(end);
-                    text.push('…');
+                    text = format!("{}…", crate::text::head(&text, MAX_NOTICE_BYTES));
                 }
                 notices.insert(key.to_owned(), text);
             }

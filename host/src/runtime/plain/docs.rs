@@ -59,19 +59,8 @@ impl Docs {
         let text = function
             .as_str()
             .or_else(|| function.get("docs")?.as_str())?;
-        Some(cut(text.trim()).to_owned())
+        Some(crate::text::head(text.trim(), MAX_DESCRIPTION_BYTES).to_owned())
     }
-}
-
-fn cut(text: &str) -> &str {
-    if text.len() <= MAX_DESCRIPTION_BYTES {
-        return text;
-    }
-    let mut end = MAX_DESCRIPTION_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Whether a component's bytes carry a `package-docs` section.
