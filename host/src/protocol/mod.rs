@@ -5,12 +5,14 @@ mod header_params;
 mod jsonrpc;
 mod method;
 pub mod params;
+mod result_type;
 mod version;
 
 pub use header_params::{header_parameters, HeaderParameter};
 pub use jsonrpc::{parse_message, ErrorCode, Incoming, RequestId, RpcError};
 pub use method::{client, notification, Availability, Caching, Method};
 pub use params::Params;
+pub use result_type::ResultType;
 pub use version::{negotiate_handshake, Revision};
 
 /// An unguessable id for the wire (session ids, elicitation ids, parked

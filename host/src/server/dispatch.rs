@@ -228,7 +228,7 @@ fn shape_result(server: &Server, era: &Era, method: Option<Method>, mut result: 
     let Some(obj) = result.as_object_mut() else {
         return result;
     };
-    obj.entry("resultType").or_insert_with(|| json!("complete"));
+    crate::protocol::ResultType::Complete.tag_unless_set(obj);
     let meta = obj.entry("_meta").or_insert_with(|| json!({}));
     if let Some(meta) = meta.as_object_mut() {
         meta.insert(meta::SERVER_INFO.into(), server.server_info());

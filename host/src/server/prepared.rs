@@ -148,7 +148,10 @@ impl Serialize for PageResult<'_> {
             map.serialize_entry("nextCursor", next)?;
         }
         if let Some(shape) = &self.shape {
-            map.serialize_entry("resultType", "complete")?;
+            map.serialize_entry(
+                crate::protocol::ResultType::KEY,
+                crate::protocol::ResultType::Complete.as_str(),
+            )?;
             map.serialize_entry(
                 "_meta",
                 &serde_json::json!({ meta::SERVER_INFO: shape.server_info }),

@@ -1,15 +1,13 @@
-//! One request being served: what every method and every plugin call
-//! needs to know of it.
+//! One request being served: what every method needs to know of it, and
+//! the plain value a plugin call is given ([`Request::call_request`]).
 
-use super::call::{Asker, Client, Link, Origin, Parking, Questions, RequestScope, TaskRole};
+use super::call::{Asking, CallRequest, Client, Retry};
 use super::session::Era;
 use super::{Connection, Outbox};
 use crate::protocol::{meta, RequestId};
 use crate::runtime::types::LogLevel;
-use crate::runtime::LoadedPlugin;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// One request being served.
@@ -28,118 +26,55 @@ pub struct Request<'a> {
     pub reply: &'a Outbox,
 }
 
-impl Origin for Request<'_> {
-    fn reply(&self) -> &Outbox {
-        self.reply
-    }
-
-    fn cancelled(&self) -> CancellationToken {
-        self.cancel.clone()
-    }
-
-    fn params(&self) -> &Map<String, Value> {
-        self.params
-    }
-
-    fn principal(&self) -> Option<&str> {
-        self.conn.principal.as_deref()
-    }
-
-    fn is_stateless(&self) -> bool {
-        self.era.is_modern()
-    }
-
-    fn parking(&self) -> &Parking {
-        &self.conn.server.parking
-    }
-
-    fn input_timeout(&self) -> Duration {
-        self.conn.server.options.input_timeout
-    }
-
-    fn context(
-        &self,
-        plugin: &LoadedPlugin,
-        link: Arc<Link>,
-        cancelled: CancellationToken,
-        questions: Questions,
-        task_role: TaskRole,
-    ) -> Arc<RequestScope> {
+impl Request<'_> {
+    /// What a plugin call made for this request needs to know of it: from
+    /// the session on a handshake revision, from `_meta` on the stateless
+    /// one.
+    pub fn call_request(&self) -> CallRequest {
         let Request {
             conn, params, era, ..
         } = self;
-        let log_level = match era {
-            Era::Modern { log_level, .. } => *log_level,
-            Era::Legacy { .. } => Some(conn.session().log_level.unwrap_or(LogLevel::Debug)),
-        };
-        let progress_token = params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .cloned();
-        let (client_roots, client_capabilities) = match era {
+        let server = &conn.server;
+        let meta = params.get("_meta");
+        let progress_token = meta.and_then(|m| m.get("progressToken")).cloned();
+        let (log_level, client_roots, client_capabilities, asking) = match era {
             Era::Legacy { .. } => {
                 let session = conn.session();
+                let client: Weak<dyn Client> = Arc::downgrade(conn) as Weak<Connection>;
                 (
+                    Some(session.log_level.unwrap_or(LogLevel::Debug)),
                     session.client_roots.clone(),
                     session.client_capabilities.clone(),
+                    Asking::Requests {
+                        client,
+                        session: conn.out.clone(),
+                    },
                 )
             }
-            Era::Modern { .. } => (
+            Era::Modern { log_level } => (
+                *log_level,
                 None,
-                params
-                    .get("_meta")
-                    .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
+                meta.and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
                     .cloned()
                     .unwrap_or_else(|| json!({})),
+                Asking::Rounds(Retry {
+                    parking: server.parking.clone(),
+                    responses: params.get("inputResponses").cloned(),
+                    state: params.get("requestState").cloned(),
+                }),
             ),
         };
-        Arc::new(RequestScope {
-            plugin: plugin.name().to_owned(),
-            client_roots,
+        CallRequest {
             principal: conn.principal.clone(),
-            link,
+            client_capabilities,
+            client_roots,
             log_level,
             progress_token,
-            cancelled,
-            notices: conn.server.clone(),
-            client_capabilities,
-            missing_capability: Default::default(),
-            questions,
-            task_role,
-        })
-    }
-
-    fn inline_context(&self, plugin: &LoadedPlugin) -> Arc<RequestScope> {
-        let (link, _) = Link::new(self.reply.clone());
-        let questions = if self.era.is_modern() {
-            Questions::Refused("this request cannot ask the client for input")
-        } else {
-            Questions::Requests(self.asker(link.clone(), None))
-        };
-        self.context(
-            plugin,
-            link,
-            self.cancel.clone(),
-            questions,
-            TaskRole::Never,
-        )
-    }
-}
-
-impl Request<'_> {
-    /// Asks on `link` for a call of this request's connection; `on_wait`
-    /// hears when the call starts and stops waiting.
-    pub fn asker(
-        &self,
-        link: Arc<Link>,
-        on_wait: Option<Arc<dyn Fn(bool) + Send + Sync>>,
-    ) -> Asker {
-        let client: Weak<dyn Client> = Arc::downgrade(self.conn) as Weak<Connection>;
-        Asker::new(
-            client,
-            link,
-            self.conn.server.options.input_timeout,
-            on_wait,
-        )
+            cancelled: self.cancel.clone(),
+            reply: self.reply.clone(),
+            notices: server.clone(),
+            input_timeout: server.options.input_timeout,
+            asking,
+        }
     }
 }

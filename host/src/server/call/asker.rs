@@ -1,6 +1,7 @@
 //! Questions asked as requests to the client (handshake revisions, and
 //! 2025-11-25 tasks): sent on the call's stream, withdrawn unless answered.
 
+use super::events::Events;
 use super::{Link, WaitSlot};
 use crate::runtime::host_types::InputError;
 use crate::runtime::BoxFuture;
@@ -35,36 +36,37 @@ pub struct Asker {
     pub(super) conn: Weak<dyn Client>,
     pub(super) link: Arc<Link>,
     pub(super) timeout: Duration,
-    /// Told when the call starts (`true`) and stops (`false`) waiting for an
-    /// answer: a task is `input_required` meanwhile.
-    pub(super) on_wait: Option<Arc<dyn Fn(bool) + Send + Sync>>,
+    /// Told when the call starts and stops waiting for an answer (a task
+    /// is `input_required` meanwhile).
+    pub(super) events: Option<Events>,
 }
 
-/// Calls `on_wait(false)` when dropped.
-struct WaitingGuard(Option<Arc<dyn Fn(bool) + Send + Sync>>);
+/// Says the wait for an answer ended, when dropped.
+struct WaitingGuard(Option<Events>);
 
 impl Drop for WaitingGuard {
     fn drop(&mut self) {
-        if let Some(on_wait) = &self.0 {
-            on_wait(false);
+        if let Some(events) = &self.0 {
+            events.waiting(false);
         }
     }
 }
 
 impl Asker {
     /// Asks on `link` for a call of `conn`, waiting at most `timeout` for
-    /// each answer; `on_wait` hears when the call starts and stops waiting.
-    pub fn new(
+    /// each answer; `events`, when given, hear when the call starts and
+    /// stops waiting.
+    pub(super) fn new(
         conn: Weak<dyn Client>,
         link: Arc<Link>,
         timeout: Duration,
-        on_wait: Option<Arc<dyn Fn(bool) + Send + Sync>>,
+        events: Option<Events>,
     ) -> Self {
         Asker {
             conn,
             link,
             timeout,
-            on_wait,
+            events,
         }
     }
 
@@ -94,10 +96,10 @@ impl Asker {
             };
             conn.wait_slot().map_err(InputError::Unsupported)?
         };
-        if let Some(on_wait) = &self.on_wait {
-            on_wait(true);
+        if let Some(events) = &self.events {
+            events.waiting(true);
         }
-        let _waiting = WaitingGuard(self.on_wait.clone());
+        let _waiting = WaitingGuard(self.events.clone());
         let deadline = tokio::time::sleep(self.timeout);
         tokio::pin!(deadline);
         // A task's question waits for a stream to go on (its tasks/result).

@@ -2,8 +2,9 @@
 //! for the request, its cancellation, the plugin's change notices, and its
 //! questions to the client.
 
+use super::events::Events;
 use super::input::{self, Wanted};
-use super::{Asker, Link, Rounds};
+use super::{Asker, CallRequest, Link, Rounds};
 use crate::protocol::notification;
 use crate::runtime::host_types::{Answer, InputError, ListKind, Question};
 use crate::runtime::{types::LogLevel, BoxFuture, CallContext};
@@ -12,7 +13,6 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// How a call's questions reach the client.
@@ -39,8 +39,8 @@ pub trait PluginNotices: Send + Sync {
 pub enum TaskRole {
     /// It may not (the tool or the request does not allow it).
     Never,
-    /// It may: the plugin asking for it sets this.
-    Possible(watch::Sender<bool>),
+    /// It may: the plugin asking for it says so to the call's driver.
+    Possible(Events),
     /// It already is one.
     Task,
 }
@@ -76,6 +76,33 @@ pub struct RequestScope {
 }
 
 impl RequestScope {
+    /// The context of a call to `plugin` for `request`: notifications go
+    /// through `link`, `cancelled` stops it, `questions` says how it asks
+    /// the client.
+    pub(super) fn new(
+        request: &CallRequest,
+        plugin: &str,
+        link: Arc<Link>,
+        cancelled: CancellationToken,
+        questions: Questions,
+        task_role: TaskRole,
+    ) -> Arc<Self> {
+        Arc::new(RequestScope {
+            plugin: plugin.to_owned(),
+            link,
+            log_level: request.log_level,
+            progress_token: request.progress_token.clone(),
+            cancelled,
+            notices: request.notices.clone(),
+            client_roots: request.client_roots.clone(),
+            principal: request.principal.clone(),
+            client_capabilities: request.client_capabilities.clone(),
+            missing_capability: Mutex::default(),
+            questions,
+            task_role,
+        })
+    }
+
     /// Whether the client declared `capability` (a path into its
     /// capabilities); if not, remembers that the request needed it.
     fn client_has(&self, capability: &[&'static str]) -> bool {
@@ -92,12 +119,6 @@ impl RequestScope {
     /// The client capability the request needed and did not have, if any.
     pub fn missing_capability(&self) -> Option<&'static str> {
         *self.missing_capability.lock()
-    }
-
-    /// Whether the call runs as a task (then a crash fails the task rather
-    /// than answering with a tool error).
-    pub fn runs_as_task(&self) -> bool {
-        self.link.runs_as_task()
     }
 
     /// The questions the client can be asked (`wanted`), and an answer
@@ -195,8 +216,8 @@ impl CallContext for RequestScope {
         match &self.task_role {
             TaskRole::Never => false,
             TaskRole::Task => true,
-            TaskRole::Possible(wanted) => {
-                wanted.send_replace(true);
+            TaskRole::Possible(events) => {
+                events.wants_task();
                 true
             }
         }

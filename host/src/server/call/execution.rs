@@ -1,9 +1,12 @@
 //! A plugin call that can outlive the request that started it (parked,
 //! or gone on as a task). Whoever holds it drives it: the request, then
-//! the retry that resumes it, or the task's supervisor. A call that ends
-//! within its request so needs no tokio task of its own.
+//! the retry that resumes it, or the task's supervisor. It runs only while
+//! polled: a call that ends within its request needs no tokio task of its
+//! own, and a task's call starts when its supervisor first polls it (after
+//! the task is stored).
 
-use super::{Link, Round};
+use super::events::EventReceiver;
+use super::Link;
 use crate::protocol::RpcError;
 use crate::server::Outcome;
 use futures_util::FutureExt as _;
@@ -13,13 +16,29 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::oneshot;
 
-/// The call's future: its outcome, or why it failed (it panicked).
-pub struct Call(Pin<Box<dyn Future<Output = Result<Outcome, String>> + Send>>);
+/// What a plugin call ended with.
+#[derive(Debug)]
+pub enum Ended {
+    /// Its outcome: a result, no response (cancelled), or a JSON-RPC error.
+    Outcome(Outcome),
+    /// The plugin crashed (a trap, a timeout, too much memory): a tool
+    /// error for a request, a failed task for a task.
+    Crashed(String),
+}
+
+impl From<Outcome> for Ended {
+    fn from(outcome: Outcome) -> Self {
+        Ended::Outcome(outcome)
+    }
+}
+
+/// The call's future; a panic in it is caught and ends it with -32603.
+pub struct Call(Pin<Box<dyn Future<Output = Ended> + Send>>);
 
 impl Future for Call {
-    type Output = Result<Outcome, String>;
+    type Output = Ended;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.0.as_mut().poll(cx)
     }
@@ -29,41 +48,39 @@ impl Future for Call {
 pub struct Execution {
     /// The call.
     pub task: Call,
-    /// Its rounds of questions.
-    pub rounds: mpsc::UnboundedReceiver<Round>,
+    /// What the call says while it runs.
+    pub events: EventReceiver,
+    /// Where the answers to the round it is parked on go.
     pub(super) waiting: Option<oneshot::Sender<Map<String, Value>>>,
     pub(super) link: Arc<Link>,
-    /// Becomes `true` when the plugin asks to go on as a task.
-    pub(super) detach: Option<watch::Receiver<bool>>,
 }
 
 impl Execution {
-    /// The execution of `call`, to be driven by its holder; `detach` says
-    /// when the plugin asks to go on as a task (when the request allows it
-    /// to).
-    pub fn start(
-        call: impl Future<Output = Outcome> + Send + 'static,
-        rounds: mpsc::UnboundedReceiver<Round>,
+    /// The execution of `call`, to be driven by its holder, which hears
+    /// the call's `events`; its messages go through `link`.
+    pub(super) fn new(
+        call: impl Future<Output = Ended> + Send + 'static,
+        events: EventReceiver,
         link: Arc<Link>,
-        detach: Option<watch::Receiver<bool>>,
     ) -> Self {
         // A panic stays in the call, as it would on a task of its own.
         let call = AssertUnwindSafe(call).catch_unwind().map(|ended| {
-            ended.map_err(|panic| {
+            ended.unwrap_or_else(|panic| {
                 let why = panic
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
-                format!("it panicked: {why}")
+                Ended::Outcome(Err(RpcError::internal(format!(
+                    "the call failed: it panicked: {why}"
+                ))))
             })
         });
         Execution {
             task: Call(Box::pin(call)),
-            rounds,
+            events,
             waiting: None,
             link,
-            detach,
         }
     }
 
@@ -71,41 +88,6 @@ impl Execution {
     pub fn link(&self) -> &Arc<Link> {
         &self.link
     }
-
-    /// Marks the call as running as a task from now on.
-    pub fn mark_task(&self) {
-        self.link.mark_task();
-    }
-}
-
-/// What driving a call for one request came to.
-pub enum Driven {
-    /// It finished (or was cancelled: no response).
-    Done(Outcome),
-    /// It waits for the client's input: the input-required result.
-    Parked(Value),
-    /// It goes on as a task: the request is answered with a task handle.
-    Detached(Execution),
-}
-
-impl Driven {
-    /// The answer to a request whose call could not go on as a task.
-    pub fn into_outcome(self) -> Outcome {
-        match self {
-            Driven::Done(outcome) => outcome,
-            Driven::Parked(result) => Ok(Some(result)),
-            Driven::Detached(_) => Err(RpcError::internal(
-                "the call went on as a task, which this request does not allow",
-            )),
-        }
-    }
-}
-
-/// When a call that may run as a task becomes one.
-#[derive(Debug, Clone, Copy)]
-pub struct Escalation {
-    /// Still running after this long.
-    pub after: std::time::Duration,
 }
 
 impl Drop for Execution {

@@ -30,8 +30,6 @@ pub struct Link {
     /// For such a task, whether the client knows of it yet and the
     /// `tasks/result` stream open now: its questions wait for either.
     client: watch::Sender<TaskClient>,
-    /// Whether the call runs as a task (of either wire) now.
-    as_task: std::sync::atomic::AtomicBool,
 }
 
 impl Link {
@@ -50,7 +48,6 @@ impl Link {
         let cancelled = cancel.clone();
         let link = Link {
             client: watch::channel(TaskClient::default()).0,
-            as_task: (related_task.is_some()).into(),
             out: Mutex::new(out),
             cancel,
             related_task,
@@ -112,17 +109,6 @@ impl Link {
             crate::protocol::meta::tag_related_task(&mut params, task);
         }
         params
-    }
-
-    /// Whether the call runs as a task now.
-    pub fn runs_as_task(&self) -> bool {
-        self.as_task.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Marks the call as running as a task from now on.
-    pub fn mark_task(&self) {
-        self.as_task
-            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Sends a notification about the call.

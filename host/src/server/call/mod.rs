@@ -1,36 +1,45 @@
 //! One plugin call, from the request that starts it until it is answered
-//! or goes on as a task: the call's context ([`RequestScope`]:
-//! notifications, cancellation, questions), the call on a tokio task of
-//! its own ([`Execution`]), input-required rounds and parking between
-//! them ([`Parking`]), and escalation ([`Driven::Detached`], which the
-//! task store adopts). Knows nothing of methods or of the task store.
+//! or goes on as a task. The only door for a plugin call: a request value
+//! in ([`CallRequest`], how it runs: [`Run`]), one typed [`Reply`] out.
+//! Inside: the call's context ([`RequestScope`]: notifications,
+//! cancellation, questions), the call as a future its driver polls
+//! ([`Execution`]), input-required rounds and parking between them
+//! ([`Parking`]), and what a running call tells its driver ([`CallEvent`]:
+//! a task's supervisor hears them too). Knows nothing of methods,
+//! connections or the task store.
 
 mod asker;
 mod context;
+mod events;
 mod execution;
 pub(super) mod input;
 mod link;
 pub mod outcome;
 mod parking;
+mod reply;
 mod rounds;
+#[cfg(test)]
+mod tests;
 mod waiting;
 
 pub use asker::{Asker, Client};
 pub use context::{PluginNotices, Questions, RequestScope, TaskRole};
-pub use execution::{Driven, Escalation, Execution};
+pub use events::{CallEvent, Events};
+pub use execution::{Ended, Execution};
 pub use link::Link;
 pub use parking::{Binding, Parking};
+pub use reply::{InputRequired, Reply};
 pub use rounds::{Round, Rounds};
 pub use waiting::{WaitSlot, Waiting};
 
 use super::Outbox;
 use crate::protocol::{params, Method, RpcError};
-use crate::runtime::LoadedPlugin;
+use crate::runtime::types::LogLevel;
 use serde_json::{Map, Value};
 use std::future::Future;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// What serving a request comes to: its result, `Ok(None)` for no response
@@ -48,120 +57,206 @@ pub struct Target<'a> {
     pub arguments: &'a Value,
 }
 
-/// The request a call comes from, as the call sees it.
-pub trait Origin {
-    /// Where the request's answer and the messages about it go.
-    fn reply(&self) -> &Outbox;
-    /// Cancelled when the request is.
-    fn cancelled(&self) -> CancellationToken;
-    /// The request's params.
-    fn params(&self) -> &Map<String, Value>;
+/// A plugin call as its request asks for it: everything the call needs to
+/// know of the request, as plain values.
+pub struct CallRequest {
     /// Who the request acts for.
-    fn principal(&self) -> Option<&str>;
-    /// Whether the request is of the stateless revision (its calls ask
-    /// with input-required rounds).
-    fn is_stateless(&self) -> bool;
-    /// Where calls wait for the client's retry.
-    fn parking(&self) -> &Parking;
+    pub principal: Option<String>,
+    /// The capabilities the client declared.
+    pub client_capabilities: Value,
+    /// The client's roots, when it declared them.
+    pub client_roots: Option<Arc<Vec<PathBuf>>>,
+    /// The lowest level sent as `notifications/message`; `None` sends none.
+    pub log_level: Option<LogLevel>,
+    /// The request's progress token, if it asked for progress.
+    pub progress_token: Option<Value>,
+    /// Cancelled when the request is.
+    pub cancelled: CancellationToken,
+    /// Where the request's answer and the messages about it go.
+    pub reply: Outbox,
+    /// Where the plugin's change notices go.
+    pub notices: Arc<dyn PluginNotices>,
     /// How long a call waits for an answer.
-    fn input_timeout(&self) -> Duration;
-    /// The context of a call to `plugin`: notifications go through `link`,
-    /// `cancelled` stops it, `questions` says how it asks the client.
-    fn context(
-        &self,
-        plugin: &LoadedPlugin,
-        link: Arc<Link>,
-        cancelled: CancellationToken,
-        questions: Questions,
-        task_role: TaskRole,
-    ) -> Arc<RequestScope>;
-    /// The context of a call within the request, asking the client as a
-    /// handshake revision allows (requests on the request's own stream);
-    /// on the stateless revision it cannot ask.
-    fn inline_context(&self, plugin: &LoadedPlugin) -> Arc<RequestScope>;
+    pub input_timeout: Duration,
+    /// How the call asks the client.
+    pub asking: Asking,
 }
 
-/// Runs a plugin call (`call`, given its context) for `request`. On the
-/// handshake revisions it runs within the request, and its questions are
-/// requests to the client. On 2026-07-28 the call runs on a tokio task of
-/// its own and is parked when it asks (the request is answered with an
-/// input-required result, and the client's retry with `inputResponses`
-/// and `requestState` resumes it); with `escalation`, it is detached when
-/// the plugin asks to go on as a task or runs past the threshold.
+/// How a call asks the client, by the request's revision.
+pub enum Asking {
+    /// Handshake revisions: requests on the connection.
+    Requests {
+        /// The connection.
+        client: Weak<dyn Client>,
+        /// The session's own stream (where a task's messages go when no
+        /// `tasks/result` stream is open).
+        session: Outbox,
+    },
+    /// 2026-07-28: input-required rounds, parked between retries.
+    Rounds(Retry),
+}
+
+/// What a 2026-07-28 request brings to its call's rounds.
+pub struct Retry {
+    /// Where calls wait for the client's retry.
+    pub parking: Arc<Parking>,
+    /// The request's `inputResponses`, if any (checked by the call).
+    pub responses: Option<Value>,
+    /// The request's `requestState`, if any (checked by the call).
+    pub state: Option<Value>,
+}
+
+/// How a call runs.
+pub enum Run {
+    /// Within its request.
+    Inline,
+    /// Within its 2026-07-28 request, going on as a task when the plugin
+    /// asks to or is still running after `after`.
+    MayBecomeTask {
+        /// The threshold.
+        after: Duration,
+    },
+    /// As the 2025-11-25 task `id` the client asked for: not started; the
+    /// reply hands it over ([`Reply::BecameTask`]).
+    AsTask {
+        /// The task's id.
+        id: String,
+    },
+}
+
+/// Runs `call` (a call of `plugin`, given its context) for `request` as
+/// `run` says. On the handshake revisions it runs within the request, and
+/// its questions are requests to the client. On 2026-07-28 it is parked
+/// when it asks (the reply is input-required, and the client's retry with
+/// `inputResponses` and `requestState` resumes it).
 pub async fn run<F, Fut>(
-    request: &(dyn Origin + Sync),
-    plugin: &LoadedPlugin,
+    request: CallRequest,
+    plugin: &str,
     target: Target<'_>,
-    escalation: Option<Escalation>,
+    run: Run,
     call: F,
-) -> Result<Driven, RpcError>
+) -> Result<Reply, RpcError>
 where
     F: FnOnce(Arc<RequestScope>) -> Fut,
-    Fut: Future<Output = Outcome> + Send + 'static,
+    Fut: Future<Output = Ended> + Send + 'static,
 {
-    if !request.is_stateless() {
-        return Ok(Driven::Done(call(request.inline_context(plugin)).await));
+    match (&request.asking, run) {
+        (Asking::Requests { client, session }, Run::AsTask { id }) => {
+            let (link, cancelled) = Link::for_task(session.clone(), &id);
+            let (events, heard) = Events::new();
+            let asker = Asker::new(
+                client.clone(),
+                link.clone(),
+                request.input_timeout,
+                Some(events),
+            );
+            let questions = Questions::Requests(asker);
+            let context = RequestScope::new(
+                &request,
+                plugin,
+                link.clone(),
+                cancelled,
+                questions,
+                TaskRole::Task,
+            );
+            Ok(Reply::BecameTask(Execution::new(
+                call(context),
+                heard,
+                link,
+            )))
+        }
+        (Asking::Requests { .. }, _) => Ok(call(inline_scope(&request, plugin)).await.into()),
+        (Asking::Rounds(_), Run::AsTask { .. }) => Err(RpcError::internal(
+            "a requested task belongs to the handshake revisions",
+        )),
+        (Asking::Rounds(retry), run) => {
+            let binding = Binding::new(
+                request.principal.as_deref(),
+                target.method.as_str(),
+                target.name,
+                target.arguments,
+            );
+            let escalation = match run {
+                Run::MayBecomeTask { after } => Some(after),
+                _ => None,
+            };
+            let may_become_task = escalation.is_some();
+            let execution = start_or_resume(&request, retry, plugin, &binding, may_become_task, call)?;
+            retry
+                .parking
+                .drive(
+                    execution,
+                    binding,
+                    &request.reply,
+                    request.cancelled.clone(),
+                    escalation,
+                )
+                .await
+        }
     }
-    let binding = Binding::new(
-        request.principal(),
-        target.method.as_str(),
-        target.name,
-        target.arguments,
-    );
-    let may_detach = escalation.is_some();
-    let execution = start_or_resume(request, plugin, &binding, may_detach, call)?;
-    request
-        .parking()
-        .drive(
-            execution,
-            binding,
-            request.reply(),
-            request.cancelled(),
-            escalation,
-        )
-        .await
+}
+
+/// The context of a call within its request: on a handshake revision it
+/// asks the client with requests on the request's own stream; on the
+/// stateless revision it cannot ask.
+pub fn inline_scope(request: &CallRequest, plugin: &str) -> Arc<RequestScope> {
+    let (link, _) = Link::new(request.reply.clone());
+    let questions = match &request.asking {
+        Asking::Requests { client, .. } => Questions::Requests(Asker::new(
+            client.clone(),
+            link.clone(),
+            request.input_timeout,
+            None,
+        )),
+        Asking::Rounds(_) => Questions::Refused("this request cannot ask the client for input"),
+    };
+    RequestScope::new(
+        request,
+        plugin,
+        link,
+        request.cancelled.clone(),
+        questions,
+        TaskRole::Never,
+    )
 }
 
 /// The parked call the request's `requestState` resumes, given its
 /// `inputResponses`; else the call, started afresh with those answers.
 fn start_or_resume<F, Fut>(
-    request: &(dyn Origin + Sync),
-    plugin: &LoadedPlugin,
+    request: &CallRequest,
+    retry: &Retry,
+    plugin: &str,
     binding: &Binding,
-    may_detach: bool,
+    may_become_task: bool,
     call: F,
 ) -> Result<Execution, RpcError>
 where
     F: FnOnce(Arc<RequestScope>) -> Fut,
-    Fut: Future<Output = Outcome> + Send + 'static,
+    Fut: Future<Output = Ended> + Send + 'static,
 {
     // Present means present here: a null is refused, not taken as absent.
-    let params = request.params();
-    let responses = match params.get("inputResponses") {
+    let responses = match &retry.responses {
         None => Map::new(),
         Some(Value::Object(responses)) => responses.clone(),
         Some(_) => return Err(params::invalid("\"inputResponses\" must be an object")),
     };
-    if let Some(state) = params.get("requestState") {
+    if let Some(state) = &retry.state {
         let state = state
             .as_str()
             .ok_or_else(|| params::invalid("\"requestState\" must be a string"))?;
-        if let Some(parked) = request
-            .parking()
-            .resume(state, binding, responses.clone())?
-        {
+        if let Some(parked) = retry.parking.resume(state, binding, responses.clone())? {
             return Ok(parked);
         }
     }
-    let (rounds, needs) = Rounds::new(responses, request.input_timeout());
-    let (link, cancelled) = Link::new(request.reply().clone());
-    let (detach, task_role) = if may_detach {
-        let (wanted, detach) = watch::channel(false);
-        (Some(detach), TaskRole::Possible(wanted))
+    let (events, heard) = Events::new();
+    let rounds = Rounds::new(responses, request.input_timeout, events.clone());
+    let (link, cancelled) = Link::new(request.reply.clone());
+    let task_role = if may_become_task {
+        TaskRole::Possible(events)
     } else {
-        (None, TaskRole::Never)
+        TaskRole::Never
     };
     let questions = Questions::Rounds(rounds);
-    let context = request.context(plugin, link.clone(), cancelled, questions, task_role);
-    Ok(Execution::start(call(context), needs, link, detach))
+    let context = RequestScope::new(request, plugin, link.clone(), cancelled, questions, task_role);
+    Ok(Execution::new(call(context), heard, link))
 }

@@ -10,18 +10,17 @@
 //! which frees its instance.
 
 use super::waiting::{WaitSlot, Waiting};
-use super::{Driven, Escalation, Execution, Round};
+use super::{CallEvent, Execution, InputRequired, Reply, Round};
 use crate::protocol::{random_id, RpcError};
-use crate::server::{Outbox, Outcome};
+use crate::server::Outbox;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use parking_lot::Mutex;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// Calls parked at once, at most.
@@ -35,7 +34,6 @@ pub struct Binding<'a> {
     method: &'a str,
     target: &'a str,
     arguments: &'a Value,
-    hash: OnceLock<String>,
 }
 
 impl<'a> Binding<'a> {
@@ -52,20 +50,17 @@ impl<'a> Binding<'a> {
             method,
             target,
             arguments,
-            hash: OnceLock::new(),
         }
     }
 
-    fn hash(&self) -> &str {
-        self.hash.get_or_init(|| {
-            let mut hash = Sha256::new();
-            for part in [self.principal.unwrap_or(""), self.method, self.target] {
-                hash.update(part.as_bytes());
-                hash.update([0]);
-            }
-            hash.update(self.arguments.to_string().as_bytes());
-            B64.encode(hash.finalize())
-        })
+    fn hash(&self) -> String {
+        let mut hash = Sha256::new();
+        for part in [self.principal.unwrap_or(""), self.method, self.target] {
+            hash.update(part.as_bytes());
+            hash.update([0]);
+        }
+        hash.update(self.arguments.to_string().as_bytes());
+        B64.encode(hash.finalize())
     }
 }
 
@@ -247,59 +242,57 @@ impl Parking {
     }
 
     /// Runs `execution` for the request whose stream is `reply`, until it
-    /// finishes (its outcome), asks questions (parked; an input-required
-    /// result), the request is cancelled (aborted; no response), or, when
-    /// `escalation` allows, the plugin asks to go on as a task or is still
-    /// running after the threshold (detached).
+    /// finishes, asks questions (parked; an input-required reply), the
+    /// request is cancelled (dropped; nothing is sent), or, when
+    /// `escalation` is given, the plugin asks to go on as a task or is
+    /// still running after it (a task).
     pub async fn drive(
         &self,
         mut execution: Execution,
         binding: Binding<'_>,
         reply: &Outbox,
         cancel: CancellationToken,
-        escalation: Option<Escalation>,
-    ) -> Result<Driven, RpcError> {
+        escalation: Option<Duration>,
+    ) -> Result<Reply, RpcError> {
         enum Next {
-            Done(Outcome),
+            Ended(Reply),
             Input(Round),
             Cancelled,
-            Detach,
+            BecomeTask,
         }
         execution.link.relink(reply.clone());
-        let mut detach = execution
-            .detach
-            .clone()
-            .filter(|_| escalation.is_some())
-            .unwrap_or_else(|| watch::channel(false).1);
-        let threshold = escalation.map_or(Duration::MAX, |e| e.after);
+        let threshold = tokio::time::sleep(escalation.unwrap_or(Duration::MAX));
+        tokio::pin!(threshold);
         // The call runs first (it is polled here, not on a task of its own);
-        // then what it did is looked at: a call that asked to go on as a
-        // task and then asked a question goes on as a task, its question
-        // waiting for the task's client.
-        let next = tokio::select! {
-            biased;
-            () = cancel.cancelled() => Next::Cancelled,
-            joined = &mut execution.task => Next::Done(joined.unwrap_or_else(|e| {
-                Err(RpcError::internal(format!("the call failed: {e}")))
-            })),
-            Ok(_) = detach.wait_for(|d| *d) => Next::Detach,
-            Some(round) = execution.rounds.recv() => Next::Input(round),
-            () = tokio::time::sleep(threshold), if escalation.is_some() => Next::Detach,
+        // then what it said is looked at, in order: a call that asked to go
+        // on as a task and then asked a question goes on as a task, its
+        // question waiting for the task's client.
+        let next = loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => break Next::Cancelled,
+                ended = &mut execution.task => break Next::Ended(ended.into()),
+                Some(event) = execution.events.recv() => match event {
+                    CallEvent::WantsTask if escalation.is_some() => break Next::BecomeTask,
+                    CallEvent::Asked(round) => break Next::Input(round),
+                    CallEvent::WantsTask | CallEvent::Waiting(_) => {}
+                },
+                () = &mut threshold, if escalation.is_some() => break Next::BecomeTask,
+            }
         };
         // Nothing more goes to this request's stream.
         execution.link.relink(Outbox::discard());
         match next {
-            Next::Done(outcome) => Ok(Driven::Done(outcome)),
-            Next::Cancelled => Ok(Driven::Done(Ok(None))),
-            Next::Detach => Ok(Driven::Detached(execution)),
+            Next::Ended(reply) => Ok(reply),
+            Next::Cancelled => Ok(Reply::Nothing),
+            Next::BecomeTask => Ok(Reply::BecameTask(execution)),
             Next::Input(round) => {
                 execution.waiting = Some(round.answered);
                 let state = self.park(execution, &binding)?;
-                Ok(Driven::Parked(json!({
-                    "resultType": "input_required",
-                    "inputRequests": round.requests,
-                    "requestState": state,
-                })))
+                Ok(Reply::InputRequired(InputRequired {
+                    requests: round.requests,
+                    state,
+                }))
             }
         }
     }
@@ -335,6 +328,7 @@ impl Parking {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[tokio::test]
     async fn states_are_sealed_bound_and_tamper_evident() {

@@ -1,13 +1,14 @@
 //! Input-required rounds (2026-07-28): the plugin's questions handed to
 //! whoever drives the call, and the client's answers handed back.
 
+use super::events::Events;
 use super::input::Wanted;
 use crate::runtime::host_types::{Answer, InputError};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// A plugin's questions that the client has not answered yet.
 pub struct Round {
@@ -21,26 +22,20 @@ pub struct Round {
 /// for more.
 pub struct Rounds {
     responses: Mutex<Map<String, Value>>,
-    needs: mpsc::UnboundedSender<Round>,
+    events: Events,
     timeout: Duration,
 }
 
 impl Rounds {
-    /// Rounds that start with the `inputResponses` a request carried; the
-    /// receiver gets each round of unanswered questions.
-    pub fn new(
-        responses: Map<String, Value>,
-        timeout: Duration,
-    ) -> (Arc<Self>, mpsc::UnboundedReceiver<Round>) {
-        // Holds at most one round: the call waits for its answers before
-        // it can ask again.
-        let (needs, rounds) = mpsc::unbounded_channel();
-        let this = Rounds {
+    /// Rounds that start with the `inputResponses` a request carried; each
+    /// round of unanswered questions goes out as an [`Events::asked`] (one
+    /// at a time: the call waits for its answers before it can ask again).
+    pub fn new(responses: Map<String, Value>, timeout: Duration, events: Events) -> Arc<Self> {
+        Arc::new(Rounds {
             responses: Mutex::new(responses),
-            needs,
+            events,
             timeout,
-        };
-        (Arc::new(this), rounds)
+        })
     }
 
     /// Answers `wanted` from the client's responses, asking for the ones it
@@ -74,7 +69,7 @@ impl Rounds {
                 requests: missing,
                 answered,
             };
-            let failure = if self.needs.send(round).is_err() {
+            let failure = if !self.events.asked(round) {
                 Some(InputError::Cancelled)
             } else {
                 match tokio::time::timeout(self.timeout, rx).await {

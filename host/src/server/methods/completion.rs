@@ -6,7 +6,7 @@ use crate::protocol::ErrorCode;
 use crate::registry::Catalogue;
 use crate::runtime::completions;
 use crate::server::call::outcome::{failed_request, plugin_error};
-use crate::server::call::Origin as _;
+use crate::server::call;
 use crate::server::{convert, Outcome};
 use serde_json::{json, Value};
 
@@ -72,7 +72,7 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
         argument_value,
         context_arguments,
     };
-    let context = request.inline_context(plugin);
+    let context = call::inline_scope(&request.call_request(), plugin.name());
     match plugin.complete(context, &asked).await {
         Ok(Ok(completion)) => Ok(Some(convert::completion(&completion))),
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),

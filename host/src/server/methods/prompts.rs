@@ -5,7 +5,8 @@ use crate::protocol::params::{self, Params};
 use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
-use crate::server::call::{self, Target};
+use crate::server::call::{self, Ended, RequestScope, Run, Target};
+use std::sync::Arc;
 use crate::server::{convert, Outcome};
 use serde_json::Value;
 
@@ -54,21 +55,18 @@ pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome
         name,
         arguments: &given,
     };
-    call::run(
-        request,
-        &entry.plugin,
-        target,
-        None,
-        move |context| async move {
-            match plugin.get_prompt(context, &prompt, &arguments).await {
-                Ok(Ok(result)) => within_result_limit(&plugin, convert::prompt_result(&result))
-                    .map(Some)
-                    .map_err(RpcError::internal),
-                Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
-                Err(error) => failed_request(&plugin, error),
-            }
-        },
-    )
-    .await?
-    .into_outcome()
+    let call = move |context: Arc<RequestScope>| async move {
+        let outcome = match plugin.get_prompt(context, &prompt, &arguments).await {
+            Ok(Ok(result)) => within_result_limit(&plugin, convert::prompt_result(&result))
+                .map(Some)
+                .map_err(RpcError::internal),
+            Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
+            Err(error) => failed_request(&plugin, error),
+        };
+        Ended::from(outcome)
+    };
+    let asked = request.call_request();
+    call::run(asked, entry.plugin.name(), target, Run::Inline, call)
+        .await?
+        .into_outcome()
 }

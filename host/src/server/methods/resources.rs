@@ -7,7 +7,8 @@ use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
 use crate::runtime::types;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
-use crate::server::call::{self, Target};
+use crate::server::call::{self, Ended, RequestScope, Run, Target};
+use std::sync::Arc;
 use crate::server::session::Era;
 use crate::server::{convert, Outcome};
 use serde_json::{json, Value};
@@ -63,8 +64,8 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         name: uri,
         arguments: &Value::Null,
     };
-    let driven = call::run(request, owner, target_of_call, None, move |context| async move {
-        match plugin.read_resource(context, &target).await {
+    let call = move |context: Arc<RequestScope>| async move {
+        let outcome = match plugin.read_resource(context, &target).await {
             Ok(Ok(contents)) => {
                 let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
                 within_result_limit(&plugin, result)
@@ -78,8 +79,11 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             .with_data(json!({ "uri": clip(&target) }))),
             Ok(Err(error)) => Err(plugin_error(error, code)),
             Err(error) => failed_request(&plugin, error),
-        }
-    })
-    .await?;
-    driven.into_outcome()
+        };
+        Ended::from(outcome)
+    };
+    let asked = request.call_request();
+    call::run(asked, owner.name(), target_of_call, Run::Inline, call)
+        .await?
+        .into_outcome()
 }

@@ -4,22 +4,17 @@ use super::plan::{plan_tool, Plan};
 use super::{clip, invalid, unless_late, Request};
 use crate::metrics::{metrics, Outcome as Measured};
 use crate::protocol::Params;
-use crate::protocol::{random_id, ErrorCode, Method, Revision, RpcError};
+use crate::protocol::{random_id, ErrorCode, Method, ResultType, Revision, RpcError};
 use crate::registry::{schema_limits, Catalogue, ToolEntry};
 use crate::runtime::{tools, types, CallError, LoadedPlugin};
 use crate::server::call::outcome::{
-    call_failed, failed_request, missing_capability, plugin_error, within_result_limit,
+    call_failed, missing_capability, plugin_error, within_result_limit,
 };
-use crate::server::call::{
-    self, Driven, Escalation, Execution, Link, Origin as _, Questions, RequestScope, Target,
-    TaskRole,
-};
+use crate::server::call::{self, Ended, Reply, RequestScope, Run, Target};
 use crate::server::tasks::{NewTask, Wire};
 use crate::server::{convert, Outcome};
 use serde_json::{json, Map, Value};
-use std::future::Future;
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 /// Schema problems reported for one call, at most.
 const MAX_REPORTED_PROBLEMS: usize = 16;
@@ -72,84 +67,77 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         name,
         arguments,
     };
-    let run = move |context| call_plugin(plugin, context, tool, text, modern, argument_tool_errors);
-    let tasks = &request.conn.server.tasks;
+    let call = move |context| call_plugin(plugin, context, tool, text, modern, argument_tool_errors);
+    let (asked, plugin) = (request.call_request(), entry.plugin.name());
     match plan {
-        Plan::RequestedTask => start_requested_task(request, &entry.plugin, name, run),
-        Plan::Request => call::run(request, &entry.plugin, target, None, run)
-            .await?
-            .into_outcome(),
+        Plan::Request => tool_answer(call::run(asked, plugin, target, Run::Inline, call).await?),
+        Plan::RequestedTask => {
+            let id = random_id();
+            let run = Run::AsTask { id: id.clone() };
+            let reply = call::run(asked, plugin, target, run, call).await?;
+            start_requested_task(request, id, name, reply)
+        }
         Plan::MayBecomeTask { required } => {
-            let escalation = Escalation {
-                after: tasks.options().after,
-            };
-            let driven = call::run(request, &entry.plugin, target, Some(escalation), run).await?;
-            answer(request, name, required, driven)
+            let after = request.conn.server.tasks.options().after;
+            let run = Run::MayBecomeTask { after };
+            let reply = call::run(asked, plugin, target, run, call).await?;
+            answer(request, name, required, reply)
         }
     }
 }
 
+/// A tool call's reply as its request's answer: a crash is a tool error.
+fn tool_answer(reply: Reply) -> Outcome {
+    match reply {
+        Reply::Crashed(why) => Ok(Some(convert::tool_error(&why))),
+        other => other.into_outcome(),
+    }
+}
+
 /// The answer to a 2026-07-28 request for `tool` whose call came to
-/// `driven`: its result, an input-required result, or a task (the store
+/// `reply`: its result, an input-required result, or a task (the store
 /// adopts a call that goes on). A tool that only runs as a task
 /// (`required`) answers with one even when it finished at once.
-fn answer(request: &Request<'_>, tool: &str, required: bool, driven: Driven) -> Outcome {
+fn answer(request: &Request<'_>, tool: &str, required: bool, reply: Reply) -> Outcome {
     let tasks = &request.conn.server.tasks;
-    let new_task = || NewTask {
+    let new_task = NewTask {
         owner: request.conn.task_owner.clone(),
         wire: Wire::V2,
         target: tool.to_owned(),
         ttl_ms: None,
     };
-    let record = match driven {
-        Driven::Done(outcome) if required && !matches!(outcome, Ok(None)) => {
-            tasks.finished(new_task(), outcome)?
-        }
-        Driven::Detached(execution) => tasks.adopt(execution, new_task())?,
-        other => return other.into_outcome(),
+    let record = match reply {
+        Reply::BecameTask(execution) => tasks.adopt(execution, new_task)?,
+        Reply::Nothing | Reply::InputRequired(_) => return reply.into_outcome(),
+        ended if required => tasks.finished(new_task, tool_answer(ended))?,
+        ended => return tool_answer(ended),
     };
     let mut created = tasks.summary(&record, Wire::V2);
-    created.insert("resultType".into(), json!("task"));
+    ResultType::Task.tag(&mut created);
     Ok(Some(Value::Object(created)))
 }
 
-/// Starts a call the client asked to run as a 2025-11-25 task: stored,
-/// then started, and answered at once with the task. Its questions go to
-/// the session (or to a `tasks/result` stream while one is open), tagged
-/// with the task.
-fn start_requested_task<F, Fut>(
-    request: &Request<'_>,
-    plugin: &LoadedPlugin,
-    tool: &str,
-    call: F,
-) -> Outcome
-where
-    F: FnOnce(Arc<RequestScope>) -> Fut,
-    Fut: Future<Output = Outcome> + Send + 'static,
-{
+/// Stores the call the client asked to run as 2025-11-25 task `id`, then
+/// starts it: answered at once with the task. Its questions go to the
+/// session (or to a `tasks/result` stream while one is open), tagged with
+/// the task.
+fn start_requested_task(request: &Request<'_>, id: String, tool: &str, reply: Reply) -> Outcome {
+    let Reply::BecameTask(execution) = reply else {
+        return tool_answer(reply);
+    };
     let (conn, tasks) = (request.conn, &request.conn.server.tasks);
     let ttl_ms = request
         .params
         .get("task")
         .and_then(|t| t.get("ttl"))
         .and_then(Value::as_u64);
-    let id = random_id();
-    let (link, cancelled) = Link::for_task(conn.out.clone(), &id);
-    let asker = request.asker(link.clone(), Some(tasks.waiting_hook(id.clone())));
-    let questions = Questions::Requests(asker);
-    let context = request.context(plugin, link.clone(), cancelled, questions, TaskRole::Task);
     let new = NewTask {
         owner: conn.task_owner.clone(),
         wire: Wire::V1,
         target: tool.to_owned(),
         ttl_ms,
     };
-    let home = Some(conn.out.clone());
-    let record = tasks.launch(id, new, home, link.clone(), move || {
-        // No rounds: this wire asks with requests.
-        let (_, rounds) = mpsc::unbounded_channel(); // never sent on
-        Execution::start(call(context), rounds, link, None)
-    })?;
+    let record = tasks.launch(id, new, Some(conn.out.clone()), execution)?;
     Ok(Some(json!({ "task": tasks.summary(&record, Wire::V1) })))
 }
 
@@ -260,22 +248,21 @@ async fn call_plugin(
     arguments: String,
     modern: bool,
     argument_tool_errors: bool,
-) -> Outcome {
+) -> Ended {
     let started = std::time::Instant::now();
     let outcome = plugin.call_tool(context.clone(), &tool, &arguments).await;
     metrics().tool_call(plugin.name(), &tool, measured(&outcome), started.elapsed());
     if modern {
         if let Some(capability) = context.missing_capability() {
-            return Err(missing_capability(capability));
+            return Err(missing_capability(capability)).into();
         }
     }
-    match outcome {
-        Ok(Ok(result)) => {
-            let result = convert::call_result(&result).map_err(RpcError::internal)?;
-            Ok(Some(
-                within_result_limit(&plugin, result).unwrap_or_else(|m| convert::tool_error(&m)),
-            ))
-        }
+    let ended = match outcome {
+        Ok(Ok(result)) => convert::call_result(&result)
+            .map(|result| {
+                Some(within_result_limit(&plugin, result).unwrap_or_else(|m| convert::tool_error(&m)))
+            })
+            .map_err(RpcError::internal),
         Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
         // The plugin found its arguments wrong (or what they name missing).
         Ok(Err(types::Error::InvalidParams(message) | types::Error::NotFound(message)))
@@ -284,9 +271,11 @@ async fn call_plugin(
             Ok(Some(convert::tool_error(&message)))
         }
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
-        // A task's call that crashed fails the task (a protocol-level
-        // failure); an ordinary call shows the crash as a tool error.
-        Err(error) if context.runs_as_task() => failed_request(&plugin, error),
-        Err(error) => Ok(call_failed(&plugin, error).map(|m| convert::tool_error(&m))),
-    }
+        // A crash is a tool error for a request, a failure for a task:
+        // whoever ends up with the call renders it.
+        Err(error) => {
+            return call_failed(&plugin, error).map_or(Ended::Outcome(Ok(None)), Ended::Crashed)
+        }
+    };
+    ended.into()
 }

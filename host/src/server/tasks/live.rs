@@ -5,11 +5,10 @@
 use super::store;
 use super::{conclusion, store_error, NewTask, Record, Status, Tasks, Wire};
 use crate::protocol::{random_id, RpcError};
-use crate::server::call::{Execution, Link, Round};
+use crate::server::call::{CallEvent, Ended, Execution, Link, Round};
 use crate::server::{Outbox, Outcome as CallOutcome, ServerEvent};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -36,28 +35,23 @@ pub struct Live {
     pub(super) over: watch::Sender<bool>,
     /// Where the session that made a 2025-11-25 task hears of it.
     pub(super) home: Option<Outbox>,
-    /// Questions of a 2025-11-25 task waiting for the client.
-    pub(super) asking: AtomicUsize,
-    /// The receiving end of `updates`, until the supervisor takes it.
-    pub(super) updates_rx: Mutex<Option<mpsc::UnboundedReceiver<Update>>>,
     /// Where the call sends its messages (a 2025-11-25 task's go to a
     /// `tasks/result` stream while one is open).
     pub(super) link: Arc<Link>,
 }
 
 impl Tasks {
-    /// Stores task `id` for `new`, then starts its call (`start`, which may
-    /// hand over one already running; its messages go through `link`) and
-    /// supervises it: the record as created. The task is stored, and known
-    /// as running here, before its call can change it. `home` is where a
-    /// 2025-11-25 session hears of the task.
+    /// Stores task `id` for `new`, then supervises `execution` (a call not
+    /// started yet, or one already running) to its end: the record as
+    /// created. The task is stored, and known as running here, before its
+    /// call can change it (the call runs only while its supervisor polls
+    /// it). `home` is where a 2025-11-25 session hears of the task.
     pub fn launch(
         self: &Arc<Self>,
         id: String,
         new: NewTask,
         home: Option<Outbox>,
-        link: Arc<Link>,
-        start: impl FnOnce() -> Execution,
+        execution: Execution,
     ) -> Result<Record, RpcError> {
         self.room_for(new.owner.as_deref())?;
         let record = self.record(&id, &new, Status::Working);
@@ -74,23 +68,18 @@ impl Tasks {
             stop: CancellationToken::new(),
             over: watch::channel(false).0,
             home,
-            asking: AtomicUsize::new(0),
-            updates_rx: Mutex::new(Some(updates_rx)),
-            link,
+            link: execution.link().clone(),
         });
         self.live.lock().insert(id, live.clone());
-        let execution = start();
         tracing::debug!(task = %live.id, tool = %new.target, "task created");
-        tokio::spawn(supervise(self.clone(), live, execution));
+        tokio::spawn(supervise(self.clone(), live, execution, updates_rx));
         Ok(record)
     }
 
     /// Takes over a running 2026-07-28 call as a task of `new`: stored,
     /// then supervised until it ends.
     pub fn adopt(self: &Arc<Self>, execution: Execution, new: NewTask) -> Result<Record, RpcError> {
-        execution.mark_task();
-        let link = execution.link().clone();
-        self.launch(random_id(), new, None, link, || execution)
+        self.launch(random_id(), new, None, execution)
     }
 
     /// The outstanding questions of task `id` (2026-07-28), if it runs here.
@@ -154,27 +143,6 @@ impl Tasks {
                 tokio::time::sleep(self.options.poll_interval).await;
             },
         }
-    }
-
-    /// The hook that marks 2025-11-25 task `id` `input_required` while its
-    /// call waits for the client's answers (the call starts after the task
-    /// is stored, so the task is there when it asks).
-    pub fn waiting_hook(self: &Arc<Self>, id: String) -> Arc<dyn Fn(bool) + Send + Sync> {
-        let tasks = Arc::downgrade(self);
-        Arc::new(move |waiting| {
-            let Some(tasks) = tasks.upgrade() else { return };
-            let Some(live) = tasks.live_task(&id) else {
-                return;
-            };
-            let status = if waiting {
-                (live.asking.fetch_add(1, Ordering::SeqCst) == 0).then_some(Status::InputRequired)
-            } else {
-                (live.asking.fetch_sub(1, Ordering::SeqCst) == 1).then_some(Status::Working)
-            };
-            if let Some(status) = status {
-                tasks.set_status(&live, status);
-            }
-        })
     }
 
     pub(super) fn set_status(&self, live: &Live, status: Status) {
@@ -259,32 +227,51 @@ struct Pending {
 }
 
 /// Runs a task's call to its end: records its questions and the client's
-/// answers (2026-07-28), stops it when the task is cancelled or expires,
-/// and stores how it ended.
-pub(super) async fn supervise(tasks: Arc<Tasks>, live: Arc<Live>, mut execution: Execution) {
-    let mut updates = live
-        .updates_rx
-        .lock()
-        .take()
-        .expect("a task is supervised once");
+/// answers (2026-07-28 rounds, and `updates`), marks it `input_required`
+/// while a question sent as a request waits (2025-11-25), stops it when
+/// the task is cancelled or expires, and stores how it ended (a crash
+/// fails the task).
+async fn supervise(
+    tasks: Arc<Tasks>,
+    live: Arc<Live>,
+    mut execution: Execution,
+    mut updates: mpsc::UnboundedReceiver<Update>,
+) {
     let mut pending: Option<Pending> = None;
+    // Questions sent as requests that wait for their answers.
+    let mut asking = 0usize;
     loop {
         tokio::select! {
             biased;
             () = live.stop.cancelled() => break,
-            joined = &mut execution.task => {
-                let outcome = joined.unwrap_or_else(|e| {
-                    Err(RpcError::internal(format!("the call failed: {e}")))
-                });
+            ended = &mut execution.task => {
+                let outcome = match ended {
+                    Ended::Outcome(outcome) => outcome,
+                    Ended::Crashed(why) => Err(RpcError::internal(why)),
+                };
                 tasks.conclude(&live, outcome);
                 break;
             }
-            Some(round) = execution.rounds.recv() => {
-                let Round { requests, answered } = round;
-                live.show_requests(&requests);
-                pending = Some(Pending { requests, answers: Map::new(), answered });
-                tasks.set_status(&live, Status::InputRequired);
-            }
+            Some(event) = execution.events.recv() => match event {
+                CallEvent::Asked(Round { requests, answered }) => {
+                    live.show_requests(&requests);
+                    pending = Some(Pending { requests, answers: Map::new(), answered });
+                    tasks.set_status(&live, Status::InputRequired);
+                }
+                CallEvent::Waiting(true) => {
+                    asking += 1;
+                    if asking == 1 {
+                        tasks.set_status(&live, Status::InputRequired);
+                    }
+                }
+                CallEvent::Waiting(false) => {
+                    asking = asking.saturating_sub(1);
+                    if asking == 0 {
+                        tasks.set_status(&live, Status::Working);
+                    }
+                }
+                CallEvent::WantsTask => {}
+            },
             Some(update) = updates.recv() => {
                 let taken = match &mut pending {
                     None => Ok(false),

@@ -59,7 +59,7 @@ pub fn detailed(
             // The result as a 2026-07-28 request gets it.
             let mut result = result.clone();
             if let Some(obj) = result.as_object_mut() {
-                obj.entry("resultType").or_insert_with(|| json!("complete"));
+                crate::protocol::ResultType::Complete.tag_unless_set(obj);
             }
             task.insert("result".into(), result);
         }

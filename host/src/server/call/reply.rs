@@ -1,0 +1,85 @@
+//! What running a plugin call for one request comes to: one typed reply,
+//! rendered by the method that asked for the call.
+
+use super::{Ended, Execution};
+use crate::protocol::{ResultType, RpcError};
+use crate::server::Outcome;
+use serde_json::{json, Map, Value};
+
+/// The questions a parked call waits on, and the sealed state that
+/// resumes it (2026-07-28).
+#[derive(Debug)]
+pub struct InputRequired {
+    /// `inputRequests`: key → `{ method, params }`.
+    pub requests: Map<String, Value>,
+    /// The sealed `requestState`.
+    pub state: String,
+}
+
+impl InputRequired {
+    /// The input-required result.
+    pub fn to_json(&self) -> Value {
+        let mut result = Map::new();
+        ResultType::InputRequired.tag(&mut result);
+        result.insert("inputRequests".into(), Value::Object(self.requests.clone()));
+        result.insert("requestState".into(), json!(self.state));
+        Value::Object(result)
+    }
+}
+
+/// One call's reply to its request.
+pub enum Reply {
+    /// It finished with this result.
+    Complete(Value),
+    /// It failed with a JSON-RPC error.
+    Failed(RpcError),
+    /// The plugin crashed, for this reason.
+    Crashed(String),
+    /// It was cancelled: nothing is sent.
+    Nothing,
+    /// It waits for the client's input.
+    InputRequired(InputRequired),
+    /// It goes on as a task: the task store takes it.
+    BecameTask(Execution),
+}
+
+impl From<Ended> for Reply {
+    fn from(ended: Ended) -> Self {
+        match ended {
+            Ended::Outcome(Ok(Some(result))) => Reply::Complete(result),
+            Ended::Outcome(Ok(None)) => Reply::Nothing,
+            Ended::Outcome(Err(error)) => Reply::Failed(error),
+            Ended::Crashed(why) => Reply::Crashed(why),
+        }
+    }
+}
+
+impl Reply {
+    /// The answer to a request whose call cannot go on as a task: a crash
+    /// is -32603.
+    pub fn into_outcome(self) -> Outcome {
+        match self {
+            Reply::Complete(result) => Ok(Some(result)),
+            Reply::Failed(error) => Err(error),
+            Reply::Crashed(why) => Err(RpcError::internal(why)),
+            Reply::Nothing => Ok(None),
+            Reply::InputRequired(input) => Ok(Some(input.to_json())),
+            Reply::BecameTask(_) => Err(RpcError::internal(
+                "the call went on as a task, which this request does not allow",
+            )),
+        }
+    }
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reply::Complete(result) => f.debug_tuple("Complete").field(result).finish(),
+            Reply::Failed(error) => f.debug_tuple("Failed").field(error).finish(),
+            Reply::Crashed(why) => f.debug_tuple("Crashed").field(why).finish(),
+            Reply::Nothing => f.write_str("Nothing"),
+            Reply::InputRequired(input) => f.debug_tuple("InputRequired").field(input).finish(),
+            Reply::BecameTask(_) => f.write_str("BecameTask"),
+        }
+    }
+}
