@@ -63,21 +63,8 @@ impl Execution {
         events: EventReceiver,
         link: Arc<Link>,
     ) -> Self {
-        // A panic stays in the call, as it would on a task of its own.
-        let call = AssertUnwindSafe(call).catch_unwind().map(|ended| {
-            ended.unwrap_or_else(|panic| {
-                let why = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                Ended::Outcome(Err(RpcError::internal(format!(
-                    "the call failed: it panicked: {why}"
-                ))))
-            })
-        });
         Execution {
-            task: Call(Box::pin(call)),
+            task: Call(Box::pin(catching_panics(call))),
             events,
             waiting: None,
             link,
@@ -88,6 +75,25 @@ impl Execution {
     pub fn link(&self) -> &Arc<Link> {
         &self.link
     }
+}
+
+/// `call`, ending with -32603 if it panics (as it would on a task of its
+/// own).
+pub(super) fn catching_panics(
+    call: impl Future<Output = Ended> + Send,
+) -> impl Future<Output = Ended> + Send {
+    AssertUnwindSafe(call).catch_unwind().map(|ended| {
+        ended.unwrap_or_else(|panic| {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Ended::Outcome(Err(RpcError::internal(format!(
+                "the call failed: it panicked: {why}"
+            ))))
+        })
+    })
 }
 
 impl Drop for Execution {

@@ -165,7 +165,10 @@ where
                 link,
             )))
         }
-        (Asking::Requests { .. }, _) => Ok(call(inline_scope(&request, plugin)).await.into()),
+        (Asking::Requests { .. }, _) => {
+            let call = call(inline_scope(&request, plugin));
+            Ok(execution::catching_panics(call).await.into())
+        }
         (Asking::Rounds(_), Run::AsTask { .. }) => Err(RpcError::internal(
             "a requested task belongs to the handshake revisions",
         )),
@@ -181,7 +184,8 @@ where
                 _ => None,
             };
             let may_become_task = escalation.is_some();
-            let execution = start_or_resume(&request, retry, plugin, &binding, may_become_task, call)?;
+            let execution =
+                start_or_resume(&request, retry, plugin, &binding, may_become_task, call)?;
             retry
                 .parking
                 .drive(
@@ -257,6 +261,13 @@ where
         TaskRole::Never
     };
     let questions = Questions::Rounds(rounds);
-    let context = RequestScope::new(request, plugin, link.clone(), cancelled, questions, task_role);
+    let context = RequestScope::new(
+        request,
+        plugin,
+        link.clone(),
+        cancelled,
+        questions,
+        task_role,
+    );
     Ok(Execution::new(call(context), heard, link))
 }

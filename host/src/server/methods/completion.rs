@@ -5,8 +5,8 @@ use crate::protocol::params::{self, Params};
 use crate::protocol::ErrorCode;
 use crate::registry::Catalogue;
 use crate::runtime::completions;
-use crate::server::call::outcome::{failed_request, plugin_error};
 use crate::server::call;
+use crate::server::call::outcome::{failed_request, plugin_error};
 use crate::server::{convert, Outcome};
 use serde_json::{json, Value};
 

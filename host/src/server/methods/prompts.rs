@@ -6,9 +6,9 @@ use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
 use crate::server::call::{self, Ended, RequestScope, Run, Target};
-use std::sync::Arc;
 use crate::server::{convert, Outcome};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// `prompts/get`: checks the arguments are strings and the required ones
 /// are there, then runs the call.

@@ -8,10 +8,10 @@ use crate::registry::Catalogue;
 use crate::runtime::types;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
 use crate::server::call::{self, Ended, RequestScope, Run, Target};
-use std::sync::Arc;
 use crate::server::session::Era;
 use crate::server::{convert, Outcome};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// `resources/subscribe` (`on`) and `resources/unsubscribe`: the session's
 /// subscriptions, bounded in number and URI length.
@@ -72,11 +72,10 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
                     .map(Some)
                     .map_err(RpcError::internal)
             }
-            Ok(Err(types::Error::NotFound(_))) => Err(RpcError::new(
-                code,
-                format!("Resource not found: {target}"),
-            )
-            .with_data(json!({ "uri": clip(&target) }))),
+            Ok(Err(types::Error::NotFound(_))) => {
+                Err(RpcError::new(code, format!("Resource not found: {target}"))
+                    .with_data(json!({ "uri": clip(&target) })))
+            }
             Ok(Err(error)) => Err(plugin_error(error, code)),
             Err(error) => failed_request(&plugin, error),
         };

@@ -67,7 +67,8 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         name,
         arguments,
     };
-    let call = move |context| call_plugin(plugin, context, tool, text, modern, argument_tool_errors);
+    let call =
+        move |context| call_plugin(plugin, context, tool, text, modern, argument_tool_errors);
     let (asked, plugin) = (request.call_request(), entry.plugin.name());
     match plan {
         Plan::Request => tool_answer(call::run(asked, plugin, target, Run::Inline, call).await?),
@@ -260,7 +261,10 @@ async fn call_plugin(
     let ended = match outcome {
         Ok(Ok(result)) => convert::call_result(&result)
             .map(|result| {
-                Some(within_result_limit(&plugin, result).unwrap_or_else(|m| convert::tool_error(&m)))
+                Some(
+                    within_result_limit(&plugin, result)
+                        .unwrap_or_else(|m| convert::tool_error(&m)),
+                )
             })
             .map_err(RpcError::internal),
         Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
