@@ -104,7 +104,10 @@ impl Connection {
             .as_deref()
             .filter(|o| o.starts_with(SESSION_OWNER))
         {
-            self.server.tasks.cancel_owned(owner);
+            let (tasks, owner) = (self.server.tasks.clone(), owner.to_owned());
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move { tasks.cancel_owned(&owner).await });
+            }
         }
         for (_, cancel) in self.in_flight.lock().drain() {
             cancel.cancel();

@@ -1,14 +1,13 @@
 //! Server-wide events on their way to handshake sessions (2026-07-28
 //! listeners are served in [`super::methods`]).
 
-use super::{convert, Connection, ServerEvent};
+use super::{convert, Connection, Heard, ServerEvent, Subscription};
 use crate::protocol::notification;
 use crate::registry::Catalogue;
 use crate::runtime::host_types::ListKind;
 use crate::runtime::types::LogLevel;
 use serde_json::json;
 use std::sync::Weak;
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// Sends change notifications to a handshake-revision connection once it is
@@ -16,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 /// server log messages at or above the level the session set.
 pub(super) async fn forward_legacy_events(
     conn: Weak<Connection>,
-    mut events: broadcast::Receiver<ServerEvent>,
+    mut events: Subscription,
     closed: CancellationToken,
 ) {
     loop {
@@ -25,14 +24,14 @@ pub(super) async fn forward_legacy_events(
             () = closed.cancelled() => return,
         };
         let event = match event {
-            Ok(event) => event,
-            Err(broadcast::error::RecvError::Lagged(n)) => {
+            Heard::Event(event) => event,
+            Heard::Missed(n) => {
                 let Some(conn) = conn.upgrade() else { return };
                 tracing::warn!("a connection missed {n} server events; resending every change");
                 resend_everything(&conn);
                 continue;
             }
-            Err(broadcast::error::RecvError::Closed) => return,
+            Heard::Closed => return,
         };
         let Some(conn) = conn.upgrade() else { return };
         let (ready, subscriptions, log_level) = {

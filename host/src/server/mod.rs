@@ -3,6 +3,7 @@
 //! Knows nothing of how bytes arrive.
 
 mod admission;
+pub mod bus;
 mod call;
 mod connection;
 pub mod convert;
@@ -22,6 +23,7 @@ pub mod tasks;
 pub(crate) mod tests;
 
 pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
+pub use bus::{Bus, Heard, LocalBus, Subscription};
 pub use call::Outcome;
 pub use connection::{Canceller, Connection};
 pub use event::ServerEvent;

@@ -4,6 +4,7 @@
 
 use super::session::{self, Session};
 use super::{admission, call, notices, tasks, AdmissionLimits, Notices, ServerEvent};
+use super::{Bus, LocalBus, Subscription};
 use crate::config::defaults;
 use crate::protocol::{HeaderParameter, RpcError};
 use crate::registry::{Change, Registry, Reload};
@@ -11,7 +12,7 @@ use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 /// Settings of the server.
 #[derive(Debug, Clone)]
@@ -68,7 +69,7 @@ impl Default for ServerOptions {
 pub struct Server {
     pub(super) registry: Arc<Registry>,
     pub(super) options: ServerOptions,
-    pub(super) events: broadcast::Sender<ServerEvent>,
+    pub(super) events: Arc<dyn Bus>,
     /// Calls parked until the client's input arrives (2026-07-28).
     pub(super) parking: Arc<call::Parking>,
     /// Tasks, stored and running.
@@ -104,7 +105,7 @@ impl Server {
     /// A server over `registry`, with its background loops running (the
     /// expiry of parked calls and of tasks).
     pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {
-        let (events, _) = broadcast::channel(1024);
+        let events: Arc<dyn Bus> = Arc::new(LocalBus::new());
         let waiting = call::Waiting::new(options.max_waiting_per_principal);
         let parking = call::Parking::new(options.input_timeout, waiting.clone());
         let tasks = tasks::Tasks::open(options.tasks.clone(), events.clone());
@@ -128,11 +129,11 @@ impl Server {
         })
     }
 
-    /// What the host is doing now, for the metrics. Blocking (it asks the
-    /// tasks store): call it off the async workers.
-    pub fn snapshot(&self) -> crate::metrics::Snapshot {
+    /// What the host is doing now, for the metrics.
+    pub async fn snapshot(&self) -> crate::metrics::Snapshot {
+        let tasks = self.tasks.store().count_by_status().await;
         let runtime = self.registry.runtime();
-        let tasks = self.tasks.store().count_by_status().unwrap_or_else(|e| {
+        let tasks = tasks.unwrap_or_else(|e| {
             tracing::warn!("counting tasks for the metrics: {e:#}");
             Vec::new()
         });
@@ -309,7 +310,7 @@ impl Server {
 
     /// Publishes a server-wide event to every connection.
     pub fn publish(&self, event: ServerEvent) {
-        let _ = self.events.send(event);
+        self.events.publish(event);
     }
 
     /// Tells every connection which lists a registry change changed.
@@ -354,7 +355,7 @@ impl Server {
     }
 
     /// Listens to server-wide events.
-    pub fn subscribe(&self) -> broadcast::Receiver<ServerEvent> {
+    pub fn subscribe(&self) -> Subscription {
         self.events.subscribe()
     }
 

@@ -25,7 +25,7 @@ pub(super) enum Plan {
 
 /// How a call of `tool` (with `support`) may run as a task, on the wire of
 /// `request`; an error when the tool and the request disagree.
-pub(super) fn plan_tool(
+pub(super) async fn plan_tool(
     request: &Request<'_>,
     tool: &str,
     support: TaskSupport,
@@ -44,7 +44,7 @@ pub(super) fn plan_tool(
                     ErrorCode::MethodNotFound,
                     format!("Tool {tool} only runs as a task: call it with the \"task\" param"),
                 )),
-                (_, true) => room().map(|()| Plan::RequestedTask),
+                (_, true) => room().await.map(|()| Plan::RequestedTask),
                 _ => Ok(Plan::Request),
             }
         }
@@ -56,11 +56,11 @@ pub(super) fn plan_tool(
                     Err(tasks_ext::missing_extension(&format!("Tool {tool}")))
                 }
                 (_, false) => Ok(Plan::Request),
-                (TaskSupport::Required, true) => {
-                    room().map(|()| Plan::MayBecomeTask { required: true })
-                }
+                (TaskSupport::Required, true) => room()
+                    .await
+                    .map(|()| Plan::MayBecomeTask { required: true }),
                 // Without room for a task, an optional one runs as a call.
-                (TaskSupport::Optional, true) => Ok(match room() {
+                (TaskSupport::Optional, true) => Ok(match room().await {
                     Ok(()) => Plan::MayBecomeTask { required: false },
                     Err(_) => Plan::Request,
                 }),

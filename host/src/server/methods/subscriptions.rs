@@ -8,9 +8,8 @@ use crate::protocol::{meta, notification, RpcError};
 use crate::runtime::host_types::ListKind;
 use crate::server::events::{list_changed_method, served_by};
 use crate::server::tasks::Wire;
-use crate::server::{Outbox, Outcome, ServerEvent};
+use crate::server::{Heard, Outbox, Outcome, ServerEvent};
 use serde_json::{json, Map, Value};
-use tokio::sync::broadcast::error::RecvError;
 
 /// What a listener follows.
 struct Filter {
@@ -28,7 +27,7 @@ struct Filter {
 /// `subscriptions/listen`: acknowledges, then forwards the events the
 /// client asked for until it cancels or the server shuts down.
 pub(super) async fn listen(request: &Request<'_>) -> Outcome {
-    let filter = parse_filter(request)?;
+    let filter = parse_filter(request).await?;
     let tag = json!({ meta::SUBSCRIPTION_ID: request.id });
     let out = request.reply;
     let mut events = request.conn.server.subscribe();
@@ -39,7 +38,7 @@ pub(super) async fn listen(request: &Request<'_>) -> Outcome {
     // Where each task stands now, so a change made before the subscription
     // is not missed.
     for id in &filter.task_ids {
-        notify_task(request, id, &tag);
+        notify_task(request, id, &tag).await;
     }
     loop {
         let event = tokio::select! {
@@ -47,25 +46,25 @@ pub(super) async fn listen(request: &Request<'_>) -> Outcome {
             () = request.cancel.cancelled() => return Ok(None),
         };
         match event {
-            Ok(ServerEvent::Shutdown) | Err(RecvError::Closed) => {
+            Heard::Event(ServerEvent::Shutdown) | Heard::Closed => {
                 return Ok(Some(json!({ "_meta": tag })));
             }
-            Ok(event) => forward(request, &filter, event, &tag),
-            Err(RecvError::Lagged(n)) => {
+            Heard::Event(event) => forward(request, &filter, event, &tag).await,
+            Heard::Missed(n) => {
                 // What was missed is unknown: say that everything the
                 // listener follows may have changed.
                 tracing::warn!(
                     "subscription {} missed {n} server events; resending every change it follows",
                     request.id
                 );
-                resend_everything(request, &filter, &tag);
+                resend_everything(request, &filter, &tag).await;
             }
         }
     }
 }
 
 /// The listener's filter from the request's `notifications`.
-fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
+async fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
     let params = request.params;
     let asked = params
         .get("notifications")
@@ -119,17 +118,16 @@ fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
                 "subscriptions/listen with taskIds",
             ))
         }
-        Some(Value::Array(ids)) => ids
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|id| {
-                conn.server
-                    .tasks
-                    .get(id, conn.task_owner.as_deref())
-                    .is_ok()
-            })
-            .map(str::to_owned)
-            .collect(),
+        Some(Value::Array(ids)) => {
+            let mut seen = Vec::new();
+            for id in ids.iter().filter_map(Value::as_str) {
+                let owner = conn.task_owner.as_deref();
+                if conn.server.tasks.get(id, owner).await.is_ok() {
+                    seen.push(id.to_owned());
+                }
+            }
+            seen
+        }
         Some(_) => return Err(params::invalid("\"taskIds\" must be an array")),
     };
     if asked.contains_key("taskIds") {
@@ -141,7 +139,7 @@ fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
 }
 
 /// Sends the listener `event` if it follows it.
-fn forward(request: &Request<'_>, filter: &Filter, event: ServerEvent, tag: &Value) {
+async fn forward(request: &Request<'_>, filter: &Filter, event: ServerEvent, tag: &Value) {
     let out = request.reply;
     let (method, mut params) = match event {
         ServerEvent::ListChanged(kind) if follows_list(filter, kind) => {
@@ -151,7 +149,7 @@ fn forward(request: &Request<'_>, filter: &Filter, event: ServerEvent, tag: &Val
             (notification::RESOURCE_UPDATED, json!({ "uri": uri }))
         }
         ServerEvent::TaskChanged(id) if filter.task_ids.contains(&id) => {
-            return notify_task(request, &id, tag);
+            return notify_task(request, &id, tag).await;
         }
         ServerEvent::Alert { logger, message } => (
             notification::MESSAGE,
@@ -180,7 +178,7 @@ fn follows_list(filter: &Filter, kind: ListKind) -> bool {
 }
 
 /// After missed events: everything the listener follows, as changed.
-fn resend_everything(request: &Request<'_>, filter: &Filter, tag: &Value) {
+async fn resend_everything(request: &Request<'_>, filter: &Filter, tag: &Value) {
     for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
         if follows_list(filter, kind) {
             request
@@ -192,7 +190,7 @@ fn resend_everything(request: &Request<'_>, filter: &Filter, tag: &Value) {
         updated(request.reply, uri, tag);
     }
     for task in &filter.task_ids {
-        notify_task(request, task, tag);
+        notify_task(request, task, tag).await;
     }
 }
 
@@ -205,10 +203,10 @@ fn updated(out: &Outbox, uri: &str, tag: &Value) {
 }
 
 /// Where task `id` stands now, if the requester may still see it.
-fn notify_task(request: &Request<'_>, id: &str, tag: &Value) {
+async fn notify_task(request: &Request<'_>, id: &str, tag: &Value) {
     let conn = request.conn;
     let tasks = &conn.server.tasks;
-    if let Ok(record) = tasks.get(id, conn.task_owner.as_deref()) {
+    if let Ok(record) = tasks.get(id, conn.task_owner.as_deref()).await {
         let mut params = tasks.render(&record, Wire::V2);
         params.insert("_meta".into(), tag.clone());
         request

@@ -41,10 +41,10 @@ pub(super) async fn handle(request: &Request<'_>, method: Method) -> Outcome {
     let name = method.as_str();
     match request.era {
         era if era.has_handshake_tasks() => match method {
-            Method::GetTask => get(request, Wire::V1),
+            Method::GetTask => get(request, Wire::V1).await,
             Method::TaskResult => result(request).await,
-            Method::ListTasks => list(request),
-            Method::CancelTask => cancel_v1(request),
+            Method::ListTasks => list(request).await,
+            Method::CancelTask => cancel_v1(request).await,
             _ => Err(RpcError::method_not_found(name)),
         },
         Era::Modern { .. } => match method {
@@ -53,9 +53,9 @@ pub(super) async fn handle(request: &Request<'_>, method: Method) -> Outcome {
             {
                 Err(missing_extension(name))
             }
-            Method::GetTask => get(request, Wire::V2),
+            Method::GetTask => get(request, Wire::V2).await,
             Method::UpdateTask => update(request).await,
-            Method::CancelTask => cancel_v2(request),
+            Method::CancelTask => cancel_v2(request).await,
             _ => Err(RpcError::method_not_found(name)),
         },
         Era::Legacy { .. } => Err(RpcError::method_not_found(name)),
@@ -69,24 +69,25 @@ fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
 
 /// The task the request names, as its requester may see it (who thereby
 /// knows of it).
-fn record(request: &Request<'_>) -> Result<Record, RpcError> {
+async fn record(request: &Request<'_>) -> Result<Record, RpcError> {
     let id = task_id(request.params)?;
-    let record = lookup(request, id)?;
+    let record = lookup(request, id).await?;
     request.conn.server.tasks.known(id);
     Ok(record)
 }
 
 /// Task `id` as the requester may see it.
-fn lookup(request: &Request<'_>, id: &str) -> Result<Record, RpcError> {
+async fn lookup(request: &Request<'_>, id: &str) -> Result<Record, RpcError> {
     request
         .conn
         .server
         .tasks
         .get(id, request.conn.task_owner.as_deref())
+        .await
 }
 
-fn get(request: &Request<'_>, wire: Wire) -> Outcome {
-    let record = record(request)?;
+async fn get(request: &Request<'_>, wire: Wire) -> Outcome {
+    let record = record(request).await?;
     Ok(Some(Value::Object(
         request.conn.server.tasks.render(&record, wire),
     )))
@@ -97,7 +98,7 @@ fn get(request: &Request<'_>, wire: Wire) -> Outcome {
 /// what the call answered.
 async fn result(request: &Request<'_>) -> Outcome {
     let tasks = &request.conn.server.tasks;
-    let record = record(request)?;
+    let record = record(request).await?;
     if !record.status.is_terminal() {
         let _attached = tasks.attach(&record.id, request.reply);
         tokio::select! {
@@ -105,7 +106,7 @@ async fn result(request: &Request<'_>) -> Outcome {
             () = request.cancel.cancelled() => return Ok(None),
         }
     }
-    let record = lookup(request, &record.id)?;
+    let record = lookup(request, &record.id).await?;
     match (record.status, record.outcome) {
         (_, Some(Ok(mut result))) => {
             meta::tag_related_task(&mut result, &record.id);
@@ -124,7 +125,7 @@ async fn result(request: &Request<'_>) -> Outcome {
 }
 
 /// `tasks/list`: the session's (or principal's) tasks, oldest first.
-fn list(request: &Request<'_>) -> Outcome {
+async fn list(request: &Request<'_>) -> Outcome {
     let server = &request.conn.server;
     let bad_cursor = || params::invalid("invalid cursor");
     let after = match request.params.get("cursor") {
@@ -142,11 +143,14 @@ fn list(request: &Request<'_>) -> Outcome {
         Some(_) => return Err(bad_cursor()),
     };
     let page = server.options.page_size.max(1);
-    let mut records = server.tasks.list(
-        request.conn.task_owner.as_deref(),
-        after.as_ref().map(|(c, i)| (*c, i.as_str())),
-        page + 1,
-    )?;
+    let mut records = server
+        .tasks
+        .list(
+            request.conn.task_owner.as_deref(),
+            after.as_ref().map(|(c, i)| (*c, i.as_str())),
+            page + 1,
+        )
+        .await?;
     let more = records.len() > page;
     records.truncate(page);
     let mut result = json!({
@@ -163,9 +167,9 @@ fn list(request: &Request<'_>) -> Outcome {
 
 /// 2025-11-25 `tasks/cancel`: the cancelled task, or -32602 when it is
 /// already over.
-fn cancel_v1(request: &Request<'_>) -> Outcome {
+async fn cancel_v1(request: &Request<'_>) -> Outcome {
     let tasks = &request.conn.server.tasks;
-    let record = record(request)?;
+    let record = record(request).await?;
     let terminal = |status: Status| {
         RpcError::invalid_params(format!(
             "Cannot cancel task: already in terminal status '{}'",
@@ -175,20 +179,20 @@ fn cancel_v1(request: &Request<'_>) -> Outcome {
     if record.status.is_terminal() {
         return Err(terminal(record.status));
     }
-    if !tasks.cancel(&record)? {
-        let now = lookup(request, &record.id)?;
+    if !tasks.cancel(&record).await? {
+        let now = lookup(request, &record.id).await?;
         return Err(terminal(now.status));
     }
-    let record = lookup(request, &record.id)?;
+    let record = lookup(request, &record.id).await?;
     Ok(Some(Value::Object(tasks.render(&record, Wire::V1))))
 }
 
 /// 2026-07-28 `tasks/cancel`: an empty acknowledgement, also for a task
 /// that is already over.
-fn cancel_v2(request: &Request<'_>) -> Outcome {
-    let record = record(request)?;
+async fn cancel_v2(request: &Request<'_>) -> Outcome {
+    let record = record(request).await?;
     if !record.status.is_terminal() {
-        request.conn.server.tasks.cancel(&record)?;
+        request.conn.server.tasks.cancel(&record).await?;
     }
     Ok(Some(json!({})))
 }
@@ -197,7 +201,7 @@ fn cancel_v2(request: &Request<'_>) -> Outcome {
 /// acknowledgement.
 async fn update(request: &Request<'_>) -> Outcome {
     let responses = Params(request.params).object("inputResponses")?.0.clone();
-    let record = record(request)?;
+    let record = record(request).await?;
     if !record.status.is_terminal() {
         request
             .conn

@@ -57,7 +57,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         }
         Err(error) => return Err(error),
     }
-    let plan = plan_tool(request, name, entry.tool.task_support)?;
+    let plan = plan_tool(request, name, entry.tool.task_support).await?;
     let plugin = entry.plugin.clone();
     let tool = entry.tool.name.clone();
     let text = arguments.to_string();
@@ -76,13 +76,13 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             let id = random_id();
             let run = Run::AsTask { id: id.clone() };
             let reply = call::run(asked, plugin, target, run, call).await?;
-            start_requested_task(request, id, name, reply)
+            start_requested_task(request, id, name, reply).await
         }
         Plan::MayBecomeTask { required } => {
             let after = request.conn.server.tasks.options().after;
             let run = Run::MayBecomeTask { after };
             let reply = call::run(asked, plugin, target, run, call).await?;
-            answer(request, name, required, reply)
+            answer(request, name, required, reply).await
         }
     }
 }
@@ -99,7 +99,7 @@ fn tool_answer(reply: Reply) -> Outcome {
 /// `reply`: its result, an input-required result, or a task (the store
 /// adopts a call that goes on). A tool that only runs as a task
 /// (`required`) answers with one even when it finished at once.
-fn answer(request: &Request<'_>, tool: &str, required: bool, reply: Reply) -> Outcome {
+async fn answer(request: &Request<'_>, tool: &str, required: bool, reply: Reply) -> Outcome {
     let tasks = &request.conn.server.tasks;
     let new_task = NewTask {
         owner: request.conn.task_owner.clone(),
@@ -108,9 +108,9 @@ fn answer(request: &Request<'_>, tool: &str, required: bool, reply: Reply) -> Ou
         ttl_ms: None,
     };
     let record = match reply {
-        Reply::BecameTask(execution) => tasks.adopt(execution, new_task)?,
+        Reply::BecameTask(execution) => tasks.adopt(execution, new_task).await?,
         Reply::Nothing | Reply::InputRequired(_) => return reply.into_outcome(),
-        ended if required => tasks.finished(new_task, tool_answer(ended))?,
+        ended if required => tasks.finished(new_task, tool_answer(ended)).await?,
         ended => return tool_answer(ended),
     };
     let mut created = tasks.summary(&record, Wire::V2);
@@ -122,7 +122,12 @@ fn answer(request: &Request<'_>, tool: &str, required: bool, reply: Reply) -> Ou
 /// starts it: answered at once with the task. Its questions go to the
 /// session (or to a `tasks/result` stream while one is open), tagged with
 /// the task.
-fn start_requested_task(request: &Request<'_>, id: String, tool: &str, reply: Reply) -> Outcome {
+async fn start_requested_task(
+    request: &Request<'_>,
+    id: String,
+    tool: &str,
+    reply: Reply,
+) -> Outcome {
     let Reply::BecameTask(execution) = reply else {
         return tool_answer(reply);
     };
@@ -138,7 +143,9 @@ fn start_requested_task(request: &Request<'_>, id: String, tool: &str, reply: Re
         target: tool.to_owned(),
         ttl_ms,
     };
-    let record = tasks.launch(id, new, Some(conn.out.clone()), execution)?;
+    let record = tasks
+        .launch(id, new, Some(conn.out.clone()), execution)
+        .await?;
     Ok(Some(json!({ "task": tasks.summary(&record, Wire::V1) })))
 }
 

@@ -46,16 +46,16 @@ impl Tasks {
     /// created. The task is stored, and known as running here, before its
     /// call can change it (the call runs only while its supervisor polls
     /// it). `home` is where a 2025-11-25 session hears of the task.
-    pub fn launch(
+    pub async fn launch(
         self: &Arc<Self>,
         id: String,
         new: NewTask,
         home: Option<Outbox>,
         execution: Execution,
     ) -> Result<Record, RpcError> {
-        self.room_for(new.owner.as_deref())?;
+        self.room_for(new.owner.as_deref()).await?;
         let record = self.record(&id, &new, Status::Working);
-        self.store().insert(&record).map_err(store_error)?;
+        self.store().insert(&record).await.map_err(store_error)?;
         // Each update is a `tasks/update` request waiting for its reply, so
         // admission's caps on requests in progress bound this queue.
         let (updates, updates_rx) = mpsc::unbounded_channel();
@@ -78,8 +78,12 @@ impl Tasks {
 
     /// Takes over a running 2026-07-28 call as a task of `new`: stored,
     /// then supervised until it ends.
-    pub fn adopt(self: &Arc<Self>, execution: Execution, new: NewTask) -> Result<Record, RpcError> {
-        self.launch(random_id(), new, None, execution)
+    pub async fn adopt(
+        self: &Arc<Self>,
+        execution: Execution,
+        new: NewTask,
+    ) -> Result<Record, RpcError> {
+        self.launch(random_id(), new, None, execution).await
     }
 
     /// The outstanding questions of task `id` (2026-07-28), if it runs here.
@@ -134,6 +138,7 @@ impl Tasks {
                 let terminal = self
                     .store()
                     .get(id)
+                    .await
                     .ok()
                     .flatten()
                     .is_none_or(|r| r.status.is_terminal());
@@ -145,10 +150,10 @@ impl Tasks {
         }
     }
 
-    pub(super) fn set_status(&self, live: &Live, status: Status) {
-        let changed = self.store().set_status(&live.id, status, None);
+    pub(super) async fn set_status(&self, live: &Live, status: Status) {
+        let changed = self.store().set_status(&live.id, status, None).await;
         match changed {
-            Ok(true) => self.announce(live),
+            Ok(true) => self.announce(live).await,
             Ok(false) => {}
             Err(error) => {
                 store_error(error);
@@ -157,10 +162,11 @@ impl Tasks {
     }
 
     /// Tells whoever listens that task `live` changed.
-    pub(super) fn announce(&self, live: &Live) {
-        let _ = self.events.send(ServerEvent::TaskChanged(live.id.clone()));
+    pub(super) async fn announce(&self, live: &Live) {
+        self.events
+            .publish(ServerEvent::TaskChanged(live.id.clone()));
         if let (Wire::V1, Some(home)) = (live.wire, &live.home) {
-            let record = self.store().get(&live.id);
+            let record = self.store().get(&live.id).await;
             if let Ok(Some(record)) = record {
                 home.notify(
                     crate::protocol::notification::TASK_STATUS,
@@ -171,23 +177,33 @@ impl Tasks {
     }
 
     /// Stores how a task's call ended (unless the task is already over).
-    pub(super) fn conclude(&self, live: &Live, outcome: CallOutcome) {
-        let concluded = self.keepable(live.owner.as_deref(), conclusion(live.wire, outcome));
+    pub(super) async fn conclude(&self, live: &Live, outcome: CallOutcome) {
+        let concluded = self
+            .keepable(live.owner.as_deref(), conclusion(live.wire, outcome))
+            .await;
         let (status, message, outcome) = concluded;
         let text = outcome.as_ref().map(store::outcome_text);
         let finished = self
             .store()
-            .finish(&live.id, status, message.as_deref(), text.as_deref());
+            .finish(&live.id, status, message.as_deref(), text.as_deref())
+            .await;
         match finished {
             Ok(true) => {
                 tracing::debug!(task = %live.id, status = status.as_str(), "task over");
-                self.announce(live);
+                self.announce(live).await;
             }
             Ok(false) => {}
             Err(error) => {
                 store_error(error);
             }
         }
+    }
+
+    /// Stops task `live`'s call: from now on it no longer runs here (nor
+    /// counts against its owner's running tasks).
+    pub(super) fn stop(&self, live: &Live) {
+        self.forget(&live.id);
+        live.stop.cancel();
     }
 
     pub(super) fn forget(&self, id: &str) {
@@ -249,25 +265,27 @@ async fn supervise(
                     Ended::Outcome(outcome) => outcome,
                     Ended::Crashed(why) => Err(RpcError::internal(why)),
                 };
-                tasks.conclude(&live, outcome);
+                // No longer running here once anyone can see it ended.
+                tasks.forget(&live.id);
+                tasks.conclude(&live, outcome).await;
                 break;
             }
             Some(event) = execution.events.recv() => match event {
                 CallEvent::Asked(Round { requests, answered }) => {
                     live.show_requests(&requests);
                     pending = Some(Pending { requests, answers: Map::new(), answered });
-                    tasks.set_status(&live, Status::InputRequired);
+                    tasks.set_status(&live, Status::InputRequired).await;
                 }
                 CallEvent::Waiting(true) => {
                     asking += 1;
                     if asking == 1 {
-                        tasks.set_status(&live, Status::InputRequired);
+                        tasks.set_status(&live, Status::InputRequired).await;
                     }
                 }
                 CallEvent::Waiting(false) => {
                     asking = asking.saturating_sub(1);
                     if asking == 0 {
-                        tasks.set_status(&live, Status::Working);
+                        tasks.set_status(&live, Status::Working).await;
                     }
                 }
                 CallEvent::WantsTask => {}
@@ -283,7 +301,7 @@ async fn supervise(
                 if taken == Ok(true) {
                     let p = pending.take().expect("a round is pending");
                     let _ = p.answered.send(p.answers);
-                    tasks.set_status(&live, Status::Working);
+                    tasks.set_status(&live, Status::Working).await;
                 }
                 let _ = update.done.send(taken.map(|_| ()));
             }
@@ -291,7 +309,7 @@ async fn supervise(
                 // The call stopped waiting (its time for input ran out).
                 pending = None;
                 live.show_requests(&Map::new());
-                tasks.set_status(&live, Status::Working);
+                tasks.set_status(&live, Status::Working).await;
             }
         }
     }

@@ -18,24 +18,23 @@ mod wire;
 pub use live::{Attached, Live};
 pub use options::{now_ms, TaskOptions};
 pub use quota::TaskQuotas;
-pub use store::{Record, Status, Wire};
+pub use store::{Record, Sqlite, Status, TaskStore, Wire};
 
 use super::Outcome as CallOutcome;
-use super::ServerEvent;
+use super::{Bus, ServerEvent};
 use crate::protocol::{random_id, RpcError};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use store::Store;
-use tokio::sync::broadcast;
+
 /// Every task: the store, and the ones running here.
 pub struct Tasks {
-    store: Mutex<Store>,
+    store: Box<dyn TaskStore>,
     live: Mutex<HashMap<String, Arc<Live>>>,
     options: TaskOptions,
-    events: broadcast::Sender<ServerEvent>,
+    events: Arc<dyn Bus>,
     /// The configured store did not open (tasks are kept in memory).
     store_failed: bool,
 }
@@ -60,15 +59,15 @@ pub(super) fn store_error(error: anyhow::Error) -> RpcError {
 impl Tasks {
     /// Opens the store (falling back to memory, with an error in the log,
     /// when it cannot be opened). [`sweep`] deletes expired tasks.
-    pub fn open(options: TaskOptions, events: broadcast::Sender<ServerEvent>) -> Arc<Self> {
+    pub fn open(options: TaskOptions, events: Arc<dyn Bus>) -> Arc<Self> {
         let instance = random_id();
-        let (store, store_failed) = match Store::open(options.store.as_deref(), &instance) {
+        let (store, store_failed) = match Sqlite::open(options.store.as_deref(), &instance) {
             Ok(store) => (store, false),
             Err(error) => {
                 tracing::error!(
                     "cannot open the tasks store: {error:#}; tasks are kept in memory and will not survive a restart"
                 );
-                let memory = Store::open(None, &instance).expect("an in-memory database opens");
+                let memory = Sqlite::open(None, &instance).expect("an in-memory database opens");
                 (memory, true)
             }
         };
@@ -76,7 +75,7 @@ impl Tasks {
             tracing::debug!(store = %path.display(), "tasks store open");
         }
         Arc::new(Tasks {
-            store: Mutex::new(store),
+            store: Box::new(store),
             live: Mutex::new(HashMap::new()),
             options,
             events,
@@ -90,8 +89,9 @@ impl Tasks {
         self.store_failed
     }
 
-    pub(super) fn store(&self) -> parking_lot::MutexGuard<'_, Store> {
-        self.store.lock()
+    /// Where tasks are kept.
+    pub fn store(&self) -> &dyn TaskStore {
+        &*self.store
     }
 
     pub(super) fn live_task(&self, id: &str) -> Option<Arc<Live>> {
@@ -104,7 +104,7 @@ impl Tasks {
     }
 
     /// Whether `owner` may start another task now; the refusal says why not.
-    pub fn room_for(&self, owner: Option<&str>) -> Result<(), RpcError> {
+    pub async fn room_for(&self, owner: Option<&str>) -> Result<(), RpcError> {
         let running = {
             let live = self.live.lock();
             if live.len() >= self.options.max_running {
@@ -116,13 +116,9 @@ impl Tasks {
                 .filter(|l| l.owner.as_deref() == owner)
                 .count()
         };
-        let (theirs, all) = {
-            let store = self.store();
-            (
-                store.usage(owner).map_err(store_error)?,
-                store.usage_all().map_err(store_error)?,
-            )
-        };
+        let store = self.store();
+        let theirs = store.usage(owner).await.map_err(store_error)?;
+        let all = store.usage_all().await.map_err(store_error)?;
         match self.options.quotas.refuse_new(running, theirs, all) {
             Some(why) => Err(RpcError::internal(format!("no task can start: {why}"))),
             None => Ok(()),
@@ -153,28 +149,30 @@ impl Tasks {
 
     /// Stores a task whose call already finished with `outcome` (a tool that
     /// only runs as a task but finished at once).
-    pub fn finished(&self, new: NewTask, outcome: CallOutcome) -> Result<Record, RpcError> {
-        self.room_for(new.owner.as_deref())?;
+    pub async fn finished(&self, new: NewTask, outcome: CallOutcome) -> Result<Record, RpcError> {
+        self.room_for(new.owner.as_deref()).await?;
         let (status, message, outcome) = conclusion(new.wire, outcome);
-        let (status, message, outcome) =
-            self.keepable(new.owner.as_deref(), (status, message, outcome));
+        let (status, message, outcome) = self
+            .keepable(new.owner.as_deref(), (status, message, outcome))
+            .await;
         let mut record = self.record(&random_id(), &new, status);
         record.status_message = message;
         record.outcome = outcome;
-        self.store().insert(&record).map_err(store_error)?;
+        self.store().insert(&record).await.map_err(store_error)?;
         Ok(record)
     }
 
     /// The conclusion of an owner's task as it may be kept: a result over
     /// a quota fails the task with the reason instead.
-    pub(super) fn keepable(&self, owner: Option<&str>, concluded: Conclusion) -> Conclusion {
+    pub(super) async fn keepable(&self, owner: Option<&str>, concluded: Conclusion) -> Conclusion {
         let size = concluded
             .2
             .as_ref()
             .map_or(0, |outcome| store::outcome_text(outcome).len());
-        let usage = {
-            let store = self.store();
-            store.usage(owner).and_then(|u| Ok((u, store.usage_all()?)))
+        let store = self.store();
+        let usage = match store.usage(owner).await {
+            Ok(theirs) => store.usage_all().await.map(|all| (theirs, all)),
+            Err(error) => Err(error),
         };
         let refusal = match usage {
             Ok((theirs, all)) => self.options.quotas.refuse_result(size, theirs, all),
@@ -197,8 +195,8 @@ impl Tasks {
 
     /// The task `id` as `owner` may see it: -32602 when it does not exist,
     /// has expired (it is deleted soon after) or belongs to someone else.
-    pub fn get(&self, id: &str, owner: Option<&str>) -> Result<Record, RpcError> {
-        let record = self.store().get(id).map_err(store_error)?;
+    pub async fn get(&self, id: &str, owner: Option<&str>) -> Result<Record, RpcError> {
+        let record = self.store().get(id).await.map_err(store_error)?;
         match record {
             Some(record) if record.owner.is_none() || record.owner.as_deref() == owner => {
                 if record.created_ms + record.ttl_ms <= now_ms() {
@@ -231,7 +229,7 @@ impl Tasks {
 
     /// Cancels the running tasks of `owner` (a session that ended: nobody
     /// else can see them).
-    pub fn cancel_owned(&self, owner: &str) {
+    pub async fn cancel_owned(&self, owner: &str) {
         let owned: Vec<Arc<Live>> = self
             .live
             .lock()
@@ -240,17 +238,20 @@ impl Tasks {
             .cloned()
             .collect();
         for live in owned {
-            let cancelled = self.store().finish(
-                &live.id,
-                Status::Cancelled,
-                Some("The session that made the task ended."),
-                None,
-            );
+            let cancelled = self
+                .store()
+                .finish(
+                    &live.id,
+                    Status::Cancelled,
+                    Some("The session that made the task ended."),
+                    None,
+                )
+                .await;
             match cancelled {
                 Ok(true) => {
                     tracing::debug!(task = %live.id, "task cancelled: its session ended");
-                    live.stop.cancel();
-                    self.announce(&live);
+                    self.stop(&live);
+                    self.announce(&live).await;
                 }
                 Ok(false) => {}
                 Err(error) => {
@@ -262,7 +263,7 @@ impl Tasks {
 
     /// Cancels task `id`: stored as cancelled, then its call is stopped.
     /// `Ok(false)` when it was already over.
-    pub fn cancel(&self, record: &Record) -> Result<bool, RpcError> {
+    pub async fn cancel(&self, record: &Record) -> Result<bool, RpcError> {
         let cancelled = self
             .store()
             .finish(
@@ -271,34 +272,37 @@ impl Tasks {
                 Some("The task was cancelled by request."),
                 None,
             )
+            .await
             .map_err(store_error)?;
         if cancelled {
             tracing::debug!(task = %record.id, "task cancelled");
             if let Some(live) = self.live_task(&record.id) {
-                live.stop.cancel();
-                self.announce(&live);
+                self.stop(&live);
+                self.announce(&live).await;
             } else {
-                let _ = self
-                    .events
-                    .send(ServerEvent::TaskChanged(record.id.clone()));
+                self.events
+                    .publish(ServerEvent::TaskChanged(record.id.clone()));
             }
         }
         Ok(cancelled)
     }
 
     /// Up to `limit` tasks of `owner` after `(created_ms, id)`.
-    pub fn list(
+    pub async fn list(
         &self,
         owner: Option<&str>,
         after: Option<(u64, &str)>,
         limit: usize,
     ) -> Result<Vec<Record>, RpcError> {
-        self.store().list(owner, after, limit).map_err(store_error)
+        self.store()
+            .list(owner, after, limit)
+            .await
+            .map_err(store_error)
     }
 
     /// Deletes expired tasks, stopping the ones still running.
-    fn purge(&self) {
-        let purged = self.store().purge_expired(now_ms());
+    async fn purge(&self) {
+        let purged = self.store().purge_expired(now_ms()).await;
         let ids = match purged {
             Ok(ids) => ids,
             Err(error) => {
@@ -312,7 +316,7 @@ impl Tasks {
         tracing::debug!(expired = ids.len(), "expired tasks deleted");
         for id in ids {
             if let Some(live) = self.live_task(&id) {
-                live.stop.cancel();
+                self.stop(&live);
             }
         }
     }
@@ -357,7 +361,7 @@ pub async fn sweep(tasks: Weak<Tasks>) {
     loop {
         let every = match tasks.upgrade() {
             Some(tasks) => {
-                tasks.purge();
+                tasks.purge().await;
                 (tasks.options.ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60))
             }
             None => return,

@@ -47,9 +47,10 @@ pub(super) async fn metrics(server: Arc<Server>) -> Response {
         // Rendered while this scrape waited: as fresh as one of its own.
         Some((done, text)) if *done >= asked => Ok(text.clone()),
         _ => {
-            // The tasks store is asked: off the async workers.
+            let snapshot = server.snapshot().await;
+            // Rendering every series is work: off the async workers.
             let text = tokio::task::spawn_blocking(move || {
-                bytes::Bytes::from(crate::metrics::metrics().render(&server.snapshot()))
+                bytes::Bytes::from(crate::metrics::metrics().render(&snapshot))
             })
             .await;
             if let Ok(text) = &text {

@@ -1,16 +1,19 @@
-//! Where tasks live: an embedded SQLite database, so a task outlives the
-//! process that ran it. Several hosts may share one file; each marks its
-//! tasks with an instance id it holds a file lock for, so a host that starts
-//! can tell tasks left running by a host that died (their lock is free) from
-//! tasks of a host still running.
+//! The task store of one machine: an embedded SQLite database, so a task
+//! outlives the process that ran it. Several hosts may share one file; each
+//! marks its tasks with an instance id it holds a file lock for, so a host
+//! that starts can tell tasks left running by a host that died (their lock
+//! is free) from tasks of a host still running. Every query runs on a
+//! blocking thread ([`Sqlite`]).
 
-use super::quota::Usage;
-pub use super::record::{Outcome, Record, Status, Wire};
+use super::{outcome_text, Record, Status, TaskStore, Usage, Wire};
 use anyhow::{Context as _, Result};
+use async_trait::async_trait;
+use parking_lot::Mutex;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde_json::Value;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 fn usage(row: &Row<'_>) -> rusqlite::Result<Usage> {
     Ok(Usage {
@@ -20,7 +23,7 @@ fn usage(row: &Row<'_>) -> rusqlite::Result<Usage> {
 }
 
 /// The database, and this host's claim on its own tasks.
-pub struct Store {
+pub(super) struct Store {
     db: Connection,
     instance: String,
     /// Held for the life of the host: the lock that says it is alive, and
@@ -87,14 +90,6 @@ fn record(row: &Row<'_>) -> rusqlite::Result<Record> {
             }
         }),
     })
-}
-
-/// An outcome as stored.
-pub fn outcome_text(outcome: &Outcome) -> String {
-    match outcome {
-        Ok(result) => serde_json::json!({ "result": result }).to_string(),
-        Err(error) => serde_json::json!({ "error": error }).to_string(),
-    }
 }
 
 /// Adds `size` to a table made before it existed (its old rows count 0).
@@ -202,7 +197,7 @@ impl Store {
                 params![
                     error["message"].as_str(),
                     outcome_text(&Err(error.clone())),
-                    super::now_ms() as i64,
+                    crate::server::tasks::now_ms() as i64,
                     instance
                 ],
             )?;
@@ -263,7 +258,7 @@ impl Store {
             .execute(params![
                 status.as_str(),
                 message,
-                super::now_ms() as i64,
+                crate::server::tasks::now_ms() as i64,
                 id
             ])?;
         Ok(changed == 1)
@@ -290,7 +285,7 @@ impl Store {
                 status.as_str(),
                 message,
                 outcome,
-                super::now_ms() as i64,
+                crate::server::tasks::now_ms() as i64,
                 outcome.map_or(0, str::len) as i64,
                 id
             ])?;
@@ -357,10 +352,104 @@ impl Store {
     }
 }
 
+/// The SQLite store as a [`TaskStore`]: one connection, used by one query
+/// at a time, each on a blocking thread.
+pub struct Sqlite(Arc<Mutex<Store>>);
+
+impl Sqlite {
+    /// Opens (or creates) the store at `path` (in memory when `None`) for
+    /// host `instance`, failing the tasks of hosts that died.
+    pub fn open(path: Option<&Path>, instance: &str) -> Result<Self> {
+        Ok(Sqlite(Arc::new(Mutex::new(Store::open(path, instance)?))))
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.0.clone();
+        tokio::task::spawn_blocking(move || query(&store.lock()))
+            .await
+            .context("the tasks store's thread failed")?
+    }
+}
+
+#[async_trait]
+impl TaskStore for Sqlite {
+    async fn insert(&self, task: &Record) -> Result<()> {
+        let task = task.clone();
+        self.run(move |s| s.insert(&task)).await
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Record>> {
+        let id = id.to_owned();
+        self.run(move |s| s.get(&id)).await
+    }
+
+    async fn set_status(&self, id: &str, status: Status, message: Option<&str>) -> Result<bool> {
+        let (id, message) = (id.to_owned(), message.map(str::to_owned));
+        self.run(move |s| s.set_status(&id, status, message.as_deref()))
+            .await
+    }
+
+    async fn finish(
+        &self,
+        id: &str,
+        status: Status,
+        message: Option<&str>,
+        outcome: Option<&str>,
+    ) -> Result<bool> {
+        let id = id.to_owned();
+        let (message, outcome) = (message.map(str::to_owned), outcome.map(str::to_owned));
+        self.run(move |s| s.finish(&id, status, message.as_deref(), outcome.as_deref()))
+            .await
+    }
+
+    async fn usage(&self, owner: Option<&str>) -> Result<Usage> {
+        let owner = owner.map(str::to_owned);
+        self.run(move |s| s.usage(owner.as_deref())).await
+    }
+
+    async fn usage_all(&self) -> Result<Usage> {
+        self.run(|s| s.usage_all()).await
+    }
+
+    async fn count_by_status(&self) -> Result<Vec<(String, u64)>> {
+        self.run(|s| s.count_by_status()).await
+    }
+
+    async fn list(
+        &self,
+        owner: Option<&str>,
+        after: Option<(u64, &str)>,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
+        let owner = owner.map(str::to_owned);
+        let after = after.map(|(created, id)| (created, id.to_owned()));
+        self.run(move |s| {
+            let after = after.as_ref().map(|(created, id)| (*created, id.as_str()));
+            s.list(owner.as_deref(), after, limit)
+        })
+        .await
+    }
+
+    async fn purge_expired(&self, now_ms: u64) -> Result<Vec<String>> {
+        self.run(move |s| s.purge_expired(now_ms)).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn keeps_the_task_store_contract() {
+        super::super::contract::check(&Sqlite::open(None, "me").unwrap()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let on_disk = Sqlite::open(Some(&dir.path().join("tasks.db")), "me").unwrap();
+        super::super::contract::check(&on_disk).await;
+    }
 
     fn task(id: &str, owner: Option<&str>, created_ms: u64) -> Record {
         Record {
@@ -376,53 +465,6 @@ mod tests {
             ttl_ms: 1000,
             outcome: None,
         }
-    }
-
-    #[test]
-    fn a_finished_task_stays_finished() {
-        let store = Store::open(None, "me").unwrap();
-        store.insert(&task("a", None, 1)).unwrap();
-        assert!(store.set_status("a", Status::InputRequired, None).unwrap());
-        assert!(store
-            .finish("a", Status::Cancelled, Some("stopped"), None)
-            .unwrap());
-        let late = Ok(json!({ "content": [] }));
-        assert!(!store
-            .finish("a", Status::Completed, None, Some(&outcome_text(&late)))
-            .unwrap());
-        assert!(!store.set_status("a", Status::Working, None).unwrap());
-        let stored = store.get("a").unwrap().unwrap();
-        assert_eq!(stored.status, Status::Cancelled);
-        assert_eq!(stored.outcome, None);
-    }
-
-    #[test]
-    fn lists_page_by_owner_and_expire() {
-        let store = Store::open(None, "me").unwrap();
-        for (i, owner) in [Some("ada"), Some("bob"), Some("ada"), None, Some("ada")]
-            .into_iter()
-            .enumerate()
-        {
-            store
-                .insert(&task(&format!("t{i}"), owner, i as u64))
-                .unwrap();
-        }
-        let first = store.list(Some("ada"), None, 2).unwrap();
-        assert_eq!(
-            first.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
-            ["t0", "t2"]
-        );
-        let last = first.last().unwrap();
-        let rest = store
-            .list(Some("ada"), Some((last.created_ms, &last.id)), 2)
-            .unwrap();
-        assert_eq!(rest.len(), 1);
-        assert_eq!(rest[0].id, "t4");
-        assert_eq!(store.list(None, None, 10).unwrap()[0].id, "t3");
-        let mut purged = store.purge_expired(1002).unwrap();
-        purged.sort();
-        assert_eq!(purged, ["t0", "t1", "t2"]);
-        assert!(store.get("t0").unwrap().is_none());
     }
 
     #[test]
@@ -456,25 +498,6 @@ mod tests {
             Status::Working
         );
         drop(alive);
-    }
-
-    #[test]
-    fn usage_counts_tasks_and_result_bytes_per_owner() {
-        let store = Store::open(None, "me").unwrap();
-        store.insert(&task("a", Some("ada"), 1)).unwrap();
-        store.insert(&task("b", Some("ada"), 2)).unwrap();
-        store.insert(&task("c", None, 3)).unwrap();
-        let result = outcome_text(&Ok(json!({ "content": "x".repeat(100) })));
-        assert!(store
-            .finish("a", Status::Completed, None, Some(&result))
-            .unwrap());
-        let ada = store.usage(Some("ada")).unwrap();
-        assert_eq!(ada.tasks, 2);
-        assert_eq!(ada.bytes, result.len());
-        assert_eq!(store.usage(None).unwrap().tasks, 1);
-        assert_eq!(store.usage_all().unwrap().tasks, 3);
-        store.purge_expired(u64::MAX / 2).unwrap();
-        assert_eq!(store.usage_all().unwrap(), Usage::default());
     }
 
     #[test]
