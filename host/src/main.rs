@@ -4,9 +4,10 @@ use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
-use wasm_mcp::config::{Config, Policy};
+use wasm_mcp::config::Config;
 use wasm_mcp::dev;
 use wasm_mcp::registry::Registry;
+use wasm_mcp::reload::Policy;
 use wasm_mcp::reload::{self, folder::wasm_files, FolderWatch, Loader};
 use wasm_mcp::runtime::{describe, Runtime, RuntimeConfig, SpareMode};
 use wasm_mcp::server::{build_notice_key, Notices, Server};
@@ -486,7 +487,7 @@ async fn serve_folder(
         .with_context(|| format!("the plugin folder {} cannot be read", dir.display()))?;
     let runtime = Runtime::new(settings::runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime));
-    let loader = Loader::new(registry.clone(), Policy::new(config.clone()));
+    let loader = Loader::new(registry.clone(), Policy::new(config.clone())?);
     // Watch first, so a file written while the folder loads is not missed.
     let watch = if watch {
         Some(FolderWatch::start(&dir)?)
@@ -766,7 +767,7 @@ async fn inspect_file(file: PathBuf, config: Config) -> Result<()> {
     println!("{}", file.display());
     print_list("imports:", "", &description.imports);
     print_list("exports:", "", &description.exports);
-    let loader = Loader::new(Arc::new(Registry::new(runtime)), Policy::new(config));
+    let loader = Loader::new(Arc::new(Registry::new(runtime)), Policy::new(config)?);
     let name = wasm_mcp::reload::folder::plugin_name(&file)?;
     println!(
         "asks for (manifest {}):",

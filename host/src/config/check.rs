@@ -5,11 +5,10 @@
 use super::{
     Config, HttpSection, LimitsSection, PluginSection, RootSection, ServerSection, TasksSection,
 };
-use crate::runtime::{DirHandle, HostPattern};
+use crate::names::HostPattern;
 use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// `[server]`: every count at least 1.
 pub(super) fn server(server: &ServerSection) -> Result<()> {
@@ -69,13 +68,6 @@ pub(super) fn open_roots(
             at(span),
             path.display()
         );
-        root.dir = Some(Arc::new(DirHandle::open(&path).with_context(|| {
-            format!(
-                "{}: opening roots.{name}.path {}",
-                at(span.clone()),
-                path.display()
-            )
-        })?));
         *root.path.get_mut() = path;
     }
     let paths: Vec<(&String, &PathBuf)> = roots
@@ -95,6 +87,18 @@ pub(super) fn open_roots(
         }
     }
     Ok(())
+}
+
+/// Where a registry is asked for, as a plugin's `source` names it:
+/// `oci://REGISTRY/REPO:TAG` or `oci://REGISTRY/REPO@sha256:DIGEST`.
+pub fn oci_reference(text: &str) -> Result<oci_client::Reference> {
+    let Some(rest) = text.strip_prefix("oci://") else {
+        anyhow::bail!(
+            "{text:?} is not an OCI reference (oci://REGISTRY/REPO:TAG or @sha256:DIGEST)"
+        );
+    };
+    rest.parse()
+        .with_context(|| format!("{text:?} is not an OCI reference"))
 }
 
 /// `[plugins.NAME]`: known roots, valid host patterns and variable names,
@@ -122,7 +126,7 @@ pub(super) fn plugins(config: &mut Config, text: &str, base: &Path) -> Result<()
             );
         }
         if let Some(source) = &section.source {
-            crate::oci::reference(source).with_context(|| format!("plugins.{plugin}.source"))?;
+            oci_reference(source).with_context(|| format!("plugins.{plugin}.source"))?;
             anyhow::ensure!(
                 crate::names::is_valid(plugin),
                 "plugins.{plugin}.source: {plugin:?} cannot name a plugin file"

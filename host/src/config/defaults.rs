@@ -1,6 +1,6 @@
 //! The defaults of every setting that is not a plugin's own limit (those
-//! are [`crate::runtime::Limits`]'s). The config sections and the options
-//! of the server take them from here, so one number is written once.
+//! are `LimitsSection`'s). The config sections and the options of the
+//! server take them from here, so one number is written once.
 
 /// Items per list page.
 pub const PAGE_SIZE: usize = 100;

@@ -6,21 +6,18 @@ mod check;
 pub mod defaults;
 mod http;
 mod manifest;
-mod policy;
 mod tasks;
 
+pub use check::oci_reference;
 pub use http::{AuthSection, HttpSection, JwtSection};
 pub use manifest::Manifest;
-pub use policy::{Decision, Policy};
 pub use tasks::TasksSection;
 
-use crate::runtime::{DirHandle, Limits, SpareMode};
 use anyhow::{Context as _, Result};
 use check::{check_limits, overlap};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 use toml::Spanned;
 
@@ -249,21 +246,49 @@ pub struct LimitsSection {
 }
 
 impl Default for LimitsSection {
-    /// The runtime's defaults, in the config's units.
+    /// Every plugin's limits unless the config says otherwise (the
+    /// runtime's too).
     fn default() -> Self {
-        let limits = Limits::default();
         LimitsSection {
-            memory_mb: limits.memory_bytes >> 20,
-            call_timeout_ms: limits.call_timeout.as_millis() as u64,
-            max_result_mb: limits.max_result_bytes >> 20,
-            max_concurrent_calls: limits.max_concurrent_calls,
-            max_result_items: limits.max_result_items,
-            max_message_kb: limits.max_message_bytes >> 10,
-            notifications_per_sec: limits.notifications_per_sec,
-            load_timeout_ms: limits.load_timeout.as_millis() as u64,
-            max_blocking_threads: limits.max_blocking_threads,
-            calls_per_instance: limits.calls_per_instance,
-            spare_instance: limits.spare_instance,
+            memory_mb: 256,
+            call_timeout_ms: 60_000,
+            max_result_mb: 16,
+            max_concurrent_calls: 16,
+            max_result_items: 10_000,
+            max_message_kb: 64,
+            notifications_per_sec: 100,
+            load_timeout_ms: 5_000,
+            max_blocking_threads: 16,
+            calls_per_instance: 1,
+            spare_instance: SpareMode::Auto,
+        }
+    }
+}
+
+/// When a plugin gets a spare instance: one made ahead of its next call.
+/// Read from `"auto"`, `"always"` or `"never"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SpareMode {
+    /// Where instantiating takes long enough for a spare to pay (CPython,
+    /// Go), not where making one in a task of its own would cost more than
+    /// it saves (most Rust and C plugins).
+    #[default]
+    Auto,
+    /// After every call that returned normally with no other call running.
+    Always,
+    /// Never: every call waits for its instance to be made.
+    Never,
+}
+
+impl<'de> serde::Deserialize<'de> for SpareMode {
+    fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Self, D::Error> {
+        match String::deserialize(from)?.as_str() {
+            "auto" => Ok(SpareMode::Auto),
+            "always" => Ok(SpareMode::Always),
+            "never" => Ok(SpareMode::Never),
+            other => Err(serde::de::Error::custom(format!(
+                "{other:?} is not \"auto\", \"always\" or \"never\""
+            ))),
         }
     }
 }
@@ -324,23 +349,6 @@ impl LimitsSection {
     pub fn call_timeout(&self) -> Duration {
         Duration::from_millis(self.call_timeout_ms)
     }
-
-    /// As the runtime's limits.
-    pub fn to_limits(&self) -> Limits {
-        Limits {
-            memory_bytes: self.memory_mb << 20,
-            call_timeout: self.call_timeout(),
-            max_result_bytes: self.max_result_mb << 20,
-            max_concurrent_calls: self.max_concurrent_calls,
-            max_result_items: self.max_result_items,
-            max_message_bytes: self.max_message_kb << 10,
-            notifications_per_sec: self.notifications_per_sec,
-            load_timeout: Duration::from_millis(self.load_timeout_ms),
-            max_blocking_threads: self.max_blocking_threads,
-            calls_per_instance: self.calls_per_instance,
-            spare_instance: self.spare_instance,
-        }
-    }
 }
 
 /// Whether a root may be changed.
@@ -375,9 +383,6 @@ pub struct RootSection {
     /// The most any plugin may do in it.
     #[serde(default)]
     pub mode: Mode,
-    /// The folder, opened when the config was read.
-    #[serde(skip)]
-    pub dir: Option<Arc<DirHandle>>,
 }
 
 /// `[plugins.<name>]`: what the operator allows one plugin. A plugin gets

@@ -86,17 +86,7 @@ impl Trust {
     }
 }
 
-/// Where a registry is asked for; parsed from `oci://REGISTRY/REPO:TAG` or
-/// `oci://REGISTRY/REPO@sha256:DIGEST`.
-pub fn reference(text: &str) -> Result<Reference> {
-    let Some(rest) = text.strip_prefix("oci://") else {
-        bail!("{text:?} is not an OCI reference (oci://REGISTRY/REPO:TAG or @sha256:DIGEST)");
-    };
-    let reference: Reference = rest
-        .parse()
-        .with_context(|| format!("{text:?} is not an OCI reference"))?;
-    Ok(reference)
-}
+pub use crate::config::oci_reference as reference;
 
 /// The client that pushes and signs: registries on loopback are spoken to
 /// in plain HTTP; every other one in HTTPS. (Pulls read through

@@ -2,7 +2,8 @@
 //! what the policy allows, and handed to the registry.
 
 use super::folder::{plugin_name, read_plugin};
-use crate::config::{Decision, Manifest, Policy};
+use super::{Decision, Policy};
+use crate::config::Manifest;
 use crate::registry::{PluginEntry, Registry, Reload};
 use crate::runtime::{ComponentSource, Grants};
 use anyhow::{Context as _, Result};

@@ -10,10 +10,12 @@
 
 pub mod folder;
 mod loader;
+mod policy;
 mod settle;
 mod warm;
 
 pub use loader::Loader;
+pub use policy::{Decision, Policy};
 pub use warm::warm;
 
 use crate::coalesce::Coalescer;

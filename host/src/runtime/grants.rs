@@ -153,126 +153,30 @@ pub struct Limits {
     pub spare_instance: SpareMode,
 }
 
-/// When a plugin gets a spare instance: one made ahead of its next call.
-/// Read from `"auto"`, `"always"` or `"never"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SpareMode {
-    /// Where instantiating takes long enough for a spare to pay (CPython,
-    /// Go), not where making one in a task of its own would cost more than
-    /// it saves (most Rust and C plugins).
-    #[default]
-    Auto,
-    /// After every call that returned normally with no other call running.
-    Always,
-    /// Never: every call waits for its instance to be made.
-    Never,
-}
-
-impl<'de> serde::Deserialize<'de> for SpareMode {
-    fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Self, D::Error> {
-        match String::deserialize(from)?.as_str() {
-            "auto" => Ok(SpareMode::Auto),
-            "always" => Ok(SpareMode::Always),
-            "never" => Ok(SpareMode::Never),
-            other => Err(serde::de::Error::custom(format!(
-                "{other:?} is not \"auto\", \"always\" or \"never\""
-            ))),
-        }
-    }
-}
-
 impl Default for Limits {
+    /// The config's defaults (`[limits]`).
     fn default() -> Self {
+        Limits::from(&crate::config::LimitsSection::default())
+    }
+}
+
+impl From<&crate::config::LimitsSection> for Limits {
+    fn from(section: &crate::config::LimitsSection) -> Self {
         Limits {
-            memory_bytes: 256 << 20,
-            call_timeout: Duration::from_secs(60),
-            max_result_bytes: 16 << 20,
-            max_concurrent_calls: 16,
-            max_result_items: 10_000,
-            max_message_bytes: 64 << 10,
-            notifications_per_sec: 100,
-            load_timeout: Duration::from_secs(5),
-            max_blocking_threads: 16,
-            calls_per_instance: 1,
-            spare_instance: SpareMode::Auto,
+            memory_bytes: section.memory_mb << 20,
+            call_timeout: Duration::from_millis(section.call_timeout_ms),
+            max_result_bytes: section.max_result_mb << 20,
+            max_concurrent_calls: section.max_concurrent_calls,
+            max_result_items: section.max_result_items,
+            max_message_bytes: section.max_message_kb << 10,
+            notifications_per_sec: section.notifications_per_sec,
+            load_timeout: Duration::from_millis(section.load_timeout_ms),
+            max_blocking_threads: section.max_blocking_threads,
+            calls_per_instance: section.calls_per_instance,
+            spare_instance: section.spare_instance,
         }
     }
 }
 
-/// A host name a plugin may reach: exact (`api.example.com`) or a wildcard
-/// for the subdomains of a name (`*.example.com`, which does not match
-/// `example.com` itself). Compared without case.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostPattern(String);
-
-impl HostPattern {
-    /// Parses a pattern; `None` when it is not a host name or `*.` + one.
-    pub fn parse(text: &str) -> Option<Self> {
-        let text = text.trim().to_ascii_lowercase();
-        let name = text.strip_prefix("*.").unwrap_or(&text);
-        let valid = !name.is_empty() && name.split('.').all(crate::names::is_valid);
-        valid.then_some(HostPattern(text))
-    }
-
-    /// Whether `host` (a name or an IP address, without port) matches.
-    pub fn matches(&self, host: &str) -> bool {
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
-        match self.0.strip_prefix("*.") {
-            Some(domain) => host
-                .strip_suffix(domain)
-                .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
-            None => host == self.0,
-        }
-    }
-
-    /// Whether every host this pattern matches is also matched by `other`.
-    pub fn within(&self, other: &HostPattern) -> bool {
-        match (self.0.strip_prefix("*."), other.0.strip_prefix("*.")) {
-            (None, _) => other.matches(&self.0),
-            (Some(mine), Some(theirs)) => mine == theirs || other.matches(mine),
-            (Some(_), None) => false,
-        }
-    }
-
-    /// The pattern as written (lower-cased).
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for HostPattern {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::HostPattern;
-
-    fn p(text: &str) -> HostPattern {
-        HostPattern::parse(text).unwrap()
-    }
-
-    #[test]
-    fn exact_and_wildcard_patterns() {
-        assert!(p("api.example.com").matches("API.example.com"));
-        assert!(!p("api.example.com").matches("api.example.com.evil.net"));
-        assert!(p("*.example.com").matches("a.b.example.com"));
-        assert!(!p("*.example.com").matches("example.com"));
-        assert!(!p("*.example.com").matches("evilexample.com"));
-        assert!(p("127.0.0.1").matches("127.0.0.1"));
-        assert!(HostPattern::parse("*").is_none());
-        assert!(HostPattern::parse("a..b").is_none());
-        assert!(HostPattern::parse("http://x").is_none());
-    }
-
-    #[test]
-    fn a_pattern_is_within_a_wider_one() {
-        assert!(p("api.example.com").within(&p("*.example.com")));
-        assert!(p("*.api.example.com").within(&p("*.example.com")));
-        assert!(p("*.example.com").within(&p("*.example.com")));
-        assert!(!p("*.example.com").within(&p("api.example.com")));
-        assert!(!p("example.com").within(&p("*.example.com")));
-    }
-}
+pub use crate::config::SpareMode;
+pub use crate::names::HostPattern;

@@ -10,14 +10,15 @@
 //! spare instance behind is torn down by the task that makes the spare:
 //! see [`super::spare`].)
 
-use super::spare::Spares;
 use super::state::CallState;
+use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::futures::Notified;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use wasmtime::Store;
 
 /// How long a call waits for a slot that a teardown already under way
@@ -33,6 +34,75 @@ pub(super) struct Slots {
     /// Every plugin's spare instance, given up for a call that finds no
     /// slot free (see [`super::spare`]).
     pub(super) spares: Spares,
+}
+
+/// An instance that holds a slot only until a call needs it (a plugin's
+/// spare, see [`super::spare`]).
+pub(super) trait Evict: Send + Sync {
+    /// Tears it down, freeing its slot; `false` when there is none.
+    fn evict(&self) -> bool;
+    /// Whether one is held now.
+    fn is_full(&self) -> bool;
+}
+
+/// Every plugin's spare, for a call that finds no instance slot free.
+#[derive(Default)]
+pub(super) struct Spares {
+    cells: Mutex<Vec<Weak<dyn Evict>>>,
+    /// Spares being made; each holds a slot.
+    pub(super) making: AtomicUsize,
+    /// A spare was made or given up: a call waiting for a slot looks again.
+    pub(super) changed: Notify,
+    /// A call waits for a slot: the spares being made give theirs up.
+    pub(super) wanted: Notify,
+}
+
+impl Spares {
+    /// Lets a call that finds no slot free take the slot of `cell`'s
+    /// spare.
+    pub(super) fn register<C: Evict + 'static>(&self, cell: &Arc<C>) {
+        let cell: Arc<dyn Evict> = cell.clone();
+        let mut cells = self.cells.lock();
+        cells.retain(|cell| cell.strong_count() > 0);
+        cells.push(Arc::downgrade(&cell));
+    }
+
+    /// Spares alive now, every plugin's.
+    pub(super) fn count(&self) -> usize {
+        let cells = self.cells.lock();
+        let full = |cell: &Weak<dyn Evict>| cell.upgrade().is_some_and(|c| c.is_full());
+        cells.iter().filter(|cell| full(cell)).count()
+    }
+
+    /// Plugins registered (some may be gone).
+    #[cfg(test)]
+    pub(super) fn registered(&self) -> usize {
+        self.cells.lock().len()
+    }
+
+    /// Tears down one spare, any plugin's, to free its slot; `false` when
+    /// there is none.
+    pub(super) fn give_up_one(&self) -> bool {
+        let cells: Vec<Arc<dyn Evict>> =
+            self.cells.lock().iter().filter_map(Weak::upgrade).collect();
+        // Torn down outside the lock.
+        cells.iter().any(|cell| cell.evict())
+    }
+
+    /// Spares being made now.
+    pub(super) fn making(&self) -> usize {
+        self.making.load(Ordering::SeqCst)
+    }
+
+    /// Resolves when a spare was made or given up after it was enabled.
+    pub(super) fn changed(&self) -> Notified<'_> {
+        self.changed.notified()
+    }
+
+    /// Asks the spares being made to give their slots up.
+    pub(super) fn want_slots(&self) {
+        self.wanted.notify_waiters();
+    }
 }
 
 /// What [`Slots::take`] does when every slot is taken and none is about

@@ -30,15 +30,14 @@
 //!   fastest instantiation so far took [`WORTH_MAKING`] or more;
 //!   `"always"` for every plugin; `"never"` for none.
 
-use super::slots::{Slot, Slots};
+use super::slots::{Evict, Slot, Slots};
 use super::state::CallState;
 use parking_lot::Mutex;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::futures::Notified;
-use tokio::sync::Notify;
 use wasmtime::component::Instance;
 use wasmtime::Store;
 
@@ -138,72 +137,17 @@ impl SpareCell {
     pub(super) fn is_full(&self) -> bool {
         self.spare.lock().is_some()
     }
-
-    /// Gives the spare up, to free its slot; `None` when there is none.
-    fn evict(&self) -> Option<Spare> {
-        self.spare.lock().take()
-    }
 }
 
-/// Every plugin's spare, for a call that finds no instance slot free.
-#[derive(Default)]
-pub(super) struct Spares {
-    cells: Mutex<Vec<Weak<SpareCell>>>,
-    /// Spares being made; each holds a slot.
-    making: AtomicUsize,
-    /// A spare was made or given up: a call waiting for a slot looks again.
-    changed: Notify,
-    /// A call waits for a slot: the spares being made give theirs up.
-    wanted: Notify,
-}
-
-impl Spares {
-    /// Lets a call that finds no slot free take `cell`'s spare's.
-    pub(super) fn register(&self, cell: &Arc<SpareCell>) {
-        let mut cells = self.cells.lock();
-        cells.retain(|cell| cell.strong_count() > 0);
-        cells.push(Arc::downgrade(cell));
-    }
-
-    /// Spares alive now, every plugin's.
-    pub(super) fn count(&self) -> usize {
-        let cells = self.cells.lock();
-        let full = |cell: &Weak<SpareCell>| cell.upgrade().is_some_and(|c| c.is_full());
-        cells.iter().filter(|cell| full(cell)).count()
-    }
-
-    /// Plugins registered (some may be gone).
-    #[cfg(test)]
-    pub(super) fn registered(&self) -> usize {
-        self.cells.lock().len()
-    }
-
-    /// Tears down one spare, any plugin's, to free its slot; `false` when
-    /// there is none.
-    pub(super) fn give_up_one(&self) -> bool {
-        let spare = self
-            .cells
-            .lock()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .find_map(|cell| cell.evict());
+impl Evict for SpareCell {
+    fn evict(&self) -> bool {
+        let spare = self.spare.lock().take();
         // Torn down here, outside the lock.
         spare.is_some()
     }
 
-    /// Spares being made now.
-    pub(super) fn making(&self) -> usize {
-        self.making.load(Ordering::SeqCst)
-    }
-
-    /// Resolves when a spare was made or given up after it was enabled.
-    pub(super) fn changed(&self) -> Notified<'_> {
-        self.changed.notified()
-    }
-
-    /// Asks the spares being made to give their slots up.
-    pub(super) fn want_slots(&self) {
-        self.wanted.notify_waiters();
+    fn is_full(&self) -> bool {
+        SpareCell::is_full(self)
     }
 }
 

@@ -2,7 +2,7 @@
 //! updates, task status, log lines, shutdown) reach every connection
 //! ([`Bus`]). Today's one implementation is in-process ([`LocalBus`]); one
 //! shared between replicas must pass the same contract
-//! ([`contract::check`]).
+//! (`contract::check`).
 
 use super::ServerEvent;
 use tokio::sync::broadcast;

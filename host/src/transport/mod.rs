@@ -2,5 +2,7 @@
 //! Streamable HTTP.
 
 pub mod http;
+#[cfg(test)]
+mod method_tests;
 pub mod std_pipes;
 pub mod stdio;

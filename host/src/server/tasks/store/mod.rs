@@ -2,7 +2,7 @@
 //! request, the connection and the process that made it. Today's one
 //! implementation is SQLite ([`Sqlite`]: one machine, one file that
 //! several hosts may share). Any other must pass the same contract
-//! ([`contract::check`], run against each implementation by its tests).
+//! (`contract::check`, run against each implementation by its tests).
 //!
 //! A store keeps records only: which tasks run in this process, and their
 //! calls, are [`super::Tasks`]' business.
@@ -29,7 +29,7 @@ pub trait TaskStore: Send + Sync {
     /// is already over or gone.
     async fn set_status(&self, id: &str, status: Status, message: Option<&str>) -> Result<bool>;
     /// Ends an unfinished task with its outcome as stored text
-    /// ([`outcome_text`]); `false` if it was already over (a cancelled task
+    /// (`outcome_text`); `false` if it was already over (a cancelled task
     /// stays cancelled) or is gone.
     async fn finish(
         &self,

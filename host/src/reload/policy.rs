@@ -2,13 +2,17 @@
 //! and what the config allows it. Everything else is denied, and the
 //! decision is reported item by item.
 
-use super::{Config, Manifest, Mode};
-use crate::runtime::{DirGrant, Grants, HostPattern, Secret};
+use crate::config::{Config, Manifest, Mode};
+use crate::runtime::{DirGrant, DirHandle, Grants, HostPattern, Limits, Secret};
+use anyhow::{Context as _, Result};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// The config's rules for granting.
+/// The config's rules for granting, and its roots' folders, opened once.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     config: Config,
+    dirs: BTreeMap<String, Arc<DirHandle>>,
 }
 
 /// What was granted to one plugin, and why each asked-for item was or was
@@ -39,16 +43,25 @@ impl Decision {
 }
 
 impl Policy {
-    /// The policy of a checked config.
-    pub fn new(config: Config) -> Self {
-        Policy { config }
+    /// The policy of a checked config: every root's folder is opened now
+    /// (a plugin granted one sees that very folder, even if its path is
+    /// later replaced).
+    pub fn new(config: Config) -> Result<Self> {
+        let mut dirs = BTreeMap::new();
+        for (name, root) in &config.roots {
+            let path = root.path.get_ref();
+            let dir = DirHandle::open(path)
+                .with_context(|| format!("opening roots.{name}.path {}", path.display()))?;
+            dirs.insert(name.clone(), Arc::new(dir));
+        }
+        Ok(Policy { config, dirs })
     }
 
     /// Decides what `plugin` gets for what `manifest` asks.
     pub fn decide(&self, plugin: &str, manifest: &Manifest) -> Decision {
         let allowed = self.config.plugins.get(plugin).cloned().unwrap_or_default();
         let mut d = Decision::default();
-        d.grants.limits = self.config.limits.with(&allowed.limits).to_limits();
+        d.grants.limits = Limits::from(&self.config.limits.with(&allowed.limits));
 
         // `*` asks for every root the config allows the plugin, as far as
         // the mode it names; a root also named on its own keeps its mode.
@@ -85,7 +98,7 @@ impl Policy {
                     root.mode
                 ));
             }
-            let Some(dir) = root.dir.clone() else {
+            let Some(dir) = self.dirs.get(name).cloned() else {
                 d.denied
                     .push(format!("root {name}: its folder was not opened"));
                 continue;
@@ -177,7 +190,7 @@ env = ["WASM_MCP_POLICY_TEST", "WASM_MCP_POLICY_UNSET"]
 [plugins.p.limits]
 call_timeout_ms = 500
 "#;
-        Policy::new(Config::parse(text, base).unwrap())
+        Policy::new(Config::parse(text, base).unwrap()).unwrap()
     }
 
     #[test]
@@ -289,7 +302,7 @@ BIG = { file = "big" }
 FIFO = { file = "fifo" }
 UNSET = { env = "WASM_MCP_POLICY_NEVER_SET" }
 "#;
-        let policy = Policy::new(Config::parse(text, dir.path()).unwrap());
+        let policy = Policy::new(Config::parse(text, dir.path()).unwrap()).unwrap();
         let manifest: Manifest = toml::from_str(
             r#"env = ["TOKEN", "RENAMED", "GONE", "BIG", "FIFO", "UNSET", "WASM_MCP_POLICY_SOURCE"]"#,
         )
