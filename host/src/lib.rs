@@ -9,6 +9,7 @@ pub mod coalesce;
 pub mod config;
 pub mod dev;
 pub mod files;
+pub mod launch;
 pub mod metrics;
 pub mod names;
 pub mod oci;

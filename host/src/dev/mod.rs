@@ -5,9 +5,11 @@
 //! `wasm-mcp build` is one such build, into the source folder.
 
 mod build_error;
+mod serve;
 mod toolchain;
 mod wit_docs;
 
+pub use serve::serve;
 pub use toolchain::{Toolchain, WIT};
 
 use anyhow::{bail, Context as _, Result};

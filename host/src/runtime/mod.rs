@@ -9,6 +9,7 @@ pub mod bindings;
 mod blocking;
 mod cache;
 mod call_error;
+mod calls;
 mod context;
 mod engine;
 mod exports;

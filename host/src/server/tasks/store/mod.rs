@@ -7,6 +7,7 @@
 //! A store keeps records only: which tasks run in this process, and their
 //! calls, are [`super::Tasks`]' business.
 
+mod database;
 mod sqlite;
 
 pub use super::quota::Usage;

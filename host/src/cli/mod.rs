@@ -1,0 +1,5 @@
+//! The binary's own modules (not part of the library): the commands that
+//! print rather than serve.
+
+pub mod inspect;
+pub mod oci;

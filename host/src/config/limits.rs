@@ -1,0 +1,147 @@
+//! `[limits]` and `[plugins.<name>.limits]`: what one call of a plugin may
+//! use, and every plugin's defaults (the runtime's limits are built from
+//! them).
+
+use serde::Deserialize;
+use std::time::Duration;
+
+/// `[limits]`: what one call may use, for every plugin unless its
+/// `[plugins.<name>.limits]` says otherwise.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsSection {
+    /// Linear memory per instance, in MiB.
+    pub memory_mb: usize,
+    /// Wall-clock time per call, in milliseconds.
+    pub call_timeout_ms: u64,
+    /// The largest result a call may return, in MiB of JSON.
+    pub max_result_mb: usize,
+    /// Calls of one plugin that may run at once; more wait their turn.
+    pub max_concurrent_calls: usize,
+    /// Items in one result (content blocks, resource contents, prompt
+    /// messages, completion values, entries of a list).
+    pub max_result_items: usize,
+    /// The largest single message a plugin sends the client (a log line, a
+    /// progress message, a resource URI, one set of questions), in KiB.
+    pub max_message_kb: usize,
+    /// Notifications (logs, progress, change notices, stdout/stderr lines)
+    /// one call may send per second; more are dropped and counted.
+    pub notifications_per_sec: u32,
+    /// Deadline of the `list-*` calls made when a plugin loads, in ms.
+    pub load_timeout_ms: u64,
+    /// OS threads a plugin's file operations may occupy at once.
+    pub max_blocking_threads: usize,
+    /// Calls one instance serves, one after another. 1 (the default): a
+    /// fresh instance per call. More is an opt-in trade of isolation
+    /// between calls for speed (the README's "Keeping instances warm").
+    pub calls_per_instance: u32,
+    /// When a fresh instance is made ahead of the plugin's next call while
+    /// it is idle (one at most; the README's "Spare instances").
+    pub spare_instance: SpareMode,
+}
+
+impl Default for LimitsSection {
+    /// Every plugin's limits unless the config says otherwise (the
+    /// runtime's too).
+    fn default() -> Self {
+        LimitsSection {
+            memory_mb: 256,
+            call_timeout_ms: 60_000,
+            max_result_mb: 16,
+            max_concurrent_calls: 16,
+            max_result_items: 10_000,
+            max_message_kb: 64,
+            notifications_per_sec: 100,
+            load_timeout_ms: 5_000,
+            max_blocking_threads: 16,
+            calls_per_instance: 1,
+            spare_instance: SpareMode::Auto,
+        }
+    }
+}
+
+/// When a plugin gets a spare instance: one made ahead of its next call.
+/// Read from `"auto"`, `"always"` or `"never"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SpareMode {
+    /// Where instantiating takes long enough for a spare to pay (CPython,
+    /// Go), not where making one in a task of its own would cost more than
+    /// it saves (most Rust and C plugins).
+    #[default]
+    Auto,
+    /// After every call that returned normally with no other call running.
+    Always,
+    /// Never: every call waits for its instance to be made.
+    Never,
+}
+
+impl<'de> serde::Deserialize<'de> for SpareMode {
+    fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Self, D::Error> {
+        match String::deserialize(from)?.as_str() {
+            "auto" => Ok(SpareMode::Auto),
+            "always" => Ok(SpareMode::Always),
+            "never" => Ok(SpareMode::Never),
+            other => Err(serde::de::Error::custom(format!(
+                "{other:?} is not \"auto\", \"always\" or \"never\""
+            ))),
+        }
+    }
+}
+
+/// `[plugins.<name>.limits]`: overrides of `[limits]` for one plugin.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsOverride {
+    /// See [`LimitsSection::memory_mb`].
+    pub memory_mb: Option<usize>,
+    /// See [`LimitsSection::call_timeout_ms`].
+    pub call_timeout_ms: Option<u64>,
+    /// See [`LimitsSection::max_result_mb`].
+    pub max_result_mb: Option<usize>,
+    /// See [`LimitsSection::max_concurrent_calls`].
+    pub max_concurrent_calls: Option<usize>,
+    /// See [`LimitsSection::max_result_items`].
+    pub max_result_items: Option<usize>,
+    /// See [`LimitsSection::max_message_kb`].
+    pub max_message_kb: Option<usize>,
+    /// See [`LimitsSection::notifications_per_sec`].
+    pub notifications_per_sec: Option<u32>,
+    /// See [`LimitsSection::load_timeout_ms`].
+    pub load_timeout_ms: Option<u64>,
+    /// See [`LimitsSection::max_blocking_threads`].
+    pub max_blocking_threads: Option<usize>,
+    /// See [`LimitsSection::calls_per_instance`].
+    pub calls_per_instance: Option<u32>,
+    /// See [`LimitsSection::spare_instance`].
+    pub spare_instance: Option<SpareMode>,
+}
+
+impl LimitsSection {
+    /// These limits with `over` applied.
+    pub fn with(&self, over: &LimitsOverride) -> LimitsSection {
+        LimitsSection {
+            memory_mb: over.memory_mb.unwrap_or(self.memory_mb),
+            call_timeout_ms: over.call_timeout_ms.unwrap_or(self.call_timeout_ms),
+            max_result_mb: over.max_result_mb.unwrap_or(self.max_result_mb),
+            max_concurrent_calls: over
+                .max_concurrent_calls
+                .unwrap_or(self.max_concurrent_calls),
+            max_result_items: over.max_result_items.unwrap_or(self.max_result_items),
+            max_message_kb: over.max_message_kb.unwrap_or(self.max_message_kb),
+            notifications_per_sec: over
+                .notifications_per_sec
+                .unwrap_or(self.notifications_per_sec),
+            load_timeout_ms: over.load_timeout_ms.unwrap_or(self.load_timeout_ms),
+            max_blocking_threads: over
+                .max_blocking_threads
+                .unwrap_or(self.max_blocking_threads),
+            calls_per_instance: over.calls_per_instance.unwrap_or(self.calls_per_instance),
+            spare_instance: over.spare_instance.unwrap_or(self.spare_instance),
+        }
+    }
+
+    /// The call deadline.
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.call_timeout_ms)
+    }
+}

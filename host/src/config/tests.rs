@@ -1,0 +1,158 @@
+//! The config file as operators write it: what parses, what is refused
+//! and why.
+
+use super::{Config, Mode, SpareMode};
+use std::path::Path;
+
+#[test]
+fn defaults_and_errors_with_line_numbers() {
+    let here = Path::new(".");
+    let c = Config::parse("", here).unwrap();
+    assert_eq!(c.server.page_size, 100);
+    let c = Config::parse("[limits]\nmemory_mb = 64\n", here).unwrap();
+    assert_eq!(c.limits.memory_mb, 64);
+    let e = error("[limits]\nmemory_mb = \"lots\"\n");
+    assert!(e.contains("line 2"), "{e}");
+    let e = error("[server]\nplugin = \"x\"\n");
+    assert!(e.contains("unknown field"), "{e}");
+    assert_eq!(c.server.max_instances, 1000);
+    let c = Config::parse("[server]\nmax_instances = 4\n", here).unwrap();
+    assert_eq!(c.server.max_instances, 4);
+    for wrong in [0, 4097] {
+        let e = error(&format!("[server]\nmax_instances = {wrong}\n"));
+        assert!(
+            e.contains("server.max_instances must be from 1 to 4096"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn registry_logins_take_a_password_from_a_secret_source_only() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pw"), "hunter2\n").unwrap();
+    let c = Config::parse(
+        "[registries.\"r.example:5000\"]\nusername = \"ops\"\npassword = { file = \"pw\" }\n",
+        dir.path(),
+    )
+    .unwrap();
+    let login = &c.registries["r.example:5000"];
+    assert_eq!(login.username, "ops");
+    assert_eq!(login.password.read().unwrap(), "hunter2");
+    for (wrong, expected) in [
+        (
+            "[registries.r]\nusername = \"u\"\npassword = \"plain\"\n",
+            "invalid type",
+        ),
+        (
+            "[registries.r]\nusername = \"u\"\npassword = {}\n",
+            "exactly one of file and env",
+        ),
+        (
+            "[registries.\"r/x\"]\nusername = \"u\"\npassword = { env = \"P\" }\n",
+            "not a registry",
+        ),
+    ] {
+        let e = error(wrong);
+        assert!(e.contains(expected), "{wrong}: {e}");
+    }
+}
+
+#[test]
+fn the_mcp_path_cannot_take_the_hosts_own_paths() {
+    for taken in ["/healthz", "/metrics", "/sse", "/.well-known/x", "/a/{id}"] {
+        let e = error(&format!("[http]\npath = \"{taken}\"\n"));
+        assert!(e.contains(&format!("http.path {taken}")), "{e}");
+    }
+    let c = Config::parse("[http]\npath = \"/api/mcp\"\n", Path::new(".")).unwrap();
+    assert_eq!(c.http.path, "/api/mcp");
+}
+
+#[test]
+fn an_oci_source_must_be_a_reference() {
+    let c = Config::parse(
+        "[plugins.notes]\nsource = \"oci://r.example/tools/notes:1\"\n",
+        Path::new("."),
+    )
+    .unwrap();
+    assert!(c.plugins["notes"].source.is_some());
+    assert_eq!(c.server.oci_poll_secs, 300);
+    let e = error("[plugins.notes]\nsource = \"r.example/tools/notes:1\"\n");
+    assert!(e.contains("plugins.notes.source"), "{e}");
+}
+
+fn error(text: &str) -> String {
+    format!("{:#}", Config::parse(text, Path::new(".")).unwrap_err())
+}
+
+#[test]
+fn roots_and_grants_are_checked_with_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    std::fs::create_dir(base.join("data")).unwrap();
+    let good = "[roots.data]\npath = \"data\"\nmode = \"read-write\"\n\n[plugins.notes]\nroots = [\"data\"]\nhosts = [\"*.example.com\"]\n[plugins.notes.limits]\nmemory_mb = 512\n";
+    let c = Config::parse(good, base).unwrap();
+    assert_eq!(c.roots["data"].mode, Mode::ReadWrite);
+    assert!(c.roots["data"].path.get_ref().is_absolute());
+    assert_eq!(c.max_memory_bytes(), 512 << 20);
+
+    let e = format!(
+        "{:#}",
+        Config::parse("[roots.data]\npath = \"missing\"\n", base).unwrap_err()
+    );
+    assert!(e.contains("line 2") && e.contains("missing"), "{e}");
+    let e = format!(
+        "{:#}",
+        Config::parse("[plugins.x]\n\nroots = [\"nope\"]\n", base).unwrap_err()
+    );
+    assert!(e.contains("line 3") && e.contains("nope"), "{e}");
+    let e = format!(
+        "{:#}",
+        Config::parse("[plugins.x]\nhosts = [\"http://a\"]\n", base).unwrap_err()
+    );
+    assert!(e.contains("line 2"), "{e}");
+    let e = format!(
+        "{:#}",
+        Config::parse("[roots.data]\npath = \"data\"\nmode = \"rw\"\n", base).unwrap_err()
+    );
+    assert!(e.contains("line 3"), "{e}");
+    let e = format!(
+        "{:#}",
+        Config::parse("[plugins.x.limits]\ncall_timeout_ms = 0\n", base).unwrap_err()
+    );
+    assert!(e.contains("plugins.x.limits.call_timeout_ms"), "{e}");
+    let e = format!(
+        "{:#}",
+        Config::parse("[limits]\ncalls_per_instance = 0\n", base).unwrap_err()
+    );
+    assert!(
+        e.contains("limits.calls_per_instance must be at least 1"),
+        "{e}"
+    );
+    let e = format!(
+        "{:#}",
+        Config::parse("[plugins.x.limits]\ncalls_per_instance = 1000001\n", base).unwrap_err()
+    );
+    assert!(e.contains("at most 1000000"), "{e}");
+    let c = Config::parse("[plugins.x.limits]\ncalls_per_instance = 50\n", base).unwrap();
+    assert_eq!(c.limits.with(&c.plugins["x"].limits).calls_per_instance, 50);
+    assert_eq!(c.limits.calls_per_instance, 1);
+    let c = Config::parse(
+        "[limits]\nspare_instance = \"never\"\n[plugins.x.limits]\nspare_instance = \"always\"\n",
+        base,
+    )
+    .unwrap();
+    assert_eq!(c.limits.spare_instance, SpareMode::Never);
+    let x = c.limits.with(&c.plugins["x"].limits);
+    assert_eq!(x.spare_instance, SpareMode::Always);
+    let c = Config::parse("", base).unwrap();
+    assert_eq!(c.limits.spare_instance, SpareMode::Auto);
+    for wrong in ["true", "\"yes\""] {
+        let text = format!("[limits]\nspare_instance = {wrong}\n");
+        let e = format!("{:#}", Config::parse(&text, base).unwrap_err());
+        assert!(e.contains("spare_instance") && e.contains("line 2"), "{e}");
+    }
+    let text = "[plugins.x.limits]\nspare_instance = \"sometimes\"\n";
+    let e = format!("{:#}", Config::parse(text, base).unwrap_err());
+    assert!(e.contains(r#""auto", "always" or "never""#), "{e}");
+}

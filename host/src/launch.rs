@@ -1,0 +1,153 @@
+//! Starting the host: the plugin folder loaded (while it already serves)
+//! and watched, the plugins named by OCI reference followed, metrics and
+//! health served, then MCP over stdio or Streamable HTTP. What `serve` and
+//! `dev` share; the composition root, so it may use every part.
+
+use crate::config::Config;
+use crate::registry::Registry;
+use crate::reload::{self, folder::wasm_files, FolderWatch, Loader, Policy};
+use crate::runtime::Runtime;
+use crate::server::{Notices, Server};
+use crate::settings;
+use anyhow::{Context as _, Result};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Serving over HTTP instead of stdio (the command line's choice; the
+/// config's `[http] listen` otherwise).
+#[derive(Debug, Clone, Default)]
+pub struct Http {
+    /// The address to serve Streamable HTTP on.
+    pub listen: Option<String>,
+    /// Answer with JSON, never SSE.
+    pub json_response: bool,
+    /// Also serve the deprecated HTTP+SSE transport.
+    pub legacy_sse: bool,
+}
+
+/// Serves the plugins in `dir`, watching it for changes when `watch`, over
+/// stdio or as `http` says; `served`, when given, is told the server;
+/// `notices` are added to the instructions.
+pub async fn serve_folder(
+    dir: PathBuf,
+    config: Config,
+    watch: bool,
+    http: Http,
+    served: Option<Arc<std::sync::OnceLock<Arc<Server>>>>,
+    notices: Arc<Notices>,
+) -> Result<()> {
+    settings::check_host_paths(&config, &dir)?;
+    // A plugin folder that is missing or unreadable is said plainly, first.
+    let readable = dir.clone();
+    tokio::task::spawn_blocking(move || std::fs::read_dir(&readable).map(drop))
+        .await?
+        .with_context(|| format!("the plugin folder {} cannot be read", dir.display()))?;
+    let runtime = Runtime::new(settings::runtime_config(&config))?;
+    let registry = Arc::new(Registry::new(runtime));
+    let loader = Loader::new(registry.clone(), Policy::new(config.clone())?);
+    // Watch first, so a file written while the folder loads is not missed.
+    let watch = if watch {
+        Some(FolderWatch::start(&dir)?)
+    } else {
+        None
+    };
+    let folder = dir.clone();
+    let files = tokio::task::spawn_blocking(move || wasm_files(&folder)).await??;
+    let pulled = config.plugins.values().any(|p| p.source.is_some());
+    // `dev` fills its folder itself; a source fills it from a registry.
+    if files.is_empty() && served.is_none() && !pulled {
+        tracing::warn!(
+            plugins = %dir.display(),
+            "the plugin folder holds no plugin component (*.wasm): nothing is served until one is added"
+        );
+    }
+    let options = settings::server_options(&config, notices);
+    let server = Server::new(registry, options);
+    if let Some(served) = served {
+        let _ = served.set(server.clone());
+    }
+    follow_sources(&config, &dir).await?;
+    // Serve at once; the plugins load meanwhile, then changes are watched.
+    let loading = server.loading();
+    let (background, loads) = (server.clone(), loader.clone());
+    tokio::spawn(async move {
+        reload::load_all(&background, &loads, files).await;
+        drop(loading);
+        if let Some(watch) = watch {
+            watch.run(background, loads).await;
+        }
+    });
+    if let Some(address) = &config.metrics.listen {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("listening on {address} ([metrics] listen)"))?;
+        tracing::info!(address = %listener.local_addr()?, "serving metrics and health");
+        tokio::spawn(crate::transport::http::ops::serve(server.clone(), listener));
+    }
+    let listen = http.listen.clone().or_else(|| config.http.listen.clone());
+    let Some(listen) = listen else {
+        tracing::info!(plugins = %dir.display(), "serving over stdio");
+        let (out, outgoing) = crate::server::Outbox::new();
+        let pipes = crate::transport::std_pipes::std_pipes(outgoing)?;
+        // On a worker, not the main thread: each request's task is then
+        // spawned where it runs next, instead of waking a worker to run it.
+        tokio::spawn(crate::transport::stdio::serve_lines(
+            server,
+            pipes.input,
+            out,
+            std::time::Duration::from_millis(config.server.stdin_eof_grace_ms),
+        ))
+        .await??;
+        // The last answers may still be on their way to stdout.
+        tokio::task::spawn_blocking(move || pipes.written.wait(std::time::Duration::from_secs(2)))
+            .await?;
+        return Ok(());
+    };
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .with_context(|| format!("listening on {listen}"))?;
+    let local = listener.local_addr()?;
+    // Reads a JWT key file, if one is configured: off the async workers.
+    let options = tokio::task::spawn_blocking(move || {
+        settings::http_options(&config, local, http.json_response, http.legacy_sse)
+    })
+    .await??;
+    let url = format!("http://{local}{}", options.path);
+    tracing::info!(plugins = %dir.display(), %url, "serving Streamable HTTP");
+    // One line on stdout says where, for scripts that picked port 0.
+    println!("{url}");
+    crate::transport::http::serve(server, listener, options).await?;
+    Ok(())
+}
+
+/// Starts pulling the plugins the config names by OCI reference into the
+/// plugin folder (in the background: the host serves meanwhile).
+async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
+    let mut sources = Vec::new();
+    for (name, section) in &config.plugins {
+        if let Some(source) = &section.source {
+            let trust = settings::trust(config, Some(name)).await?;
+            sources.push((name.clone(), crate::oci::reference(source)?, trust));
+        }
+    }
+    if sources.is_empty() {
+        return Ok(());
+    }
+    let store = settings::runtime_config(config)
+        .cache_dir
+        .context("plugins with an OCI source need the compile cache (server.cache_dir), where they are kept")?
+        .join("oci");
+    let every = (config.server.oci_poll_secs > 0)
+        .then(|| std::time::Duration::from_secs(config.server.oci_poll_secs));
+    tokio::spawn(crate::oci::follow(
+        sources,
+        crate::oci::Following {
+            store,
+            into: dir.to_owned(),
+            limits: crate::oci::PullLimits::of(config),
+            every,
+            logins: crate::oci::Logins::of(config),
+        },
+    ));
+    Ok(())
+}

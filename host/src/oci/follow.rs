@@ -1,0 +1,71 @@
+//! Keeping the plugins a config names by OCI reference pulled: at start,
+//! and a tag again now and then.
+
+use super::signature::Verdict;
+use super::{pull, Logins, PullLimits, Trust};
+use oci_client::Reference;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How [`follow`] pulls.
+#[derive(Debug, Clone)]
+pub struct Following {
+    /// The store of pulled components, by digest.
+    pub store: PathBuf,
+    /// The plugin folder.
+    pub into: PathBuf,
+    /// What a pull reads and takes at most.
+    pub limits: PullLimits,
+    /// How often a tag is asked again (`None`: only at start).
+    pub every: Option<Duration>,
+    /// The registry logins.
+    pub logins: Logins,
+}
+
+/// Pulls each of `sources` (plugin name, reference) into the plugin
+/// folder now, and those named by tag again every `every`, for as long as
+/// the host runs. Each source is pulled on its own, each pull within the
+/// deadline: a slow or hostile registry delays no other source. A pull
+/// that fails changes nothing (the version in the folder, if any, keeps
+/// serving) and is logged; a moved tag replaces the plugin's file, which
+/// the folder's watcher reloads.
+pub async fn follow(sources: Vec<(String, Reference, Trust)>, how: Following) {
+    let mut each = tokio::task::JoinSet::new();
+    for (name, reference, trust) in sources {
+        each.spawn(follow_one(name, reference, trust, how.clone()));
+    }
+    while each.join_next().await.is_some() {}
+}
+
+/// [`follow`] of one source.
+async fn follow_one(name: String, reference: Reference, trust: Trust, how: Following) {
+    let Following {
+        store,
+        into,
+        limits,
+        every,
+        logins,
+    } = &how;
+    loop {
+        match pull(&reference, &name, store, into, limits, &trust, logins).await {
+            Ok(pulled) if pulled.changed => {
+                let signature = match &pulled.signature {
+                    Some(Verdict::Verified(key)) => format!("verified with {key}"),
+                    Some(_) => "none".to_owned(),
+                    None => "not checked".to_owned(),
+                };
+                tracing::info!(plugin = %name, %reference, digest = %pulled.digest, %signature, "pulled")
+            }
+            Ok(_) => tracing::debug!(plugin = %name, %reference, "unchanged"),
+            Err(e) => tracing::warn!(
+                plugin = %name,
+                "pulling {reference} failed; the plugin's file is left as it was: {e:#}"
+            ),
+        }
+        // A digest never moves.
+        let Some(every) = every.filter(|_| reference.digest().is_none()) else {
+            return;
+        };
+        tokio::time::sleep(every).await;
+    }
+}

@@ -1,0 +1,419 @@
+//! The tasks database of one machine: embedded SQLite, so a task outlives
+//! the process that ran it. Several hosts may share one file; each marks
+//! its tasks with an instance id it holds a file lock for, so a host that
+//! starts can tell tasks left running by a host that died (their lock is
+//! free) from tasks of a host still running. Blocking: [`super::Sqlite`]
+//! runs it on blocking threads.
+
+use super::{outcome_text, Record, Status, Usage, Wire};
+use anyhow::{Context as _, Result};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde_json::Value;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+fn usage(row: &Row<'_>) -> rusqlite::Result<Usage> {
+    Ok(Usage {
+        tasks: row.get::<_, i64>(0)? as usize,
+        bytes: row.get::<_, i64>(1)? as usize,
+    })
+}
+
+/// The database, and this host's claim on its own tasks.
+pub(super) struct Store {
+    db: Connection,
+    instance: String,
+    /// Held for the life of the host: the lock that says it is alive, and
+    /// where it is.
+    alive: Option<(File, PathBuf)>,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some((_, lock)) = &self.alive {
+            let _ = std::fs::remove_file(lock);
+        }
+    }
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    owner TEXT,
+    instance TEXT NOT NULL,
+    wire TEXT NOT NULL,
+    method TEXT NOT NULL,
+    target TEXT NOT NULL,
+    status TEXT NOT NULL,
+    status_message TEXT,
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    ttl_ms INTEGER NOT NULL,
+    outcome TEXT,
+    size INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, created_ms, id);
+CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (created_ms);
+";
+
+/// Counts tasks and their bytes per owner without reading the results.
+const USAGE_INDEX: &str = "CREATE INDEX IF NOT EXISTS tasks_usage ON tasks (owner, size);";
+
+const COLUMNS: &str =
+    "id, owner, wire, method, target, status, status_message, created_ms, updated_ms, ttl_ms, outcome";
+
+fn record(row: &Row<'_>) -> rusqlite::Result<Record> {
+    let outcome: Option<String> = row.get(10)?;
+    Ok(Record {
+        id: row.get(0)?,
+        owner: row.get(1)?,
+        wire: Wire::parse(&row.get::<_, String>(2)?),
+        method: row.get(3)?,
+        target: row.get(4)?,
+        status: Status::parse(&row.get::<_, String>(5)?),
+        status_message: row.get(6)?,
+        created_ms: row.get::<_, i64>(7)? as u64,
+        updated_ms: row.get::<_, i64>(8)? as u64,
+        ttl_ms: row.get::<_, i64>(9)? as u64,
+        outcome: outcome.and_then(|text| {
+            let value: Value = serde_json::from_str(&text).ok()?;
+            match value {
+                Value::Object(mut o) => match (o.remove("result"), o.remove("error")) {
+                    (Some(result), _) => Some(Ok(result)),
+                    (None, Some(error)) => Some(Err(error)),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }),
+    })
+}
+
+/// Adds `size` to a table made before it existed (its old rows count 0).
+fn add_size_column(db: &Connection) -> Result<()> {
+    let has_size = |db: &Connection| -> Result<bool> {
+        let mut columns = db.prepare("SELECT name FROM pragma_table_info('tasks')")?;
+        let names: Vec<String> = columns
+            .query_map([], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(names.iter().any(|n| n == "size"))
+    };
+    if has_size(db)? {
+        return Ok(());
+    }
+    let added = db.execute_batch("ALTER TABLE tasks ADD COLUMN size INTEGER NOT NULL DEFAULT 0");
+    // Another host sharing the file may have added it meanwhile.
+    if added.is_err() && has_size(db)? {
+        return Ok(());
+    }
+    Ok(added?)
+}
+
+/// The folder of instance locks next to the database at `path`.
+fn locks_dir(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".instances");
+    path.with_file_name(name)
+}
+
+impl Store {
+    /// Opens (creating) the database at `path`, or an in-memory one for
+    /// `None`, for the host instance `instance`.
+    pub fn open(path: Option<&Path>, instance: &str) -> Result<Store> {
+        let (db, alive) = match path {
+            None => (Connection::open_in_memory()?, None),
+            Some(path) => {
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("creating {}", parent.display()))?;
+                }
+                let db = Connection::open(path)
+                    .with_context(|| format!("opening {}", path.display()))?;
+                let locks = locks_dir(path);
+                std::fs::create_dir_all(&locks)
+                    .with_context(|| format!("creating {}", locks.display()))?;
+                let lock_path = locks.join(instance);
+                let lock = File::create(&lock_path)?;
+                lock.try_lock()
+                    .with_context(|| format!("locking {}", lock_path.display()))?;
+                (db, Some((lock, lock_path)))
+            }
+        };
+        db.busy_timeout(std::time::Duration::from_secs(5))?;
+        // WAL with NORMAL sync: a commit survives the process dying at any
+        // point (it is in the log before the call returns); only a power
+        // loss may lose the newest commits.
+        db.pragma_update(None, "journal_mode", "WAL")?;
+        db.pragma_update(None, "synchronous", "NORMAL")?;
+        db.execute_batch(SCHEMA)
+            .context("creating the tasks table")?;
+        add_size_column(&db).context("adding the size column to the tasks table")?;
+        db.execute_batch(USAGE_INDEX)
+            .context("creating the usage index")?;
+        let store = Store {
+            db,
+            instance: instance.to_owned(),
+            alive,
+        };
+        if let Some(path) = path {
+            store.fail_orphans(&locks_dir(path), path)?;
+        }
+        Ok(store)
+    }
+
+    /// Marks the unfinished tasks of hosts that are gone as failed, and
+    /// clears the locks they left.
+    fn fail_orphans(&self, locks: &Path, path: &Path) -> Result<()> {
+        let mut alive = vec![self.instance.clone()];
+        for entry in std::fs::read_dir(locks)?.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == self.instance {
+                continue;
+            }
+            let held = File::open(entry.path()).is_ok_and(|file| file.try_lock().is_err());
+            if held {
+                alive.push(name);
+            } else {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        let mut find = self.db.prepare(
+            "SELECT DISTINCT instance FROM tasks WHERE status IN ('working', 'input_required')",
+        )?;
+        let running: Vec<String> = find
+            .query_map([], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let error = crate::protocol::RpcError::internal(
+            "the host stopped while this task was running (it was restarted or crashed), so the task did not finish",
+        )
+        .to_json();
+        for instance in running.iter().filter(|i| !alive.contains(i)) {
+            let failed = self.db.execute(
+                "UPDATE tasks SET status = 'failed', status_message = ?1, outcome = ?2, updated_ms = ?3
+                 WHERE instance = ?4 AND status IN ('working', 'input_required')",
+                params![
+                    error["message"].as_str(),
+                    outcome_text(&Err(error.clone())),
+                    crate::server::tasks::now_ms() as i64,
+                    instance
+                ],
+            )?;
+            tracing::warn!(
+                store = %path.display(),
+                failed,
+                "tasks left running by a host that stopped are marked failed"
+            );
+        }
+        Ok(())
+    }
+
+    /// Stores a new task.
+    pub fn insert(&self, task: &Record) -> Result<()> {
+        let outcome = task.outcome.as_ref().map(outcome_text);
+        let size = outcome.as_ref().map_or(0, String::len);
+        self.db.prepare_cached(
+            &format!("INSERT INTO tasks ({COLUMNS}, instance, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
+        )?.execute(
+            params![
+                task.id,
+                task.owner,
+                task.wire.as_str(),
+                task.method,
+                task.target,
+                task.status.as_str(),
+                task.status_message,
+                task.created_ms as i64,
+                task.updated_ms as i64,
+                task.ttl_ms as i64,
+                outcome,
+                self.instance,
+                size as i64,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The task `id`, if it exists.
+    pub fn get(&self, id: &str) -> Result<Option<Record>> {
+        let found = self
+            .db
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?
+            .query_row([id], record)
+            .optional()?;
+        Ok(found)
+    }
+
+    /// Moves an unfinished task to `status` (non-terminal); `false` if it
+    /// is already over or gone.
+    pub fn set_status(&self, id: &str, status: Status, message: Option<&str>) -> Result<bool> {
+        let changed = self
+            .db
+            .prepare_cached(
+                "UPDATE tasks SET status = ?1, status_message = ?2, updated_ms = ?3
+                 WHERE id = ?4 AND status IN ('working', 'input_required')",
+            )?
+            .execute(params![
+                status.as_str(),
+                message,
+                crate::server::tasks::now_ms() as i64,
+                id
+            ])?;
+        Ok(changed == 1)
+    }
+
+    /// Ends an unfinished task with its outcome as stored text
+    /// ([`outcome_text`]); `false` if it was already over (a cancelled task
+    /// stays cancelled) or is gone.
+    pub fn finish(
+        &self,
+        id: &str,
+        status: Status,
+        message: Option<&str>,
+        outcome: Option<&str>,
+    ) -> Result<bool> {
+        let changed = self
+            .db
+            .prepare_cached(
+                "UPDATE tasks SET status = ?1, status_message = ?2, outcome = ?3, updated_ms = ?4,
+                 size = ?5
+             WHERE id = ?6 AND status IN ('working', 'input_required')",
+            )?
+            .execute(params![
+                status.as_str(),
+                message,
+                outcome,
+                crate::server::tasks::now_ms() as i64,
+                outcome.map_or(0, str::len) as i64,
+                id
+            ])?;
+        Ok(changed == 1)
+    }
+
+    /// The tasks `owner` keeps and the bytes of their results.
+    pub fn usage(&self, owner: Option<&str>) -> Result<Usage> {
+        let usage = self
+            .db
+            .prepare_cached("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM tasks WHERE owner IS ?1")?
+            .query_row([owner], usage)?;
+        Ok(usage)
+    }
+
+    /// The tasks everyone keeps and the bytes of their results.
+    pub fn usage_all(&self) -> Result<Usage> {
+        let usage = self
+            .db
+            .prepare_cached("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM tasks")?
+            .query_row([], usage)?;
+        Ok(usage)
+    }
+
+    /// How many tasks are kept, by status.
+    pub fn count_by_status(&self) -> Result<Vec<(String, u64)>> {
+        let mut query = self
+            .db
+            .prepare_cached("SELECT status, COUNT(*) FROM tasks GROUP BY status ORDER BY status")?;
+        let rows = query
+            .query_map([], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? as u64)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Up to `limit` tasks of `owner`, oldest first, after the task
+    /// `(created_ms, id)` when given.
+    pub fn list(
+        &self,
+        owner: Option<&str>,
+        after: Option<(u64, &str)>,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
+        let (created, id) = after.unwrap_or((0, ""));
+        let mut query = self.db.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM tasks WHERE owner IS ?1 AND (created_ms, id) > (?2, ?3)
+             ORDER BY created_ms, id LIMIT ?4"
+        ))?;
+        let rows = query
+            .query_map(params![owner, created as i64, id, limit as i64], record)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Deletes the tasks whose time to live has passed; their ids.
+    pub fn purge_expired(&self, now_ms: u64) -> Result<Vec<String>> {
+        let mut query = self
+            .db
+            .prepare("DELETE FROM tasks WHERE created_ms + ttl_ms <= ?1 RETURNING id")?;
+        let ids = query
+            .query_map([now_ms as i64], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn task(id: &str, owner: Option<&str>, created_ms: u64) -> Record {
+        Record {
+            id: id.into(),
+            owner: owner.map(str::to_owned),
+            wire: Wire::V2,
+            method: "tools/call".into(),
+            target: "slow".into(),
+            status: Status::Working,
+            status_message: None,
+            created_ms,
+            updated_ms: created_ms,
+            ttl_ms: 1000,
+            outcome: None,
+        }
+    }
+
+    #[test]
+    fn tasks_of_a_host_that_died_fail_and_others_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.db");
+        let done = Ok(json!({ "content": [] }));
+        {
+            let dead = Store::open(Some(&path), "dead").unwrap();
+            dead.insert(&task("running", None, 1)).unwrap();
+            dead.insert(&task("finished", None, 1)).unwrap();
+            dead.finish(
+                "finished",
+                Status::Completed,
+                None,
+                Some(&outcome_text(&done)),
+            )
+            .unwrap();
+        }
+        let alive = Store::open(Some(&path), "alive").unwrap();
+        alive.insert(&task("alive's", None, 1)).unwrap();
+        let restarted = Store::open(Some(&path), "new").unwrap();
+        let running = restarted.get("running").unwrap().unwrap();
+        assert_eq!(running.status, Status::Failed);
+        assert!(matches!(running.outcome, Some(Err(ref e)) if e["code"] == -32603));
+        let finished = restarted.get("finished").unwrap().unwrap();
+        assert_eq!(finished.status, Status::Completed);
+        assert_eq!(finished.outcome, Some(done));
+        assert_eq!(
+            restarted.get("alive's").unwrap().unwrap().status,
+            Status::Working
+        );
+        drop(alive);
+    }
+
+    #[test]
+    fn a_table_made_before_sizes_gains_the_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(&SCHEMA.replace(",\n    size INTEGER NOT NULL DEFAULT 0", ""))
+            .unwrap();
+        assert!(old.execute_batch("SELECT size FROM tasks").is_err());
+        drop(old);
+        let store = Store::open(Some(&path), "me").unwrap();
+        store.insert(&task("a", None, 1)).unwrap();
+        assert_eq!(store.usage(None).unwrap().tasks, 1);
+    }
+}
