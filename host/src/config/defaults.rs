@@ -2,6 +2,10 @@
 //! are `LimitsSection`'s). The config sections and the options of the
 //! server take them from here, so one number is written once.
 
+/// Handshake sessions open at once over HTTP (`[http] max_sessions`), and
+/// kept in the session store.
+pub const MAX_SESSIONS: usize = 10_000;
+
 /// Items per list page.
 pub const PAGE_SIZE: usize = 100;
 /// How long clients may cache list results, in ms (2026-07-28 `ttlMs`).

@@ -63,7 +63,7 @@ impl Default for HttpSection {
             header_timeout_secs: 10,
             body_timeout_secs: 30,
             idle_timeout_secs: 60,
-            max_sessions: 10_000,
+            max_sessions: super::defaults::MAX_SESSIONS,
             max_sessions_per_principal: 1_000,
             auth: None,
         }

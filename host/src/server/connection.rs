@@ -5,6 +5,7 @@
 
 use super::call::{Client, WaitSlot};
 use super::session::Session;
+use super::session_store::SessionRecord;
 use super::{Outbox, Server};
 use crate::protocol::RequestId;
 use parking_lot::Mutex;
@@ -36,6 +37,11 @@ pub struct Connection {
     pub(super) server: Arc<Server>,
     pub(super) out: Outbox,
     session: Mutex<Session>,
+    /// The id its session is kept under in the server's session store.
+    kept_as: Option<String>,
+    /// Held while the session is saved: saves run one at a time, each of
+    /// the session as it is then (so the last one is of the newest).
+    saving: tokio::sync::Mutex<()>,
     pub(super) in_flight: Mutex<HashMap<String, CancellationToken>>,
     /// Requests this server sent the client, by id, awaiting an answer.
     pub(super) asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
@@ -64,7 +70,15 @@ impl Connection {
     /// is who it acts for, when the transport authenticated it.
     pub fn stateless(server: Arc<Server>, out: Outbox, principal: Option<String>) -> Arc<Self> {
         let owner = principal.as_ref().map(|p| format!("principal:{p}"));
-        Self::build(server, out, principal, owner, None)
+        Self::build(
+            server,
+            out,
+            principal,
+            owner,
+            None,
+            None,
+            Session::default(),
+        )
     }
 
     pub(super) fn build(
@@ -73,11 +87,15 @@ impl Connection {
         principal: Option<String>,
         task_owner: Option<String>,
         counted: Option<crate::metrics::Open>,
+        kept_as: Option<String>,
+        session: Session,
     ) -> Arc<Self> {
         Arc::new(Connection {
             server,
             out,
-            session: Mutex::new(Session::default()),
+            session: Mutex::new(session),
+            kept_as,
+            saving: tokio::sync::Mutex::new(()),
             in_flight: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
@@ -88,6 +106,27 @@ impl Connection {
             task_owner,
             _counted: counted,
         })
+    }
+
+    /// The server's session store.
+    pub fn session_store(&self) -> Arc<dyn crate::server::SessionStore> {
+        self.server.sessions.clone()
+    }
+
+    /// Saves what the session settled in the server's session store, if
+    /// it is kept there; a failure is logged (the session goes on here).
+    pub async fn persist(&self) {
+        let Some(id) = &self.kept_as else { return };
+        let _one_at_a_time = self.saving.lock().await;
+        let record = SessionRecord::of(
+            id,
+            self.principal.as_deref(),
+            self.task_owner.as_deref(),
+            &self.session(),
+        );
+        if let Err(error) = self.server.sessions.save(&record).await {
+            tracing::warn!("the session store failed to save a session: {error:#}");
+        }
     }
 
     /// The revision this connection's handshake settled, if any.

@@ -4,7 +4,8 @@
 
 use super::connection::{Connection, SESSION_OWNER};
 use super::methods::{Answer, Answered};
-use super::session::{self, Era};
+use super::session::{self, Era, Session};
+use super::session_store::SessionRecord;
 use super::{events, methods, roots, Outbox, Outgoing, Server};
 use crate::protocol::{
     meta, notification, parse_message, Caching, ErrorCode, Incoming, Method, RequestId, RpcError,
@@ -22,8 +23,65 @@ impl Connection {
             Some(p) => format!("principal:{p}"),
             None => format!("{SESSION_OWNER}{}", crate::protocol::random_id()),
         };
+        Self::open_session(
+            server,
+            out,
+            principal,
+            Some(owner),
+            None,
+            Session::default(),
+        )
+    }
+
+    /// A handshake session's connection that a transport names `id`: what
+    /// its session settles is kept in the server's session store
+    /// ([`Connection::persist`]), so a host sharing the store can go on
+    /// with it ([`Connection::restored`]).
+    pub fn kept(
+        server: Arc<Server>,
+        out: Outbox,
+        principal: Option<String>,
+        id: String,
+    ) -> Arc<Self> {
+        let owner = match &principal {
+            Some(p) => format!("principal:{p}"),
+            None => format!("{SESSION_OWNER}{}", crate::protocol::random_id()),
+        };
+        Self::open_session(
+            server,
+            out,
+            principal,
+            Some(owner),
+            Some(id),
+            Session::default(),
+        )
+    }
+
+    /// The connection of a kept session, as `record` left it.
+    pub fn restored(server: Arc<Server>, out: Outbox, record: &SessionRecord) -> Arc<Self> {
+        let (principal, owner) = (record.principal.clone(), record.task_owner.clone());
+        let id = Some(record.id.clone());
+        Self::open_session(server, out, principal, owner, id, record.session())
+    }
+
+    fn open_session(
+        server: Arc<Server>,
+        out: Outbox,
+        principal: Option<String>,
+        task_owner: Option<String>,
+        kept_as: Option<String>,
+        session: Session,
+    ) -> Arc<Self> {
         let counted = crate::metrics::metrics().session_opened();
-        let conn = Self::build(server, out, principal, Some(owner), Some(counted));
+        let conn = Self::build(
+            server,
+            out,
+            principal,
+            task_owner,
+            Some(counted),
+            kept_as,
+            session,
+        );
         tokio::spawn(events::forward_legacy_events(
             Arc::downgrade(&conn),
             conn.server.subscribe(),
@@ -161,6 +219,8 @@ impl Connection {
                     session.initialized = true;
                     session.client_roots.is_some()
                 };
+                let this = self.clone();
+                tokio::spawn(async move { this.persist().await });
                 if wants_roots {
                     tokio::spawn(roots::refresh(self.clone()));
                 }

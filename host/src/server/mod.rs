@@ -17,6 +17,7 @@ mod prepared;
 mod request;
 mod roots;
 mod session;
+pub mod session_store;
 mod shared;
 pub mod tasks;
 #[cfg(test)]
@@ -31,4 +32,5 @@ pub use notices::Notices;
 /// Notice keys.
 pub use notices::{build_key as build_notice_key, load_key as load_notice_key};
 pub use outbox::{Outbox, OutboxReceiver, Outgoing};
+pub use session_store::{MemorySessions, SessionRecord, SessionStore};
 pub use shared::{Loading, Server, ServerOptions};

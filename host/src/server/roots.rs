@@ -26,6 +26,7 @@ pub(super) async fn refresh(conn: Arc<Connection>) {
     };
     let roots = Arc::new(roots);
     conn.session().client_roots = Some(roots.clone());
+    conn.persist().await;
     tracing::debug!(?roots, "client roots");
 }
 

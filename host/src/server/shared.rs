@@ -4,7 +4,7 @@
 
 use super::session::{self, Session};
 use super::{admission, call, notices, tasks, AdmissionLimits, Notices, ServerEvent};
-use super::{Bus, LocalBus, Subscription};
+use super::{Bus, LocalBus, MemorySessions, SessionStore, Subscription};
 use crate::config::defaults;
 use crate::protocol::{HeaderParameter, RpcError};
 use crate::registry::{Change, Registry, Reload};
@@ -43,6 +43,8 @@ pub struct ServerOptions {
     /// How long a request that arrives while the plugins first load waits
     /// for them (see [`Server::until_loaded`]).
     pub startup_wait: Duration,
+    /// Handshake sessions kept at most (the session store's capacity).
+    pub max_sessions: usize,
 }
 
 impl Default for ServerOptions {
@@ -58,6 +60,7 @@ impl Default for ServerOptions {
             admission: AdmissionLimits::default(),
             max_waiting_per_principal: defaults::MAX_WAITING_PER_PRINCIPAL,
             handshake_only: false,
+            max_sessions: defaults::MAX_SESSIONS,
             notices: Arc::default(),
             startup_wait: Duration::from_millis(defaults::STARTUP_WAIT_MS),
         }
@@ -70,6 +73,8 @@ pub struct Server {
     pub(super) registry: Arc<Registry>,
     pub(super) options: ServerOptions,
     pub(super) events: Arc<dyn Bus>,
+    /// Where handshake sessions named by a transport are kept.
+    pub(super) sessions: Arc<dyn SessionStore>,
     /// Calls parked until the client's input arrives (2026-07-28).
     pub(super) parking: Arc<call::Parking>,
     /// Tasks, stored and running.
@@ -113,9 +118,11 @@ impl Server {
         // what it tends.
         tokio::spawn(call::Parking::expire_now_and_then(Arc::downgrade(&parking)));
         tokio::spawn(tasks::sweep(Arc::downgrade(&tasks)));
+        let sessions: Arc<dyn SessionStore> = Arc::new(MemorySessions::new(options.max_sessions));
         Arc::new(Server {
             registry,
             events,
+            sessions,
             parking,
             tasks,
             relists: Arc::default(),
@@ -352,6 +359,11 @@ impl Server {
             logger: logger.to_owned(),
             message: summary,
         });
+    }
+
+    /// Where handshake sessions named by a transport are kept.
+    pub fn session_store(&self) -> &Arc<dyn SessionStore> {
+        &self.sessions
     }
 
     /// Listens to server-wide events.

@@ -66,6 +66,7 @@ pub fn server_options(config: &Config, notices: Arc<Notices>) -> ServerOptions {
         max_waiting_per_principal: server.max_waiting_per_principal,
         handshake_only: server.handshake_only,
         startup_wait: Duration::from_millis(server.startup_wait_ms),
+        max_sessions: config.http.max_sessions,
         notices,
         ..ServerOptions::default()
     }

@@ -54,14 +54,14 @@ pub(super) async fn handle(request: Request<'_>, name: &str, method: Option<Meth
         Method::Discover => Ok(Some(Answer::Json(lifecycle::discover(
             &request, &catalogue,
         )))),
-        Method::SetLogLevel => json(lifecycle::set_level(&request)),
+        Method::SetLogLevel => persisted(&request, lifecycle::set_level(&request)).await,
         Method::ListTools => page(List::Tools(tools::lists_output_schema(&request))),
         Method::CallTool => json(tools::call(&request, &catalogue).await),
         Method::ListResources => page(List::Resources),
         Method::ListResourceTemplates => page(List::Templates),
         Method::ReadResource => json(resources::read(&request, &catalogue).await),
-        Method::Subscribe => json(resources::subscribe(&request, true)),
-        Method::Unsubscribe => json(resources::subscribe(&request, false)),
+        Method::Subscribe => persisted(&request, resources::subscribe(&request, true)).await,
+        Method::Unsubscribe => persisted(&request, resources::subscribe(&request, false)).await,
         Method::ListPrompts => page(List::Prompts),
         Method::GetPrompt => json(prompts::get(&request, &catalogue).await),
         Method::Complete => json(completion::complete(&request, &catalogue).await),
@@ -72,6 +72,16 @@ pub(super) async fn handle(request: Request<'_>, name: &str, method: Option<Meth
         | Method::CancelTask
         | Method::UpdateTask => json(tasks::handle(&request, method).await),
     }
+}
+
+/// `outcome` of a request that changed its session, answered once the
+/// session is saved (a host sharing the session store sees the change
+/// before the client does).
+async fn persisted(request: &Request<'_>, outcome: Outcome) -> Answered {
+    if outcome.is_ok() {
+        request.conn.persist().await;
+    }
+    json(outcome)
 }
 
 /// Refuses a method that does not exist on the request's revision, and

@@ -197,7 +197,7 @@ async fn stateful(
                 &id,
             )
         }
-        Some(session_id) => match app.sessions.get(session_id, &principal) {
+        Some(session_id) => match app.sessions.find(&app.server, session_id, &principal).await {
             Ok(session) => (session, false),
             Err(_) => return session_not_found(&id),
         },
@@ -230,6 +230,8 @@ async fn stateful(
     let mut response = answer(messages, &id, streaming, app.json_response, false).await;
     if new {
         if session.conn.negotiated_version().is_some() {
+            // Kept before the client can name it.
+            session.conn.persist().await;
             let value = HeaderValue::from_str(&session.id).expect("hex is a valid header value");
             response.headers_mut().insert(SESSION_ID, value);
         } else {

@@ -1,10 +1,12 @@
 //! Sessions of the handshake revisions: ids from the OS's secure random
 //! source, each bound to the principal that opened it, ended by DELETE or
-//! by idling.
+//! by idling. What a session settles is kept in the server's session
+//! store: a session this host does not hold but the store keeps (one a
+//! host sharing the store opened) is taken up where it was.
 
 use super::event_log::EventLog;
 use crate::protocol::random_id;
-use crate::server::{Connection, Outbox, Server};
+use crate::server::{Connection, Outbox, Server, SessionRecord};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -180,11 +182,36 @@ impl SessionTable {
         server: &Arc<Server>,
         principal: Option<String>,
     ) -> Result<Arc<HttpSession>, Full> {
+        let id = random_id();
         self.make_room(&principal)?;
         let (out, messages) = Outbox::new();
+        let conn = Connection::kept(server.clone(), out, principal.clone(), id.clone());
+        Ok(self.insert(id, principal, conn, messages))
+    }
+
+    /// Takes up the kept session `record` (see the module's doc).
+    fn restore(
+        &self,
+        server: &Arc<Server>,
+        record: &SessionRecord,
+    ) -> Result<Arc<HttpSession>, Full> {
+        self.make_room(&record.principal)?;
+        let (out, messages) = Outbox::new();
+        let conn = Connection::restored(server.clone(), out, record);
+        tracing::debug!("session taken up from the session store");
+        Ok(self.insert(record.id.clone(), record.principal.clone(), conn, messages))
+    }
+
+    fn insert(
+        &self,
+        id: String,
+        principal: Option<String>,
+        conn: Arc<Connection>,
+        messages: crate::server::OutboxReceiver,
+    ) -> Arc<HttpSession> {
         let session = Arc::new(HttpSession {
-            id: random_id(),
-            conn: Connection::new(server.clone(), out, principal.clone()),
+            id,
+            conn,
             principal,
             standalone: EventLog::pumped(0, None, messages),
             streams: Mutex::new(Vec::new()),
@@ -198,10 +225,40 @@ impl SessionTable {
             map.len()
         };
         tracing::debug!(open, "session opened");
-        Ok(session)
+        session
     }
 
-    /// The session `id`, if it exists and belongs to `principal`.
+    /// The session `id`, if it exists and belongs to `principal`: held
+    /// here, or kept in the server's session store.
+    pub async fn find(
+        &self,
+        server: &Arc<Server>,
+        id: &str,
+        principal: &Option<String>,
+    ) -> Result<Arc<HttpSession>, Lookup> {
+        if let Ok(session) = self.get(id, principal) {
+            return Ok(session);
+        }
+        let kept = match server.session_store().load(id).await {
+            Ok(kept) => kept,
+            Err(error) => {
+                tracing::warn!("the session store failed to load a session: {error:#}");
+                None
+            }
+        };
+        let record = kept
+            .filter(|r| &r.principal == principal)
+            .ok_or(Lookup::Unknown)?;
+        // Another request may have taken it up meanwhile.
+        if let Ok(session) = self.get(id, principal) {
+            return Ok(session);
+        }
+        self.restore(server, &record)
+            .map_err(|Full| Lookup::Unknown)
+    }
+
+    /// The session `id`, if this host holds it and it belongs to
+    /// `principal`.
     pub fn get(&self, id: &str, principal: &Option<String>) -> Result<Arc<HttpSession>, Lookup> {
         let session = self.map().get(id).cloned().ok_or(Lookup::Unknown)?;
         if &session.principal != principal {
@@ -268,9 +325,18 @@ impl SessionTable {
     }
 }
 
+/// Ends a session here, and forgets it in the session store.
 fn end(session: &HttpSession) {
     session.conn.close();
     session.standalone.close();
+    let (store, id) = (session.conn.session_store(), session.id.clone());
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            if let Err(error) = store.remove(&id).await {
+                tracing::warn!("the session store failed to forget a session: {error:#}");
+            }
+        });
+    }
 }
 
 #[cfg(test)]

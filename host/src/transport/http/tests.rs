@@ -133,3 +133,78 @@ async fn readiness_flips_with_the_first_load_and_the_shutdown() {
     assert_eq!(body["reasons"], json!(["the host is shutting down"]));
     assert_eq!(get("/healthz").await.0, StatusCode::OK);
 }
+
+/// POSTs `body` on session `session` (if any) to `app`.
+async fn post_to(app: &axum::Router, body: Value, session: Option<&str>) -> Response<Body> {
+    let mut request = Request::post("/mcp")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let request = request.body(Body::from(body.to_string())).unwrap();
+    app.clone().oneshot(request).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_session_is_taken_up_by_another_endpoint_sharing_its_store() {
+    // Two endpoints of one server: two hosts sharing a session store.
+    let server = empty_server();
+    let json = || HttpOptions {
+        json_response: true,
+        ..HttpOptions::default()
+    };
+    let (first, _) = router(server.clone(), json());
+    let (second, _) = router(server.clone(), json());
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": { "roots": {} },
+        "clientInfo": { "name": "t", "version": "0" },
+    } });
+    let opened = post_to(&first, init, None).await;
+    assert_eq!(opened.status(), StatusCode::OK);
+    let id = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let level = json!({ "jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+                        "params": { "level": "error" } });
+    assert_eq!(
+        post_to(&first, level, Some(&id)).await.status(),
+        StatusCode::OK
+    );
+    // The second endpoint never saw the session, and serves it as it was.
+    let list = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list" });
+    let listed = post_to(&second, list.clone(), Some(&id)).await;
+    assert_eq!(listed.status(), StatusCode::OK);
+    assert_eq!(json_of(listed).await["result"]["tools"], json!([]));
+    let kept = server.session_store().load(&id).await.unwrap().unwrap();
+    assert_eq!(kept.version.as_deref(), Some("2025-06-18"));
+    assert_eq!(kept.log_level.as_deref(), Some("error"));
+    assert_eq!(kept.client_roots, Some(vec![]));
+    // A session the store does not keep is unknown to both.
+    let unknown = post_to(
+        &second,
+        list.clone(),
+        Some("0123456789abcdef0123456789abcdef"),
+    )
+    .await;
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    // Ended on the first, it is forgotten in the store.
+    let delete = Request::delete("/mcp")
+        .header("host", "127.0.0.1")
+        .header("mcp-session-id", &id)
+        .body(Body::empty())
+        .unwrap();
+    let deleted = first.clone().oneshot(delete).await.unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let store = server.session_store().clone();
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while store.load(&id).await.unwrap().is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the session is forgotten within 10 s");
+}

@@ -1,0 +1,204 @@
+//! Where the handshake sessions a transport names by id are kept
+//! ([`SessionStore`]), so that a host sharing the store can serve a
+//! session's next request: what the session settled (its revision, the
+//! client's capabilities, `initialized`, its log level, subscriptions and
+//! roots), keyed by the transport's session id and bound to the principal
+//! that opened it. Today's one implementation is in-process
+//! ([`MemorySessions`]); any other must pass the same contract
+//! (`contract::check`). A session's live parts (its requests in flight,
+//! its streams) are not kept: they belong to the host serving them.
+
+use super::convert::{log_level_name, parse_log_level};
+use super::session::Session;
+use crate::protocol::Revision;
+use anyhow::Result;
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// One session as it is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The transport's id for it (`Mcp-Session-Id`).
+    pub id: String,
+    /// Who opened it; only they may use it.
+    pub principal: Option<String>,
+    /// Whose tasks it sees (its principal's, else its own).
+    pub task_owner: Option<String>,
+    /// The negotiated revision, once `initialize` was answered.
+    pub version: Option<String>,
+    /// The client's declared capabilities.
+    pub client_capabilities: Value,
+    /// Whether `notifications/initialized` arrived.
+    pub initialized: bool,
+    /// The level set by `logging/setLevel`.
+    pub log_level: Option<String>,
+    /// URIs subscribed to, sorted.
+    pub subscriptions: Vec<String>,
+    /// The client's roots as local folders, when it declared the `roots`
+    /// capability (`None`: it did not, and plugins see every granted
+    /// folder). A folder whose path is not UTF-8 is left out (seeing less,
+    /// never more).
+    pub client_roots: Option<Vec<String>>,
+}
+
+impl SessionRecord {
+    /// What `session` (of transport session `id`, opened by `principal`,
+    /// seeing the tasks of `task_owner`) settled.
+    pub fn of(
+        id: &str,
+        principal: Option<&str>,
+        task_owner: Option<&str>,
+        session: &Session,
+    ) -> Self {
+        let mut subscriptions: Vec<String> = session.subscriptions.iter().cloned().collect();
+        subscriptions.sort();
+        SessionRecord {
+            id: id.to_owned(),
+            principal: principal.map(str::to_owned),
+            task_owner: task_owner.map(str::to_owned),
+            version: session.version.map(|v| v.as_str().to_owned()),
+            client_capabilities: session.client_capabilities.clone(),
+            initialized: session.initialized,
+            log_level: session.log_level.map(|l| log_level_name(l).to_owned()),
+            subscriptions,
+            client_roots: session.client_roots.as_ref().map(|roots| {
+                roots
+                    .iter()
+                    .filter_map(|p| p.to_str().map(str::to_owned))
+                    .collect()
+            }),
+        }
+    }
+
+    /// The session it records.
+    pub fn session(&self) -> Session {
+        Session {
+            version: self.version.as_deref().and_then(Revision::parse),
+            client_capabilities: self.client_capabilities.clone(),
+            initialized: self.initialized,
+            log_level: self.log_level.as_deref().and_then(parse_log_level),
+            subscriptions: self.subscriptions.iter().cloned().collect(),
+            client_roots: self
+                .client_roots
+                .as_ref()
+                .map(|roots| Arc::new(roots.iter().map(PathBuf::from).collect())),
+        }
+    }
+}
+
+/// The sessions every host sharing the store can serve.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// Keeps `record`, replacing the one with its id; an error when the
+    /// store is full.
+    async fn save(&self, record: &SessionRecord) -> Result<()>;
+    /// The session `id`, if it is kept.
+    async fn load(&self, id: &str) -> Result<Option<SessionRecord>>;
+    /// Forgets session `id`; whether it was kept.
+    async fn remove(&self, id: &str) -> Result<bool>;
+}
+
+/// The sessions of one process, at most `capacity` of them.
+pub struct MemorySessions {
+    sessions: Mutex<HashMap<String, SessionRecord>>,
+    capacity: usize,
+}
+
+impl MemorySessions {
+    /// An empty store for at most `capacity` sessions.
+    pub fn new(capacity: usize) -> Self {
+        MemorySessions {
+            sessions: Mutex::default(),
+            capacity,
+        }
+    }
+}
+
+#[async_trait]
+impl SessionStore for MemorySessions {
+    async fn save(&self, record: &SessionRecord) -> Result<()> {
+        let mut sessions = self.sessions.lock();
+        if sessions.len() >= self.capacity && !sessions.contains_key(&record.id) {
+            anyhow::bail!("the session store is full ({} sessions)", self.capacity);
+        }
+        sessions.insert(record.id.clone(), record.clone());
+        Ok(())
+    }
+
+    async fn load(&self, id: &str) -> Result<Option<SessionRecord>> {
+        Ok(self.sessions.lock().get(id).cloned())
+    }
+
+    async fn remove(&self, id: &str) -> Result<bool> {
+        Ok(self.sessions.lock().remove(id).is_some())
+    }
+}
+
+/// What every [`SessionStore`] must do, as one check to run against each
+/// implementation (empty, with room for `capacity` sessions).
+#[cfg(test)]
+pub(crate) mod contract {
+    use super::*;
+    use serde_json::json;
+
+    fn record(id: &str) -> SessionRecord {
+        SessionRecord {
+            id: id.into(),
+            principal: Some("ada".into()),
+            task_owner: Some("principal:ada".into()),
+            version: Some("2025-11-25".into()),
+            client_capabilities: json!({ "roots": {}, "elicitation": { "form": {} } }),
+            initialized: true,
+            log_level: Some("warning".into()),
+            subscriptions: vec!["file:///a".into(), "file:///b".into()],
+            client_roots: Some(vec!["/data".into()]),
+        }
+    }
+
+    /// Runs every check against `store`.
+    pub async fn check(store: &dyn SessionStore, capacity: usize) {
+        let kept = record("s1");
+        store.save(&kept).await.unwrap();
+        assert_eq!(store.load("s1").await.unwrap(), Some(kept.clone()));
+        assert_eq!(store.load("nobody").await.unwrap(), None);
+        // Saving again replaces.
+        let mut changed = kept.clone();
+        changed.log_level = None;
+        changed.subscriptions.clear();
+        changed.client_roots = None;
+        store.save(&changed).await.unwrap();
+        assert_eq!(store.load("s1").await.unwrap(), Some(changed));
+        assert!(store.remove("s1").await.unwrap());
+        assert!(!store.remove("s1").await.unwrap());
+        assert_eq!(store.load("s1").await.unwrap(), None);
+        // Full: a new session is refused, a kept one still saves.
+        for i in 0..capacity {
+            store.save(&record(&format!("f{i}"))).await.unwrap();
+        }
+        assert!(store.save(&record("one-too-many")).await.is_err());
+        store.save(&record("f0")).await.unwrap();
+        assert!(store.remove("f0").await.unwrap());
+        store.save(&record("one-too-many")).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn memory_sessions_keep_the_contract() {
+        check(&MemorySessions::new(8), 8).await;
+    }
+
+    #[test]
+    fn a_record_gives_back_the_session_it_was_made_of() {
+        let session = record("s").session();
+        assert_eq!(
+            session.version,
+            Some(Revision::parse("2025-11-25").unwrap())
+        );
+        let again = SessionRecord::of("s", Some("ada"), Some("principal:ada"), &session);
+        assert_eq!(again, record("s"));
+    }
+}
