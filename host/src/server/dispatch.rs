@@ -4,7 +4,7 @@
 
 use super::connection::{Connection, SESSION_OWNER};
 use super::methods::{Answer, Answered};
-use super::session::{self, Era, Session};
+use super::session::{self, Era, Session, Settled};
 use super::session_store::SessionRecord;
 use super::{events, methods, roots, Outbox, Outgoing, Server};
 use crate::protocol::{
@@ -82,7 +82,7 @@ impl Connection {
             kept_as,
             session,
         );
-        tokio::spawn(events::forward_legacy_events(
+        tokio::spawn(events::forward_handshake_events(
             Arc::downgrade(&conn),
             conn.server.subscribe(),
             conn.closed.clone(),
@@ -115,90 +115,116 @@ impl Connection {
                     Ok(era) => era,
                     Err(error) => return reply.send(error.response(&id)),
                 };
-                let parsed = Method::parse(&method);
-                if parsed == Some(Method::Initialize) && !era.is_modern() {
-                    let outcome = methods::json(methods::lifecycle::initialize(self, &params));
-                    if let Some(response) = self.respond(&id, &era, parsed, outcome) {
-                        reply.send(response);
-                    }
-                    return;
-                }
-                let on_connection = self.in_flight_count();
-                let admitted = match self.server.admission.admit(
-                    self.principal.as_deref(),
-                    on_connection,
-                    size,
-                ) {
-                    Ok(admitted) => admitted,
-                    Err(error) => {
-                        tracing::warn!(method, "request refused: {}", error.message);
-                        crate::metrics::metrics().refused(crate::metrics::Refusal::InProgress);
-                        return reply.send(error.response(&id));
-                    }
+                let settled = Settled {
+                    era,
+                    method: Method::parse(&method),
+                    catalogue: None,
                 };
-                let this = self.clone();
-                let cancel = self.track(&id);
-                // What a client sent is recorded bounded: a method outside
-                // the protocol's set as one value, the id cut short.
-                let span = tracing::debug_span!(
-                    "mcp.request",
-                    otel.name = crate::traces::method_name(parsed),
-                    otel.kind = "server",
-                    rpc.method = crate::traces::method_name(parsed),
-                    mcp.request.id = %crate::traces::Excerpt(&id),
-                );
-                crate::traces::continue_from(&span, &params);
-                // The instances its call used are torn down after it answered.
-                tokio::spawn(
-                    self.answering.track_future(crate::runtime::answer_first(
-                        async move {
-                            let _admitted = admitted;
-                            if parsed.is_some_and(Method::reads_catalogue) {
-                                this.server.until_loaded().await;
-                            }
-                            let request = super::request::Request {
-                                conn: &this,
-                                id: &id,
-                                params: &params,
-                                era: &era,
-                                cancel: cancel.clone(),
-                                reply: &reply,
-                            };
-                            let outcome = methods::handle(request, &method, parsed).await;
-                            let response = this.respond(&id, &era, parsed, outcome);
-                            this.untrack(&id);
-                            if cancel.is_cancelled() && this.is_ending() {
-                                reply.send(
-                                    RpcError::new(
-                                        ErrorCode::InternalError,
-                                        "the request was cancelled: the client closed its input \
-                                     while it was still running",
-                                    )
-                                    .response(&id),
-                                );
-                            } else if cancel.is_cancelled() {
-                                // A request the client cancelled gets no response.
-                                tracing::debug!(%id, method, "request cancelled");
-                            } else if let Some(response) = response {
-                                reply.send(response);
-                            }
-                        }
-                        .instrument(span),
-                    )),
-                );
+                self.handle_request(id, method, params, settled, size, reply);
             }
             Incoming::Notification { method, params } => self.notification(&method, &params),
-            Incoming::Response { id, outcome } => {
-                let waiting = self.asked.lock().remove(&id.to_string());
-                match waiting {
-                    Some(answer) => {
-                        let _ = answer.send(outcome);
+            Incoming::Response { id, outcome } => self.answered(id, outcome),
+        }
+    }
+
+    /// Serves a request whose era and method are `settled` (by
+    /// [`Connection::handle`], or by a transport that checked them already:
+    /// [`Server::settle_stateless`]), concurrently.
+    pub fn handle_request(
+        self: &Arc<Self>,
+        id: RequestId,
+        method: String,
+        params: Map<String, Value>,
+        settled: Settled,
+        size: usize,
+        reply: Outbox,
+    ) {
+        let Settled {
+            era,
+            method: parsed,
+            catalogue,
+        } = settled;
+        if parsed == Some(Method::Initialize) && !era.is_stateless() {
+            let outcome = methods::json(methods::lifecycle::initialize(self, &params));
+            if let Some(response) = self.respond(&id, &era, parsed, outcome) {
+                reply.send(response);
+            }
+            return;
+        }
+        let on_connection = self.in_flight_count();
+        let admitted =
+            match self
+                .server
+                .admission
+                .admit(self.principal.as_deref(), on_connection, size)
+            {
+                Ok(admitted) => admitted,
+                Err(error) => {
+                    tracing::warn!(method, "request refused: {}", error.message);
+                    crate::metrics::metrics().refused(crate::metrics::Refusal::InProgress);
+                    return reply.send(error.response(&id));
+                }
+            };
+        let this = self.clone();
+        let cancel = self.track(&id);
+        // What a client sent is recorded bounded: a method outside
+        // the protocol's set as one value, the id cut short.
+        let span = tracing::debug_span!(
+            "mcp.request",
+            otel.name = crate::traces::method_name(parsed),
+            otel.kind = "server",
+            rpc.method = crate::traces::method_name(parsed),
+            mcp.request.id = %crate::traces::Excerpt(&id),
+        );
+        crate::traces::continue_from(&span, &params);
+        // The instances its call used are torn down after it answered.
+        tokio::spawn(
+            self.answering.track_future(crate::runtime::answer_first(
+                async move {
+                    let _admitted = admitted;
+                    if catalogue.is_none() && parsed.is_some_and(Method::reads_catalogue) {
+                        this.server.until_loaded().await;
                     }
-                    None => {
-                        tracing::debug!(%id, "ignoring a response to no request of this server")
+                    let request = super::request::Request {
+                        conn: &this,
+                        id: &id,
+                        params: &params,
+                        era: &era,
+                        cancel: cancel.clone(),
+                        reply: &reply,
+                    };
+                    let outcome = methods::handle(request, &method, parsed, catalogue).await;
+                    let response = this.respond(&id, &era, parsed, outcome);
+                    this.untrack(&id);
+                    if cancel.is_cancelled() && this.is_ending() {
+                        reply.send(
+                            RpcError::new(
+                                ErrorCode::InternalError,
+                                "the request was cancelled: the client closed its input \
+                             while it was still running",
+                            )
+                            .response(&id),
+                        );
+                    } else if cancel.is_cancelled() {
+                        // A request the client cancelled gets no response.
+                        tracing::debug!(%id, method, "request cancelled");
+                    } else if let Some(response) = response {
+                        reply.send(response);
                     }
                 }
+                .instrument(span),
+            )),
+        );
+    }
+
+    /// The client's answer to one of this server's requests.
+    fn answered(&self, id: RequestId, outcome: Result<Value, Value>) {
+        let waiting = self.asked.lock().remove(&id.to_string());
+        match waiting {
+            Some(answer) => {
+                let _ = answer.send(outcome);
             }
+            None => tracing::debug!(%id, "ignoring a response to no request of this server"),
         }
     }
 
@@ -252,7 +278,7 @@ impl Connection {
             )),
             Ok(Some(Answer::Page(page))) => Some(Outgoing::Text {
                 id: id.clone(),
-                text: page.response(id, &self.server, era.is_modern()),
+                text: page.response(id, &self.server, era.is_stateless()),
             }),
             Err(error) => Some(Outgoing::Json(error.response(id))),
         }
@@ -282,7 +308,7 @@ fn success(id: &RequestId, result: &Value) -> Outgoing {
 /// Adds what 2026-07-28 requires on every result (`resultType`, server
 /// identity, and caching hints on cacheable ones).
 fn shape_result(server: &Server, era: &Era, method: Option<Method>, mut result: Value) -> Value {
-    let Era::Modern { .. } = era else {
+    let Era::Stateless { .. } = era else {
         return result;
     };
     let Some(obj) = result.as_object_mut() else {

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 /// Sends change notifications to a handshake-revision connection once it is
 /// initialized: list changes always, resource updates for subscribed URIs,
 /// server log messages at or above the level the session set.
-pub(super) async fn forward_legacy_events(
+pub(super) async fn forward_handshake_events(
     conn: Weak<Connection>,
     mut events: Subscription,
     closed: CancellationToken,

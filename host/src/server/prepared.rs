@@ -171,10 +171,10 @@ struct Response<'a> {
 }
 
 impl Page {
-    /// The response to request `id` that carries this page; `modern`
+    /// The response to request `id` that carries this page; `stateless`
     /// adds what 2026-07-28 requires of a list result.
-    pub(super) fn response(&self, id: &RequestId, server: &Server, modern: bool) -> String {
-        let shape = modern.then(|| Shape {
+    pub(super) fn response(&self, id: &RequestId, server: &Server, stateless: bool) -> String {
+        let shape = stateless.then(|| Shape {
             server_info: server.server_info(),
             ttl_ms: server.options.list_ttl_ms,
         });
@@ -196,7 +196,7 @@ mod tests {
 
     /// Every page of `list` as the client gets it, and the items as
     /// converted one by one.
-    fn pages(server: &Server, list: List, modern: bool) -> (Vec<Value>, Vec<Value>) {
+    fn pages(server: &Server, list: List, stateless: bool) -> (Vec<Value>, Vec<Value>) {
         let catalogue = server.registry.catalogue();
         let lists = server.prepared.of(&catalogue, list);
         let len = lists.items(list).len();
@@ -212,7 +212,7 @@ mod tests {
                 end: range.end,
                 next_cursor: next_cursor.clone(),
             };
-            pages.push(serde_json::from_str(&page.response(&json!(7), server, modern)).unwrap());
+            pages.push(serde_json::from_str(&page.response(&json!(7), server, stateless)).unwrap());
             match next_cursor {
                 Some(next) => cursor = Some(next),
                 None => break,
@@ -258,8 +258,8 @@ mod tests {
             List::Prompts,
         ];
         for list in lists {
-            for modern in [true, false] {
-                let (pages, converted) = pages(&server, list, modern);
+            for stateless in [true, false] {
+                let (pages, converted) = pages(&server, list, stateless);
                 let mut items = Vec::new();
                 for (i, page) in pages.iter().enumerate() {
                     assert_eq!(page["jsonrpc"], "2.0");
@@ -267,8 +267,8 @@ mod tests {
                     let result = page["result"].as_object().unwrap();
                     items.extend(result[list.key()].as_array().unwrap().iter().cloned());
                     assert_eq!(result.contains_key("nextCursor"), i + 1 < pages.len());
-                    assert_eq!(result.contains_key("ttlMs"), modern);
-                    if modern {
+                    assert_eq!(result.contains_key("ttlMs"), stateless);
+                    if stateless {
                         assert_eq!(result["resultType"], "complete");
                         assert_eq!(result["cacheScope"], "public");
                         assert_eq!(result["_meta"][meta::SERVER_INFO], server.server_info());

@@ -38,7 +38,7 @@ impl Request<'_> {
         let meta = params.get("_meta");
         let progress_token = meta.and_then(|m| m.get("progressToken")).cloned();
         let (log_level, client_roots, client_capabilities, asking) = match era {
-            Era::Legacy { .. } => {
+            Era::Handshake { .. } => {
                 let session = conn.session();
                 let client: Weak<dyn Client> = Arc::downgrade(conn) as Weak<Connection>;
                 (
@@ -51,7 +51,7 @@ impl Request<'_> {
                     },
                 )
             }
-            Era::Modern { log_level } => (
+            Era::Stateless { log_level } => (
                 *log_level,
                 None,
                 meta.and_then(|m| m.get(meta::CLIENT_CAPABILITIES))

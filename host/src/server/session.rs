@@ -2,7 +2,8 @@
 //! request: a `_meta` protocol version makes it stateless (2026-07-28).
 
 use super::convert::parse_log_level;
-use crate::protocol::{meta, ErrorCode, Revision, RpcError};
+use crate::protocol::{meta, ErrorCode, Method, Revision, RpcError};
+use crate::registry::Catalogue;
 use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
@@ -28,16 +29,27 @@ pub struct Session {
     pub client_roots: Option<Arc<Vec<PathBuf>>>,
 }
 
+/// What is settled of a request before it is served, once: its era (the
+/// revision it speaks), its method, and, when a transport checked it
+/// against the catalogue already (a stateless `tools/call`'s header
+/// parameters), that very catalogue, so the call is served by what it
+/// was checked against.
+pub struct Settled {
+    pub(super) era: Era,
+    pub(super) method: Option<Method>,
+    pub(super) catalogue: Option<Arc<Catalogue>>,
+}
+
 /// How one request is to be served.
 #[derive(Debug, Clone)]
 pub enum Era {
     /// A handshake revision (or no session yet).
-    Legacy {
+    Handshake {
         /// The negotiated revision, if the handshake happened.
         version: Option<Revision>,
     },
     /// The stateless revision; everything comes from the request's `_meta`.
-    Modern {
+    Stateless {
         /// The request's log level opt-in.
         log_level: Option<LogLevel>,
     },
@@ -45,8 +57,8 @@ pub enum Era {
 
 impl Era {
     /// Whether the request is stateless.
-    pub fn is_modern(&self) -> bool {
-        matches!(self, Era::Modern { .. })
+    pub fn is_stateless(&self) -> bool {
+        matches!(self, Era::Stateless { .. })
     }
 }
 
@@ -55,8 +67,8 @@ impl Era {
     /// the negotiated one (`None` before the handshake).
     pub fn revision(&self) -> Option<Revision> {
         match self {
-            Era::Legacy { version } => *version,
-            Era::Modern { .. } => Some(Revision::LATEST_STATELESS),
+            Era::Handshake { version } => *version,
+            Era::Stateless { .. } => Some(Revision::LATEST_STATELESS),
         }
     }
 
@@ -93,7 +105,7 @@ pub fn era_of(
 ) -> Result<Era, RpcError> {
     let request_meta = params.get("_meta").and_then(Value::as_object);
     let Some(requested) = request_meta.and_then(|m| m.get(meta::PROTOCOL_VERSION)) else {
-        return Ok(Era::Legacy {
+        return Ok(Era::Handshake {
             version: session.version,
         });
     };
@@ -123,5 +135,5 @@ pub fn era_of(
             crate::protocol::params::invalid(format!("unknown log level {level}"))
         })?),
     };
-    Ok(Era::Modern { log_level })
+    Ok(Era::Stateless { log_level })
 }

@@ -2,12 +2,12 @@
 //! the parked calls and tasks, the admission counts, and the channel of
 //! server-wide events.
 
-use super::session::{self, Session};
+use super::session::{self, Session, Settled};
 use super::{admission, call, notices, tasks, AdmissionLimits, Notices, ServerEvent};
 use super::{Bus, LocalBus, MemorySessions, SessionStore, Subscription};
 use crate::config::defaults;
-use crate::protocol::{HeaderParameter, RpcError};
-use crate::registry::{Change, Registry, Reload};
+use crate::protocol::{Method, RpcError};
+use crate::registry::{Catalogue, Change, Registry, Reload};
 use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -306,15 +306,6 @@ impl Server {
         &self.registry
     }
 
-    /// The arguments that a stateless call of the tool clients call `name`
-    /// repeats in headers (none for a tool there is not).
-    pub fn tool_header_parameters(&self, name: &str) -> Option<Arc<[HeaderParameter]>> {
-        self.registry
-            .catalogue()
-            .tool(name)
-            .map(|t| t.header_parameters.clone())
-    }
-
     /// Publishes a server-wide event to every connection.
     pub fn publish(&self, event: ServerEvent) {
         self.events.publish(event);
@@ -396,10 +387,26 @@ impl Server {
 }
 
 impl Server {
-    /// Checks the `_meta` of a stateless request (its revision and the
-    /// client's capabilities) without serving it.
-    pub fn check_stateless_meta(&self, params: &Map<String, Value>) -> Result<(), RpcError> {
-        session::era_of(params, &Session::default(), self.options.handshake_only).map(|_| ())
+    /// A stateless request of `method` (parsed) with `params`, settled
+    /// once: its `_meta` checked into its era, and the `catalogue` it was
+    /// checked against, if any, kept for serving it.
+    pub fn settle_stateless(
+        &self,
+        method: Option<Method>,
+        params: &Map<String, Value>,
+        catalogue: Option<Arc<Catalogue>>,
+    ) -> Result<Settled, RpcError> {
+        let era = session::era_of(params, &Session::default(), self.options.handshake_only)?;
+        Ok(Settled {
+            era,
+            method,
+            catalogue,
+        })
+    }
+
+    /// The catalogue as it stands now.
+    pub fn catalogue(&self) -> Arc<Catalogue> {
+        self.registry.catalogue()
     }
 
     /// Whether the stateless revision is offered.

@@ -69,7 +69,7 @@ pub(in crate::server) fn initialize(
     }
     let server = &conn.server;
     let catalogue = server.registry.catalogue();
-    let era = Era::Legacy {
+    let era = Era::Handshake {
         version: Some(version),
     };
     Ok(Some(strip_nulls(json!({
@@ -83,7 +83,7 @@ pub(in crate::server) fn initialize(
 /// What the server offers.
 fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
     let mut caps = Map::new();
-    if !era.is_modern() {
+    if !era.is_stateless() {
         caps.insert("logging".into(), json!({}));
     }
     // Plugins come and go while the server runs, so every list is offered,
@@ -105,10 +105,10 @@ fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
                 json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
             );
         }
-        Era::Modern { .. } => {
+        Era::Stateless { .. } => {
             caps.insert("extensions".into(), json!({ meta::TASKS_EXTENSION: {} }));
         }
-        Era::Legacy { .. } => {}
+        Era::Handshake { .. } => {}
     }
     Value::Object(caps)
 }

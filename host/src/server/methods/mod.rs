@@ -40,12 +40,17 @@ pub(super) fn json(outcome: Outcome) -> Answered {
 
 /// Serves one request of method `name` (`method` when this server knows
 /// it).
-pub(super) async fn handle(request: Request<'_>, name: &str, method: Option<Method>) -> Answered {
+pub(super) async fn handle(
+    request: Request<'_>,
+    name: &str,
+    method: Option<Method>,
+    catalogue: Option<Arc<Catalogue>>,
+) -> Answered {
     check_era(request.era, name, method)?;
     let Some(method) = method else {
         return Err(RpcError::method_not_found(name));
     };
-    let catalogue = request.conn.server.registry.catalogue();
+    let catalogue = catalogue.unwrap_or_else(|| request.conn.server.registry.catalogue());
     let page = |list| page(&request, &catalogue, list).map(|page| Some(Answer::Page(page)));
     match method {
         // The connection answers a handshake's `initialize` itself.
@@ -89,10 +94,10 @@ async fn persisted(request: &Request<'_>, outcome: Outcome) -> Answered {
 fn check_era(era: &Era, name: &str, method: Option<Method>) -> Result<(), RpcError> {
     let availability = method.map_or(Availability::Any, Method::availability);
     match era {
-        Era::Modern { .. } if availability == Availability::HandshakeOnly => {
+        Era::Stateless { .. } if availability == Availability::HandshakeOnly => {
             Err(RpcError::method_not_found(name))
         }
-        Era::Legacy { .. } if availability == Availability::StatelessOnly => Err(RpcError::new(
+        Era::Handshake { .. } if availability == Availability::StatelessOnly => Err(RpcError::new(
             ErrorCode::InvalidRequest,
             format!(
                 "{name} needs _meta.\"{}\" of a stateless revision ({})",
@@ -100,7 +105,7 @@ fn check_era(era: &Era, name: &str, method: Option<Method>) -> Result<(), RpcErr
                 Revision::LATEST_STATELESS
             ),
         )),
-        Era::Legacy { version: None }
+        Era::Handshake { version: None }
             if !matches!(method, Some(Method::Initialize | Method::Ping)) =>
         {
             Err(RpcError::new(

@@ -48,7 +48,7 @@ pub(super) async fn plan_tool(
                 _ => Ok(Plan::Request),
             }
         }
-        Era::Modern { .. } => {
+        Era::Stateless { .. } => {
             let declared = tasks_ext::declares_tasks(request.params);
             match (support, declared) {
                 (TaskSupport::Forbidden, _) => Ok(Plan::Request),
@@ -66,6 +66,6 @@ pub(super) async fn plan_tool(
                 }),
             }
         }
-        Era::Legacy { .. } => Ok(Plan::Request),
+        Era::Handshake { .. } => Ok(Plan::Request),
     }
 }

@@ -38,7 +38,7 @@ pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Outcome {
 
 /// The code of resource-not-found on the request's revision.
 fn not_found_code(era: &Era) -> ErrorCode {
-    if era.is_modern() {
+    if era.is_stateless() {
         ErrorCode::InvalidParams
     } else {
         ErrorCode::ResourceNotFound

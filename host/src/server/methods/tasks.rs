@@ -41,24 +41,24 @@ pub(super) async fn handle(request: &Request<'_>, method: Method) -> Outcome {
     let name = method.as_str();
     match request.era {
         era if era.has_handshake_tasks() => match method {
-            Method::GetTask => get(request, Wire::V1).await,
+            Method::GetTask => get(request, Wire::Handshake).await,
             Method::TaskResult => result(request).await,
             Method::ListTasks => list(request).await,
             Method::CancelTask => cancel_v1(request).await,
             _ => Err(RpcError::method_not_found(name)),
         },
-        Era::Modern { .. } => match method {
+        Era::Stateless { .. } => match method {
             Method::GetTask | Method::UpdateTask | Method::CancelTask
                 if !declares_tasks(params) =>
             {
                 Err(missing_extension(name))
             }
-            Method::GetTask => get(request, Wire::V2).await,
+            Method::GetTask => get(request, Wire::Stateless).await,
             Method::UpdateTask => update(request).await,
             Method::CancelTask => cancel_v2(request).await,
             _ => Err(RpcError::method_not_found(name)),
         },
-        Era::Legacy { .. } => Err(RpcError::method_not_found(name)),
+        Era::Handshake { .. } => Err(RpcError::method_not_found(name)),
     }
 }
 
@@ -156,7 +156,7 @@ async fn list(request: &Request<'_>) -> Outcome {
     let mut result = json!({
         "tasks": records
             .iter()
-            .map(|r| Value::Object(server.tasks.render(r, Wire::V1)))
+            .map(|r| Value::Object(server.tasks.render(r, Wire::Handshake)))
             .collect::<Vec<_>>(),
     });
     if let (true, Some(last)) = (more, records.last()) {
@@ -184,7 +184,7 @@ async fn cancel_v1(request: &Request<'_>) -> Outcome {
         return Err(terminal(now.status));
     }
     let record = lookup(request, &record.id).await?;
-    Ok(Some(Value::Object(tasks.render(&record, Wire::V1))))
+    Ok(Some(Value::Object(tasks.render(&record, Wire::Handshake))))
 }
 
 /// 2026-07-28 `tasks/cancel`: an empty acknowledgement, also for a task

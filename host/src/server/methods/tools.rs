@@ -61,14 +61,14 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
     let plugin = entry.plugin.clone();
     let tool = entry.tool.name.clone();
     let text = arguments.to_string();
-    let modern = request.era.is_modern();
+    let stateless = request.era.is_stateless();
     let target = Target {
         method: Method::CallTool,
         name,
         arguments,
     };
     let call =
-        move |context| call_plugin(plugin, context, tool, text, modern, argument_tool_errors);
+        move |context| call_plugin(plugin, context, tool, text, stateless, argument_tool_errors);
     let (asked, plugin) = (request.call_request(), entry.plugin.name());
     match plan {
         Plan::Request => tool_answer(call::run(asked, plugin, target, Run::Inline, call).await?),
@@ -103,7 +103,7 @@ async fn answer(request: &Request<'_>, tool: &str, required: bool, reply: Reply)
     let tasks = &request.conn.server.tasks;
     let new_task = NewTask {
         owner: request.conn.task_owner.clone(),
-        wire: Wire::V2,
+        wire: Wire::Stateless,
         target: tool.to_owned(),
         ttl_ms: None,
     };
@@ -113,7 +113,7 @@ async fn answer(request: &Request<'_>, tool: &str, required: bool, reply: Reply)
         ended if required => tasks.finished(new_task, tool_answer(ended)).await?,
         ended => return tool_answer(ended),
     };
-    let mut created = tasks.summary(&record, Wire::V2);
+    let mut created = tasks.summary(&record, Wire::Stateless);
     ResultType::Task.tag(&mut created);
     Ok(Some(Value::Object(created)))
 }
@@ -139,14 +139,16 @@ async fn start_requested_task(
         .and_then(Value::as_u64);
     let new = NewTask {
         owner: conn.task_owner.clone(),
-        wire: Wire::V1,
+        wire: Wire::Handshake,
         target: tool.to_owned(),
         ttl_ms,
     };
     let record = tasks
         .launch(id, new, Some(conn.out.clone()), execution)
         .await?;
-    Ok(Some(json!({ "task": tasks.summary(&record, Wire::V1) })))
+    Ok(Some(
+        json!({ "task": tasks.summary(&record, Wire::Handshake) }),
+    ))
 }
 
 /// Argument checks that may take long (over
@@ -254,13 +256,13 @@ async fn call_plugin(
     context: Arc<RequestScope>,
     tool: String,
     arguments: String,
-    modern: bool,
+    stateless: bool,
     argument_tool_errors: bool,
 ) -> Ended {
     let started = std::time::Instant::now();
     let outcome = plugin.call_tool(context.clone(), &tool, &arguments).await;
     metrics().tool_call(plugin.name(), &tool, measured(&outcome), started.elapsed());
-    if modern {
+    if stateless {
         if let Some(capability) = context.missing_capability() {
             return Err(missing_capability(capability)).into();
         }

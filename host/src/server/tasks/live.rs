@@ -165,12 +165,12 @@ impl Tasks {
     pub(super) async fn announce(&self, live: &Live) {
         self.events
             .publish(ServerEvent::TaskChanged(live.id.clone()));
-        if let (Wire::V1, Some(home)) = (live.wire, &live.home) {
+        if let (Wire::Handshake, Some(home)) = (live.wire, &live.home) {
             let record = self.store().get(&live.id).await;
             if let Ok(Some(record)) = record {
                 home.notify(
                     crate::protocol::notification::TASK_STATUS,
-                    Value::Object(self.summary(&record, Wire::V1)),
+                    Value::Object(self.summary(&record, Wire::Handshake)),
                 );
             }
         }

@@ -216,8 +216,8 @@ impl Tasks {
     pub fn render(&self, record: &Record, wire: Wire) -> Map<String, Value> {
         let poll = self.options.poll_interval.as_millis() as u64;
         match wire {
-            Wire::V1 => wire::task(record, wire, poll),
-            Wire::V2 => wire::detailed(record, poll, self.input_requests(&record.id)),
+            Wire::Handshake => wire::task(record, wire, poll),
+            Wire::Stateless => wire::detailed(record, poll, self.input_requests(&record.id)),
         }
     }
 
@@ -332,7 +332,7 @@ pub(super) fn conclusion(wire: Wire, outcome: CallOutcome) -> Conclusion {
     match outcome {
         Ok(Some(result)) => {
             let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
-            if is_error && wire == Wire::V1 {
+            if is_error && wire == Wire::Handshake {
                 let message = result
                     .pointer("/content/0/text")
                     .and_then(Value::as_str)
@@ -380,13 +380,13 @@ mod tests {
         let tool_error = Ok(Some(
             json!({ "content": [{ "type": "text", "text": "no" }], "isError": true }),
         ));
-        let (status, message, _) = conclusion(Wire::V1, tool_error.clone());
+        let (status, message, _) = conclusion(Wire::Handshake, tool_error.clone());
         assert_eq!(status, Status::Failed);
         assert_eq!(message.as_deref(), Some("The tool reported an error: no"));
-        assert_eq!(conclusion(Wire::V2, tool_error).0, Status::Completed);
-        let (status, _, outcome) = conclusion(Wire::V2, Err(RpcError::internal("crashed")));
+        assert_eq!(conclusion(Wire::Stateless, tool_error).0, Status::Completed);
+        let (status, _, outcome) = conclusion(Wire::Stateless, Err(RpcError::internal("crashed")));
         assert_eq!(status, Status::Failed);
         assert_eq!(outcome.unwrap().unwrap_err()["code"], -32603);
-        assert_eq!(conclusion(Wire::V2, Ok(None)).0, Status::Cancelled);
+        assert_eq!(conclusion(Wire::Stateless, Ok(None)).0, Status::Cancelled);
     }
 }

@@ -50,24 +50,24 @@ impl Status {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wire {
     /// 2025-11-25 (`task` param, `tasks/result`).
-    V1,
+    Handshake,
     /// The 2026-07-28 extension `io.modelcontextprotocol/tasks`.
-    V2,
+    Stateless,
 }
 
 impl Wire {
     pub(super) fn as_str(self) -> &'static str {
         match self {
-            Wire::V1 => "2025-11-25",
-            Wire::V2 => "2026-07-28",
+            Wire::Handshake => "2025-11-25",
+            Wire::Stateless => "2026-07-28",
         }
     }
 
     pub(super) fn parse(text: &str) -> Wire {
         if text == "2025-11-25" {
-            Wire::V1
+            Wire::Handshake
         } else {
-            Wire::V2
+            Wire::Stateless
         }
     }
 }

@@ -36,8 +36,8 @@ pub fn task(record: &Record, wire: Wire, poll_interval_ms: u64) -> Map<String, V
     task.insert("createdAt".into(), json!(timestamp(record.created_ms)));
     task.insert("lastUpdatedAt".into(), json!(timestamp(record.updated_ms)));
     let (ttl, poll) = match wire {
-        Wire::V1 => ("ttl", "pollInterval"),
-        Wire::V2 => ("ttlMs", "pollIntervalMs"),
+        Wire::Handshake => ("ttl", "pollInterval"),
+        Wire::Stateless => ("ttlMs", "pollIntervalMs"),
     };
     task.insert(ttl.into(), json!(record.ttl_ms));
     if !record.status.is_terminal() {
@@ -53,7 +53,7 @@ pub fn detailed(
     poll_interval_ms: u64,
     input_requests: Option<Map<String, Value>>,
 ) -> Map<String, Value> {
-    let mut task = task(record, Wire::V2, poll_interval_ms);
+    let mut task = task(record, Wire::Stateless, poll_interval_ms);
     match (record.status, &record.outcome) {
         (Status::Completed, Some(Ok(result))) => {
             // The result as a 2026-07-28 request gets it.

@@ -79,7 +79,7 @@ pub(super) async fn answer(
     id: &RequestId,
     streaming: Streaming,
     json_only: bool,
-    modern: bool,
+    stateless: bool,
 ) -> Response {
     // A request is cancelled if its client goes away while this waits for
     // its answer, or (stateless) while its stream is read. Once its answer
@@ -107,7 +107,7 @@ pub(super) async fn answer(
                 None => return StatusCode::ACCEPTED.into_response(),
             }
         }
-        return json_answer(message, modern);
+        return json_answer(message, stateless);
     }
     match streaming {
         Streaming::Stateless(_) => {

@@ -85,14 +85,14 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
             );
         }
     }
-    let body_is_modern = match &message {
+    let body_is_stateless = match &message {
         Incoming::Request { params, .. } => params
             .get("_meta")
             .and_then(|m| m.get(meta::PROTOCOL_VERSION))
             .is_some(),
         _ => false,
     };
-    if body_is_modern || header_version.is_some_and(is_stateless) {
+    if body_is_stateless || header_version.is_some_and(is_stateless) {
         stateless(&app, &headers, principal, message, size).await
     } else {
         stateful(&app, &headers, principal, message, size).await
@@ -119,39 +119,35 @@ async fn stateless(
             )
         }
     };
-    let mirrored = match Method::parse(&method) {
+    let parsed = Method::parse(&method);
+    // The arguments a tools/call repeats in headers are its tool's, known
+    // once its plugin has loaded; the call is then served by the very
+    // catalogue it was checked against.
+    let catalogue = match parsed {
         Some(Method::CallTool) => {
-            // The arguments it repeats in headers are the tool's: known once
-            // its plugin has loaded.
             app.server.until_loaded().await;
-            params
-                .get("name")
-                .and_then(Value::as_str)
-                .and_then(|name| app.server.tool_header_parameters(name))
+            Some(app.server.catalogue())
         }
         _ => None,
     };
-    if let Err(error) = headers::validate(
+    let mirrored = catalogue.as_ref().and_then(|catalogue| {
+        let name = params.get("name").and_then(Value::as_str)?;
+        Some(catalogue.tool(name)?.header_parameters.clone())
+    });
+    let settled = headers::validate(
         headers,
         &method,
         &params,
         mirrored.as_deref().unwrap_or_default(),
     )
-    .and_then(|()| app.server.check_stateless_meta(&params))
-    {
-        return rpc_error(StatusCode::BAD_REQUEST, error, &id);
-    }
+    .and_then(|()| app.server.settle_stateless(parsed, &params, catalogue));
+    let settled = match settled {
+        Ok(settled) => settled,
+        Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
+    };
     let (reply, messages) = Outbox::new();
     let conn = Connection::stateless(app.server.clone(), Outbox::discard(), principal);
-    conn.handle(
-        Incoming::Request {
-            id: id.clone(),
-            method,
-            params,
-        },
-        size,
-        reply,
-    );
+    conn.handle_request(id.clone(), method, params, settled, size, reply);
     answer(
         messages,
         &id,

@@ -97,7 +97,7 @@ pub(super) fn retry_after(message: &Value) -> Option<u64> {
 
 /// A JSON answer; an error that says when to retry is a 429 with
 /// `Retry-After` on every revision.
-pub(super) fn json_answer(message: Outgoing, modern: bool) -> Response {
+pub(super) fn json_answer(message: Outgoing, stateless: bool) -> Response {
     let message = match message {
         Outgoing::Json(message) => message,
         // Only successful responses are prepared as text.
@@ -121,7 +121,7 @@ pub(super) fn json_answer(message: Outgoing, modern: bool) -> Response {
         )
             .into_response();
     }
-    let status = if modern {
+    let status = if stateless {
         status_of(&message)
     } else {
         StatusCode::OK

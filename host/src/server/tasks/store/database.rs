@@ -358,7 +358,7 @@ mod tests {
         Record {
             id: id.into(),
             owner: owner.map(str::to_owned),
-            wire: Wire::V2,
+            wire: Wire::Stateless,
             method: "tools/call".into(),
             target: "slow".into(),
             status: Status::Working,

@@ -78,7 +78,7 @@ pub(crate) mod contract {
         Record {
             id: id.into(),
             owner: owner.map(str::to_owned),
-            wire: Wire::V2,
+            wire: Wire::Stateless,
             method: "tools/call".into(),
             target: "slow".into(),
             status: Status::Working,
@@ -101,7 +101,7 @@ pub(crate) mod contract {
 
     async fn round_trips(store: &dyn TaskStore) {
         let mut stored = task("rt", Some("ada"), 5);
-        stored.wire = Wire::V1;
+        stored.wire = Wire::Handshake;
         stored.status_message = Some("started".into());
         store.insert(&stored).await.unwrap();
         assert_eq!(store.get("rt").await.unwrap(), Some(stored.clone()));
