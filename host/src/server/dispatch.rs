@@ -14,23 +14,21 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tracing::Instrument as _;
 
+/// Whose tasks a session sees: its principal's, else its own.
+fn task_owner(principal: Option<&str>) -> String {
+    match principal {
+        Some(p) => format!("principal:{p}"),
+        None => format!("{SESSION_OWNER}{}", crate::protocol::random_id()),
+    }
+}
+
 impl Connection {
     /// A new session whose messages go to `out`, acting for `principal`
     /// when the transport authenticated one. Starts forwarding server-wide
     /// events to it.
     pub fn new(server: Arc<Server>, out: Outbox, principal: Option<String>) -> Arc<Self> {
-        let owner = match &principal {
-            Some(p) => format!("principal:{p}"),
-            None => format!("{SESSION_OWNER}{}", crate::protocol::random_id()),
-        };
-        Self::open_session(
-            server,
-            out,
-            principal,
-            Some(owner),
-            None,
-            Session::default(),
-        )
+        let owner = Some(task_owner(principal.as_deref()));
+        Self::open_session(server, out, principal, owner, None, Session::default())
     }
 
     /// A handshake session's connection that a transport names `id`: what
@@ -43,18 +41,8 @@ impl Connection {
         principal: Option<String>,
         id: String,
     ) -> Arc<Self> {
-        let owner = match &principal {
-            Some(p) => format!("principal:{p}"),
-            None => format!("{SESSION_OWNER}{}", crate::protocol::random_id()),
-        };
-        Self::open_session(
-            server,
-            out,
-            principal,
-            Some(owner),
-            Some(id),
-            Session::default(),
-        )
+        let owner = Some(task_owner(principal.as_deref()));
+        Self::open_session(server, out, principal, owner, Some(id), Session::default())
     }
 
     /// The connection of a kept session, as `record` left it.

@@ -351,24 +351,9 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use super::super::contract::task;
     use super::*;
     use serde_json::json;
-
-    fn task(id: &str, owner: Option<&str>, created_ms: u64) -> Record {
-        Record {
-            id: id.into(),
-            owner: owner.map(str::to_owned),
-            wire: Wire::Stateless,
-            method: "tools/call".into(),
-            target: "slow".into(),
-            status: Status::Working,
-            status_message: None,
-            created_ms,
-            updated_ms: created_ms,
-            ttl_ms: 1000,
-            outcome: None,
-        }
-    }
 
     #[test]
     fn tasks_of_a_host_that_died_fail_and_others_do_not() {

@@ -74,7 +74,8 @@ pub(crate) mod contract {
     use super::*;
     use serde_json::json;
 
-    fn task(id: &str, owner: Option<&str>, created_ms: u64) -> Record {
+    /// A working task of `owner`, made at `created_ms`, living 1 s.
+    pub(crate) fn task(id: &str, owner: Option<&str>, created_ms: u64) -> Record {
         Record {
             id: id.into(),
             owner: owner.map(str::to_owned),
