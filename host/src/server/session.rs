@@ -40,6 +40,33 @@ pub struct Settled {
     pub(super) catalogue: Option<Arc<Catalogue>>,
 }
 
+/// The wire of tasks a request speaks (and which one created a task: it
+/// decides the task's shape on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// 2025-11-25 (`task` param, `tasks/result`).
+    Handshake,
+    /// The 2026-07-28 extension `io.modelcontextprotocol/tasks`.
+    Stateless,
+}
+
+impl Wire {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Wire::Handshake => "2025-11-25",
+            Wire::Stateless => "2026-07-28",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Wire {
+        if text == "2025-11-25" {
+            Wire::Handshake
+        } else {
+            Wire::Stateless
+        }
+    }
+}
+
 /// How one request is to be served.
 #[derive(Debug, Clone)]
 pub enum Era {
@@ -72,10 +99,41 @@ impl Era {
         }
     }
 
-    /// Whether the request speaks the 2025-11-25 tasks wire (a handshake
-    /// session of 2025-11-25 or later).
-    pub fn has_handshake_tasks(&self) -> bool {
-        self.revision().is_some_and(Revision::has_handshake_tasks)
+    /// The differences between revisions, each named once here.
+    ///
+    /// The tasks wire the request speaks: the 2025-11-25 `task` param (a
+    /// handshake session of 2025-11-25 or later), the 2026-07-28 extension,
+    /// or none (older handshake revisions).
+    pub fn task_wire(&self) -> Option<Wire> {
+        match self {
+            Era::Stateless { .. } => Some(Wire::Stateless),
+            Era::Handshake { .. } => self
+                .revision()
+                .is_some_and(Revision::has_handshake_tasks)
+                .then_some(Wire::Handshake),
+        }
+    }
+
+    /// Whether `tools/list` shows each tool's `outputSchema` (not before
+    /// 2025-06-18; before the handshake, it does).
+    pub fn lists_output_schema(&self) -> bool {
+        self.revision().is_none_or(Revision::has_output_schema)
+    }
+
+    /// Whether arguments a tool refuses are a tool error the model can see
+    /// (from 2025-11-25), rather than -32602.
+    pub fn argument_errors_are_tool_errors(&self) -> bool {
+        self.revision()
+            .is_some_and(Revision::has_argument_tool_errors)
+    }
+
+    /// The code of a resource that is not found: -32002 on the handshake
+    /// revisions, -32602 on the stateless one.
+    pub fn resource_not_found(&self) -> ErrorCode {
+        match self {
+            Era::Stateless { .. } => ErrorCode::InvalidParams,
+            Era::Handshake { .. } => ErrorCode::ResourceNotFound,
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use super::Request;
 use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, negotiate_handshake, ErrorCode, Revision, RpcError};
 use crate::registry::Catalogue;
-use crate::server::session::Era;
+use crate::server::session::{Era, Wire};
 use crate::server::{convert, Connection, Outcome};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -98,17 +98,17 @@ fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
     if catalogue.has_completions() && completable {
         caps.insert("completions".into(), json!({}));
     }
-    match era {
-        era if era.has_handshake_tasks() => {
+    match era.task_wire() {
+        Some(Wire::Handshake) => {
             caps.insert(
                 "tasks".into(),
                 json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
             );
         }
-        Era::Stateless { .. } => {
+        Some(Wire::Stateless) => {
             caps.insert("extensions".into(), json!({ meta::TASKS_EXTENSION: {} }));
         }
-        Era::Handshake { .. } => {}
+        None => {}
     }
     Value::Object(caps)
 }

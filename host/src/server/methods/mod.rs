@@ -60,7 +60,7 @@ pub(super) async fn handle(
             &request, &catalogue,
         )))),
         Method::SetLogLevel => persisted(&request, lifecycle::set_level(&request)).await,
-        Method::ListTools => page(List::Tools(tools::lists_output_schema(&request))),
+        Method::ListTools => page(List::Tools(request.era.lists_output_schema())),
         Method::CallTool => json(tools::call(&request, &catalogue).await),
         Method::ListResources => page(List::Resources),
         Method::ListResourceTemplates => page(List::Templates),

@@ -3,7 +3,7 @@
 use super::{tasks as tasks_ext, Request};
 use crate::protocol::{ErrorCode, RpcError};
 use crate::runtime::tools::TaskSupport;
-use crate::server::session::Era;
+use crate::server::session::Wire;
 use serde_json::Value;
 
 /// How a call runs, decided before it starts.
@@ -32,8 +32,8 @@ pub(super) async fn plan_tool(
 ) -> Result<Plan, RpcError> {
     let tasks = &request.conn.server.tasks;
     let room = || tasks.room_for(request.conn.task_owner.as_deref());
-    match request.era {
-        era if era.has_handshake_tasks() => {
+    match request.era.task_wire() {
+        Some(Wire::Handshake) => {
             let asked = matches!(request.params.get("task"), Some(Value::Object(_)));
             match (support, asked) {
                 (TaskSupport::Forbidden, true) => Err(RpcError::new(
@@ -48,7 +48,7 @@ pub(super) async fn plan_tool(
                 _ => Ok(Plan::Request),
             }
         }
-        Era::Stateless { .. } => {
+        Some(Wire::Stateless) => {
             let declared = tasks_ext::declares_tasks(request.params);
             match (support, declared) {
                 (TaskSupport::Forbidden, _) => Ok(Plan::Request),
@@ -66,6 +66,6 @@ pub(super) async fn plan_tool(
                 }),
             }
         }
-        Era::Handshake { .. } => Ok(Plan::Request),
+        None => Ok(Plan::Request),
     }
 }

@@ -3,12 +3,11 @@
 
 use super::{clip, invalid, unless_late, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
 use crate::protocol::params::{self, Params};
-use crate::protocol::{ErrorCode, Method, RpcError};
+use crate::protocol::{Method, RpcError};
 use crate::registry::Catalogue;
 use crate::runtime::types;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
 use crate::server::call::{self, Ended, RequestScope, Run, Target};
-use crate::server::session::Era;
 use crate::server::{convert, Outcome};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -36,29 +35,20 @@ pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Outcome {
     Ok(Some(json!({})))
 }
 
-/// The code of resource-not-found on the request's revision.
-fn not_found_code(era: &Era) -> ErrorCode {
-    if era.is_stateless() {
-        ErrorCode::InvalidParams
-    } else {
-        ErrorCode::ResourceNotFound
-    }
-}
-
 /// `resources/read`.
 pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let (params, era) = (request.params, request.era);
     let uri = Params(params).str("uri")?;
     let not_found = || {
         RpcError::new(
-            not_found_code(era),
+            era.resource_not_found(),
             unless_late(request, format!("Resource not found: {}", clip(uri))),
         )
         .with_data(json!({ "uri": clip(uri) }))
     };
     let owner = catalogue.resource_owner(uri).ok_or_else(not_found)?;
     let plugin = owner.clone();
-    let (target, code) = (uri.to_owned(), not_found_code(era));
+    let (target, code) = (uri.to_owned(), era.resource_not_found());
     let target_of_call = Target {
         method: Method::ReadResource,
         name: uri,

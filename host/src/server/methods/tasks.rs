@@ -6,7 +6,6 @@
 use super::Request;
 use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, ErrorCode, Method, RpcError};
-use crate::server::session::Era;
 use crate::server::tasks::{Record, Status, Wire};
 use crate::server::Outcome;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -39,15 +38,15 @@ pub fn missing_extension(what: &str) -> RpcError {
 pub(super) async fn handle(request: &Request<'_>, method: Method) -> Outcome {
     let params = request.params;
     let name = method.as_str();
-    match request.era {
-        era if era.has_handshake_tasks() => match method {
+    match request.era.task_wire() {
+        Some(Wire::Handshake) => match method {
             Method::GetTask => get(request, Wire::Handshake).await,
             Method::TaskResult => result(request).await,
             Method::ListTasks => list(request).await,
             Method::CancelTask => cancel_v1(request).await,
             _ => Err(RpcError::method_not_found(name)),
         },
-        Era::Stateless { .. } => match method {
+        Some(Wire::Stateless) => match method {
             Method::GetTask | Method::UpdateTask | Method::CancelTask
                 if !declares_tasks(params) =>
             {
@@ -58,7 +57,7 @@ pub(super) async fn handle(request: &Request<'_>, method: Method) -> Outcome {
             Method::CancelTask => cancel_v2(request).await,
             _ => Err(RpcError::method_not_found(name)),
         },
-        Era::Handshake { .. } => Err(RpcError::method_not_found(name)),
+        None => Err(RpcError::method_not_found(name)),
     }
 }
 

@@ -4,7 +4,7 @@ use super::plan::{plan_tool, Plan};
 use super::{clip, invalid, unless_late, Request};
 use crate::metrics::{metrics, Outcome as Measured};
 use crate::protocol::Params;
-use crate::protocol::{random_id, ErrorCode, Method, ResultType, Revision, RpcError};
+use crate::protocol::{random_id, ErrorCode, Method, ResultType, RpcError};
 use crate::registry::{schema_limits, Catalogue, ToolEntry};
 use crate::runtime::{tools, types, CallError, LoadedPlugin};
 use crate::server::call::outcome::{
@@ -18,15 +18,6 @@ use std::sync::Arc;
 
 /// Schema problems reported for one call, at most.
 const MAX_REPORTED_PROBLEMS: usize = 16;
-
-/// Whether `tools/list` gives each tool's `outputSchema` on the request's
-/// revision.
-pub(super) fn lists_output_schema(request: &Request<'_>) -> bool {
-    request
-        .era
-        .revision()
-        .is_none_or(Revision::has_output_schema)
-}
 
 /// `tools/call`: checks the arguments against the tool's schema (a
 /// mismatch is a tool execution error from 2025-11-25 on, a protocol error
@@ -46,10 +37,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             format!("Unknown tool: {}", clip(name)),
         ))
     })?;
-    let argument_tool_errors = request
-        .era
-        .revision()
-        .is_some_and(Revision::has_argument_tool_errors);
+    let argument_tool_errors = request.era.argument_errors_are_tool_errors();
     match check_arguments(entry, name, arguments).await {
         Ok(()) => {}
         Err(error) if argument_tool_errors && error.code == ErrorCode::InvalidParams => {

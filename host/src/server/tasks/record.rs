@@ -46,31 +46,7 @@ impl Status {
     }
 }
 
-/// Which wire created a task: it decides the task's shape on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
-    /// 2025-11-25 (`task` param, `tasks/result`).
-    Handshake,
-    /// The 2026-07-28 extension `io.modelcontextprotocol/tasks`.
-    Stateless,
-}
-
-impl Wire {
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            Wire::Handshake => "2025-11-25",
-            Wire::Stateless => "2026-07-28",
-        }
-    }
-
-    pub(super) fn parse(text: &str) -> Wire {
-        if text == "2025-11-25" {
-            Wire::Handshake
-        } else {
-            Wire::Stateless
-        }
-    }
-}
+pub use crate::server::session::Wire;
 
 /// How a finished task ended: the call's result, or its JSON-RPC error
 /// object.

@@ -176,7 +176,7 @@ async fn stateful(
     };
     let opens = matches!(&message, Incoming::Request { method, .. } if Method::parse(method) == Some(Method::Initialize));
     let (session, new) = match session_id {
-        None if opens => match app.sessions.open(&app.server, principal) {
+        None if opens => match app.sessions.open(&app.server, principal).await {
             Ok(session) => (session, true),
             Err(sessions::Full) => {
                 crate::metrics::metrics().refused(crate::metrics::Refusal::Sessions);
@@ -231,7 +231,7 @@ async fn stateful(
             let value = HeaderValue::from_str(&session.id).expect("hex is a valid header value");
             response.headers_mut().insert(SESSION_ID, value);
         } else {
-            app.sessions.close(&session.id);
+            app.sessions.close(&session.id).await;
         }
     }
     response
@@ -295,7 +295,7 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
 pub(super) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     match named_session(&app, &headers) {
         Ok(session) => {
-            app.sessions.close(&session.id);
+            app.sessions.close(&session.id).await;
             StatusCode::OK.into_response()
         }
         Err(answer) => *answer,

@@ -147,55 +147,86 @@ impl SessionTable {
 
     /// Makes room for one more session of `principal`: ends the
     /// longest-idle session where a cap is reached.
-    fn make_room(&self, principal: &Option<String>) -> Result<(), Full> {
-        let mut evicted = Vec::new();
-        {
-            let mut map = self.map();
-            let longest_idle = |map: &HashMap<String, Arc<HttpSession>>, mine: bool| {
+    async fn make_room(&self, principal: &Option<String>) -> Result<(), Full> {
+        let evicted = {
+            let map = self.map();
+            let longest_idle = |mine: bool, but: Option<&String>| {
                 map.values()
                     .filter(|s| !mine || &s.principal == principal)
+                    .filter(|s| Some(&s.id) != but)
                     .filter_map(|s| Some((s.idle_for()?, s.id.clone())))
                     .max()
                     .map(|(_, id)| id)
             };
+            let mut evicted = Vec::new();
             let theirs = map.values().filter(|s| &s.principal == principal).count();
             if theirs >= self.limits.max_per_principal {
-                let id = longest_idle(&map, true).ok_or(Full)?;
-                evicted.extend(map.remove(&id));
+                evicted.push(longest_idle(true, None).ok_or(Full)?);
             }
-            if map.len() >= self.limits.max_sessions {
-                let id = longest_idle(&map, false).ok_or(Full)?;
-                evicted.extend(map.remove(&id));
+            if map.len() - evicted.len() >= self.limits.max_sessions {
+                evicted.push(longest_idle(false, evicted.first()).ok_or(Full)?);
+            }
+            evicted
+        };
+        for id in evicted {
+            // Not one that got a request meanwhile.
+            if self.end_held(&id, |s| s.idle_for().is_some()).await {
+                tracing::info!("session ended to make room for a new one (at the session cap)");
             }
         }
-        for session in &evicted {
-            tracing::info!("session ended to make room for a new one (at the session cap)");
-            end(session);
+        let map = self.map();
+        let theirs = map.values().filter(|s| &s.principal == principal).count();
+        let room = theirs < self.limits.max_per_principal && map.len() < self.limits.max_sessions;
+        room.then_some(()).ok_or(Full)
+    }
+
+    /// Ends session `id` if this host holds it and `still(session)` holds:
+    /// forgotten in the session store first (so no host takes it up
+    /// again), then its requests are cancelled and its streams end.
+    async fn end_held(&self, id: &str, still: impl Fn(&HttpSession) -> bool) -> bool {
+        let Some(held) = self.map().get(id).cloned() else {
+            return false;
+        };
+        if let Err(error) = held.conn.session_store().remove(id).await {
+            tracing::warn!("the session store failed to forget a session: {error:#}");
         }
-        Ok(())
+        let ended = {
+            let mut map = self.map();
+            match map.get(id) {
+                Some(session) if still(session) => map.remove(id),
+                _ => None,
+            }
+        };
+        match ended {
+            Some(session) => {
+                end(&session);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Opens a session for `principal`, ending the longest-idle session
     /// where a cap is reached.
-    pub fn open(
+    pub async fn open(
         &self,
         server: &Arc<Server>,
         principal: Option<String>,
     ) -> Result<Arc<HttpSession>, Full> {
         let id = random_id();
-        self.make_room(&principal)?;
+        self.make_room(&principal).await?;
         let (out, messages) = Outbox::new();
         let conn = Connection::kept(server.clone(), out, principal.clone(), id.clone());
         Ok(self.insert(id, principal, conn, messages))
     }
 
     /// Takes up the kept session `record` (see the module's doc).
-    fn restore(
+    async fn restore(
         &self,
         server: &Arc<Server>,
         record: &SessionRecord,
     ) -> Result<Arc<HttpSession>, Full> {
-        self.make_room(&record.principal)?;
+        self.make_room(&record.principal).await?;
         let (out, messages) = Outbox::new();
         let conn = Connection::restored(server.clone(), out, record);
         tracing::debug!("session taken up from the session store");
@@ -254,6 +285,7 @@ impl SessionTable {
             return Ok(session);
         }
         self.restore(server, &record)
+            .await
             .map_err(|Full| Lookup::Unknown)
     }
 
@@ -268,18 +300,14 @@ impl SessionTable {
         Ok(session)
     }
 
-    /// Ends a session: its requests are cancelled and its streams end.
-    pub fn close(&self, id: &str) -> bool {
-        let (session, open) = {
-            let mut map = self.map();
-            (map.remove(id), map.len())
-        };
-        let Some(session) = session else {
-            return false;
-        };
-        end(&session);
-        tracing::debug!(open, "session closed");
-        true
+    /// Ends a session (see [`SessionTable::end_held`]); whether this host
+    /// held it.
+    pub async fn close(&self, id: &str) -> bool {
+        let closed = self.end_held(id, |_| true).await;
+        if closed {
+            tracing::debug!(open = self.len(), "session closed");
+        }
+        closed
     }
 
     /// How many sessions are open.
@@ -288,27 +316,23 @@ impl SessionTable {
     }
 
     /// Ends the sessions idle for longer than `idle`.
-    pub fn expire(&self, idle: Duration) -> usize {
-        let expired: Vec<Arc<HttpSession>> = {
-            let mut map = self.map();
-            let ids: Vec<String> = map
-                .values()
-                .filter(|s| s.idle_for().is_some_and(|t| t > idle))
-                .map(|s| s.id.clone())
-                .collect();
-            ids.iter().filter_map(|id| map.remove(id)).collect()
-        };
-        for session in &expired {
-            end(session);
+    pub async fn expire(&self, idle: Duration) -> usize {
+        let idle_ones: Vec<String> = self
+            .map()
+            .values()
+            .filter(|s| s.idle_for().is_some_and(|t| t > idle))
+            .map(|s| s.id.clone())
+            .collect();
+        let mut expired = 0;
+        for id in idle_ones {
+            // Not one a client came back to meanwhile.
+            let still_idle = |s: &HttpSession| s.idle_for().is_some_and(|t| t > idle);
+            expired += usize::from(self.end_held(&id, still_idle).await);
         }
-        if !expired.is_empty() {
-            tracing::debug!(
-                expired = expired.len(),
-                open = self.len(),
-                "sessions expired"
-            );
+        if expired > 0 {
+            tracing::debug!(expired, open = self.len(), "sessions expired");
         }
-        expired.len()
+        expired
     }
 
     /// Expires idle sessions every so often, for as long as the table lives.
@@ -319,24 +343,16 @@ impl SessionTable {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(table) = table.upgrade() else { return };
-                table.expire(idle);
+                table.expire(idle).await;
             }
         });
     }
 }
 
-/// Ends a session here, and forgets it in the session store.
+/// Ends a session here: its requests are cancelled, its streams end.
 fn end(session: &HttpSession) {
     session.conn.close();
     session.standalone.close();
-    let (store, id) = (session.conn.session_store(), session.id.clone());
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(async move {
-            if let Err(error) = store.remove(&id).await {
-                tracing::warn!("the session store failed to forget a session: {error:#}");
-            }
-        });
-    }
 }
 
 #[cfg(test)]
