@@ -12,6 +12,7 @@ use crate::server::convert::{log_level_name, severity};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -39,8 +40,14 @@ pub trait PluginNotices: Send + Sync {
 pub enum TaskRole {
     /// It may not (the tool or the request does not allow it).
     Never,
-    /// It may: the plugin asking for it says so to the call's driver.
-    Possible(Events),
+    /// It may: the plugin asking for it says so to the call's driver
+    /// (once: then `asked` is set).
+    Possible {
+        /// Where the call's driver hears it.
+        events: Events,
+        /// The plugin asked already.
+        asked: AtomicBool,
+    },
     /// It already is one.
     Task,
 }
@@ -216,8 +223,10 @@ impl CallContext for RequestScope {
         match &self.task_role {
             TaskRole::Never => false,
             TaskRole::Task => true,
-            TaskRole::Possible(events) => {
-                events.wants_task();
+            TaskRole::Possible { events, asked } => {
+                if !asked.swap(true, Ordering::Relaxed) {
+                    events.wants_task();
+                }
                 true
             }
         }

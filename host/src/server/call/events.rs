@@ -6,8 +6,6 @@
 //! receives. Nothing else passes between them.
 
 use super::Round;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// One thing a running call says.
@@ -25,13 +23,13 @@ pub enum CallEvent {
 /// The call's side of its events.
 ///
 /// Unbounded as a channel only: a call has at most one round outstanding
-/// (it waits on its answers), sends [`CallEvent::WantsTask`] once, and
-/// each `Waiting(true)` is paired with one `Waiting(false)` for a question
-/// counted against its principal's waiting calls.
+/// (it waits on its answers), sends [`CallEvent::WantsTask`] once (its
+/// `TaskRole` sees to that), and each `Waiting(true)` is paired with one
+/// `Waiting(false)` for a question counted against its principal's
+/// waiting calls.
 #[derive(Clone)]
 pub struct Events {
     tx: mpsc::UnboundedSender<CallEvent>,
-    asked_for_task: Arc<AtomicBool>,
 }
 
 /// The driver's side of a call's events.
@@ -41,11 +39,7 @@ impl Events {
     /// A call's events and their receiver.
     pub fn new() -> (Self, EventReceiver) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let events = Events {
-            tx,
-            asked_for_task: Arc::default(),
-        };
-        (events, rx)
+        (Events { tx }, rx)
     }
 
     /// Sends `round`; `false` when nobody drives the call any more.
@@ -58,10 +52,8 @@ impl Events {
         let _ = self.tx.send(CallEvent::Waiting(waiting));
     }
 
-    /// Says the plugin asked to go on as a task (the first time only).
+    /// Says the plugin asked to go on as a task.
     pub fn wants_task(&self) {
-        if !self.asked_for_task.swap(true, Ordering::Relaxed) {
-            let _ = self.tx.send(CallEvent::WantsTask);
-        }
+        let _ = self.tx.send(CallEvent::WantsTask);
     }
 }

@@ -38,6 +38,7 @@ use crate::runtime::types::LogLevel;
 use serde_json::{Map, Value};
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -256,7 +257,10 @@ where
     let rounds = Rounds::new(responses, request.input_timeout, events.clone());
     let (link, cancelled) = Link::new(request.reply.clone());
     let task_role = if may_become_task {
-        TaskRole::Possible(events)
+        TaskRole::Possible {
+            events,
+            asked: AtomicBool::new(false),
+        }
     } else {
         TaskRole::Never
     };
