@@ -108,16 +108,14 @@ impl Connection {
         })
     }
 
-    /// The server's session store.
-    pub fn session_store(&self) -> Arc<dyn crate::server::SessionStore> {
-        self.server.sessions.clone()
-    }
-
     /// Saves what the session settled in the server's session store, if
     /// it is kept there; a failure is logged (the session goes on here).
     pub async fn persist(&self) {
         let Some(id) = &self.kept_as else { return };
         let _one_at_a_time = self.saving.lock().await;
+        if self.closed.is_cancelled() {
+            return;
+        }
         let record = SessionRecord::of(
             id,
             self.principal.as_deref(),
@@ -126,6 +124,17 @@ impl Connection {
         );
         if let Err(error) = self.server.sessions.save(&record).await {
             tracing::warn!("the session store failed to save a session: {error:#}");
+        }
+    }
+
+    /// Forgets the session in the server's session store, if it is kept
+    /// there, after any save under way (call it once the connection is
+    /// closed: it saves nothing more then).
+    pub async fn forget_kept(&self) {
+        let Some(id) = &self.kept_as else { return };
+        let _one_at_a_time = self.saving.lock().await;
+        if let Err(error) = self.server.sessions.remove(id).await {
+            tracing::warn!("the session store failed to forget a session: {error:#}");
         }
     }
 

@@ -181,29 +181,20 @@ impl SessionTable {
     }
 
     /// Ends session `id` if this host holds it and `still(session)` holds:
-    /// forgotten in the session store first (so no host takes it up
-    /// again), then its requests are cancelled and its streams end.
+    /// its connection is closed (its requests are cancelled, and it saves
+    /// its session no more), it is forgotten in the session store (so no
+    /// host takes it up again), then it leaves the table and its streams
+    /// end.
     async fn end_held(&self, id: &str, still: impl Fn(&HttpSession) -> bool) -> bool {
-        let Some(held) = self.map().get(id).cloned() else {
-            return false;
+        let held = match self.map().get(id) {
+            Some(session) if still(session) => session.clone(),
+            _ => return false,
         };
-        if let Err(error) = held.conn.session_store().remove(id).await {
-            tracing::warn!("the session store failed to forget a session: {error:#}");
-        }
-        let ended = {
-            let mut map = self.map();
-            match map.get(id) {
-                Some(session) if still(session) => map.remove(id),
-                _ => None,
-            }
-        };
-        match ended {
-            Some(session) => {
-                end(&session);
-                true
-            }
-            None => false,
-        }
+        held.conn.close();
+        held.conn.forget_kept().await;
+        self.map().remove(id);
+        end(&held);
+        true
     }
 
     /// Opens a session for `principal`, ending the longest-idle session
@@ -358,6 +349,25 @@ fn end(session: &HttpSession) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::tests::empty_server;
+
+    #[tokio::test]
+    async fn a_session_ended_here_stays_forgotten_in_the_store() {
+        let server = empty_server();
+        let table = SessionTable::new(SessionLimits::default());
+        let session = table.open(&server, None).await.ok().unwrap();
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+        session.conn.handle_text(init);
+        session.conn.persist().await;
+        let store = server.session_store();
+        assert!(store.load(&session.id).await.unwrap().is_some());
+        assert!(table.close(&session.id).await);
+        // A save still under way when it ended (a roots answer, a setLevel)
+        // does not bring it back.
+        session.conn.persist().await;
+        assert_eq!(store.load(&session.id).await.unwrap(), None);
+        assert!(table.find(&server, &session.id, &None).await.is_err());
+    }
 
     #[test]
     fn session_ids_are_128_random_bits() {
