@@ -32,6 +32,6 @@ pub use notices::Notices;
 /// Notice keys.
 pub use notices::{build_key as build_notice_key, load_key as load_notice_key};
 pub use outbox::{Outbox, OutboxReceiver, Outgoing};
-pub use session::Settled;
+pub use session::{Arriving, Settled};
 pub use session_store::{MemorySessions, SessionRecord, SessionStore};
 pub use shared::{Loading, Server, ServerOptions};

@@ -2,7 +2,7 @@
 //! request: a `_meta` protocol version makes it stateless (2026-07-28).
 
 use super::convert::parse_log_level;
-use crate::protocol::{meta, ErrorCode, Method, Revision, RpcError};
+use crate::protocol::{meta, ErrorCode, HeaderParameter, Method, Revision, RpcError};
 use crate::registry::Catalogue;
 use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
@@ -38,6 +38,27 @@ pub struct Settled {
     pub(super) era: Era,
     pub(super) method: Option<Method>,
     pub(super) catalogue: Option<Arc<Catalogue>>,
+}
+
+/// A stateless request on its way in, before its headers are checked:
+/// its method, and for a `tools/call` the catalogue it is checked against
+/// and then served by (see [`Settled`]).
+pub struct Arriving {
+    pub(super) method: Option<Method>,
+    pub(super) catalogue: Option<Arc<Catalogue>>,
+}
+
+impl Arriving {
+    /// The arguments the request must repeat in headers (its tool's).
+    pub fn header_parameters(&self, params: &Map<String, Value>) -> &[HeaderParameter] {
+        let name = params.get("name").and_then(Value::as_str);
+        let tool = self
+            .catalogue
+            .as_ref()
+            .zip(name)
+            .and_then(|(c, n)| c.tool(n));
+        tool.map_or(&[], |t| &t.header_parameters[..])
+    }
 }
 
 /// The wire of tasks a request speaks (and which one created a task: it

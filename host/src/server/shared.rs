@@ -2,12 +2,12 @@
 //! the parked calls and tasks, the admission counts, and the channel of
 //! server-wide events.
 
-use super::session::{self, Session, Settled};
+use super::session::{self, Arriving, Session, Settled};
 use super::{admission, call, notices, tasks, AdmissionLimits, Notices, ServerEvent};
 use super::{Bus, LocalBus, MemorySessions, SessionStore, Subscription};
 use crate::config::defaults;
 use crate::protocol::{Method, RpcError};
-use crate::registry::{Catalogue, Change, Registry, Reload};
+use crate::registry::{Change, Registry, Reload};
 use crate::runtime::types::LogLevel;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -387,26 +387,35 @@ impl Server {
 }
 
 impl Server {
-    /// A stateless request of `method` (parsed) with `params`, settled
-    /// once: its `_meta` checked into its era, and the `catalogue` it was
-    /// checked against, if any, kept for serving it.
+    /// A stateless request of `method` on its way in. A `tools/call`
+    /// waits for the plugins' first load: the arguments it repeats in
+    /// headers are its tool's.
+    pub async fn arriving(&self, method: &str) -> Arriving {
+        let method = Method::parse(method);
+        let catalogue = match method {
+            Some(Method::CallTool) => {
+                self.until_loaded().await;
+                Some(self.registry.catalogue())
+            }
+            _ => None,
+        };
+        Arriving { method, catalogue }
+    }
+
+    /// An `arriving` stateless request with `params`, its headers checked,
+    /// settled once: its `_meta` checked into its era, and served by the
+    /// catalogue its headers were checked against.
     pub fn settle_stateless(
         &self,
-        method: Option<Method>,
+        arriving: Arriving,
         params: &Map<String, Value>,
-        catalogue: Option<Arc<Catalogue>>,
     ) -> Result<Settled, RpcError> {
         let era = session::era_of(params, &Session::default(), self.options.handshake_only)?;
         Ok(Settled {
             era,
-            method,
-            catalogue,
+            method: arriving.method,
+            catalogue: arriving.catalogue,
         })
-    }
-
-    /// The catalogue as it stands now.
-    pub fn catalogue(&self) -> Arc<Catalogue> {
-        self.registry.catalogue()
     }
 
     /// Whether the stateless revision is offered.

@@ -90,7 +90,7 @@ impl Tasks {
     }
 
     /// Where tasks are kept.
-    pub fn store(&self) -> &dyn TaskStore {
+    pub(in crate::server) fn store(&self) -> &dyn TaskStore {
         &*self.store
     }
 

@@ -119,28 +119,10 @@ async fn stateless(
             )
         }
     };
-    let parsed = Method::parse(&method);
-    // The arguments a tools/call repeats in headers are its tool's, known
-    // once its plugin has loaded; the call is then served by the very
-    // catalogue it was checked against.
-    let catalogue = match parsed {
-        Some(Method::CallTool) => {
-            app.server.until_loaded().await;
-            Some(app.server.catalogue())
-        }
-        _ => None,
-    };
-    let mirrored = catalogue.as_ref().and_then(|catalogue| {
-        let name = params.get("name").and_then(Value::as_str)?;
-        Some(catalogue.tool(name)?.header_parameters.clone())
-    });
-    let settled = headers::validate(
-        headers,
-        &method,
-        &params,
-        mirrored.as_deref().unwrap_or_default(),
-    )
-    .and_then(|()| app.server.settle_stateless(parsed, &params, catalogue));
+    let arriving = app.server.arriving(&method).await;
+    let mirrored = arriving.header_parameters(&params);
+    let settled = headers::validate(headers, &method, &params, mirrored)
+        .and_then(|()| app.server.settle_stateless(arriving, &params));
     let settled = match settled {
         Ok(settled) => settled,
         Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
