@@ -62,7 +62,11 @@ pub async fn serve_folder(
         );
     }
     let options = settings::server_options(&config, notices);
-    let server = Server::new(registry, options);
+    let replica = crate::cluster::replica_name(&config);
+    let server = match crate::cluster::connect(&config, &replica, options.max_sessions).await? {
+        Some(shared) => Server::with_backends(registry, options, shared),
+        None => Server::new(registry, options),
+    };
     if let Some(served) = served {
         let _ = served.set(server.clone());
     }

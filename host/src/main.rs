@@ -45,6 +45,8 @@ enum Command {
         startup: StartupArgs,
         #[command(flatten)]
         http: HttpArgs,
+        #[command(flatten)]
+        cluster: ClusterArgs,
     },
     /// Build plugins from source, serve them over stdio, and rebuild and
     /// reload one whenever its sources change.
@@ -205,6 +207,37 @@ impl StartupArgs {
     }
 }
 
+/// Sharing state with other replicas.
+#[derive(clap::Args, Clone, Default)]
+struct ClusterArgs {
+    /// Share tasks, sessions and events with other replicas in this
+    /// PostgreSQL database: postgres://USER@HOST[:PORT]/DB (a password goes
+    /// in the config's [state] password). Overrides [state] url.
+    #[arg(long, value_name = "URL", env = "WASM_MCP_STATE")]
+    state: Option<String>,
+    /// This replica's name (letters, digits, '-', '_'). Overrides
+    /// [cluster] replica.
+    #[arg(long, value_name = "NAME", env = "WASM_MCP_REPLICA")]
+    replica: Option<String>,
+}
+
+impl ClusterArgs {
+    fn apply(self, config: &mut Config) -> Result<()> {
+        if let Some(url) = self.state {
+            wasm_mcp::config::check_state_url(&url)?;
+            config.state.url = Some(url);
+        }
+        if let Some(name) = self.replica {
+            anyhow::ensure!(
+                wasm_mcp::config::valid_replica_name(&name),
+                "--replica {name:?} must be letters, digits, '-' or '_' (no dot)"
+            );
+            config.cluster.replica = Some(name);
+        }
+        Ok(())
+    }
+}
+
 /// Serving over HTTP instead of stdio.
 #[derive(clap::Args, Clone, Default)]
 struct HttpArgs {
@@ -325,7 +358,8 @@ fn main() -> Result<()> {
                 protocol,
                 startup,
                 http,
-            } => serve(plugins, config, no_watch, protocol, startup, http).await,
+                cluster,
+            } => serve(plugins, config, no_watch, protocol, startup, http, cluster).await,
             Command::Dev {
                 sources,
                 release,
@@ -386,10 +420,12 @@ async fn serve(
     protocol: ProtocolArgs,
     startup: StartupArgs,
     http: HttpArgs,
+    cluster: ClusterArgs,
 ) -> Result<()> {
     let mut config = settings::load_config(config_path).await?;
     config.server.handshake_only |= protocol.handshake_only;
     startup.apply(&mut config);
+    cluster.apply(&mut config)?;
     let dir = plugins
         .or_else(|| config.server.plugins.clone())
         .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;

@@ -65,3 +65,11 @@ pub const TASKS_STORED: usize = 100_000;
 pub const TASK_BYTES: usize = 1 << 30;
 /// The largest task result kept, in bytes of JSON.
 pub const TASK_RESULT_BYTES: usize = 4 << 20;
+/// Connections to the shared PostgreSQL database per replica.
+pub const STATE_CONNECTIONS: usize = 8;
+/// How long connecting to the shared database, or one query, may take.
+pub const STATE_TIMEOUT_MS: u64 = 5_000;
+/// SSE events kept per session stream in the shared database.
+pub const STATE_STREAM_EVENTS: usize = 1_000;
+/// How long a replica's hold on its running tasks lasts unless renewed.
+pub const LEASE_SECS: u64 = 10;

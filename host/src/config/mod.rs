@@ -3,6 +3,7 @@
 //! policy that grants a plugin what it asks for and the config allows.
 
 mod check;
+mod cluster;
 pub mod defaults;
 mod http;
 mod limits;
@@ -10,6 +11,7 @@ mod manifest;
 mod tasks;
 
 pub use check::oci_reference;
+pub use cluster::{check_url as check_state_url, valid_replica_name, ClusterSection, StateSection};
 pub use http::{AuthSection, HttpSection, JwtSection};
 pub use limits::{LimitsOverride, LimitsSection, SpareMode};
 pub use manifest::Manifest;
@@ -45,6 +47,10 @@ pub struct Config {
     pub signatures: SignaturesSection,
     /// `[traces]`
     pub traces: TracesSection,
+    /// `[state]`: the database replicas share.
+    pub state: StateSection,
+    /// `[cluster]`: this replica's name and lease.
+    pub cluster: ClusterSection,
     /// `[registries."HOST[:PORT]"]`: credentials for OCI registries.
     pub registries: BTreeMap<String, RegistryLogin>,
 }
@@ -330,6 +336,8 @@ impl Config {
         check::tasks(&mut config.tasks, base)?;
         check::signatures(&mut config, base)?;
         check::registries(&mut config.registries, base)?;
+        cluster::check_state(&mut config.state, base)?;
+        cluster::check_cluster(&config.cluster)?;
         Ok(config)
     }
 

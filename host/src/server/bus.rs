@@ -31,6 +31,12 @@ pub enum Heard {
 /// it has not read; past that it misses the oldest ([`Heard::Missed`]).
 pub struct Subscription(broadcast::Receiver<ServerEvent>);
 
+impl From<broadcast::Receiver<ServerEvent>> for Subscription {
+    fn from(receiver: broadcast::Receiver<ServerEvent>) -> Self {
+        Subscription(receiver)
+    }
+}
+
 impl Subscription {
     /// The next event, or what happened instead.
     pub async fn recv(&mut self) -> Heard {

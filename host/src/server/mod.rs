@@ -24,6 +24,8 @@ pub mod tasks;
 pub(crate) mod tests;
 
 pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
+#[cfg(test)]
+pub(crate) use bus::contract::check as bus_contract;
 pub use bus::{Bus, Heard, LocalBus, Subscription};
 pub use call::Outcome;
 pub use connection::{Canceller, Connection};
@@ -33,5 +35,7 @@ pub use notices::Notices;
 pub use notices::{build_key as build_notice_key, load_key as load_notice_key};
 pub use outbox::{Outbox, OutboxReceiver, Outgoing};
 pub use session::{Arriving, Settled};
+#[cfg(test)]
+pub(crate) use session_store::contract::check as session_store_contract;
 pub use session_store::{MemorySessions, SessionRecord, SessionStore};
-pub use shared::{Loading, Server, ServerOptions};
+pub use shared::{Backends, Loading, Server, ServerOptions};

@@ -72,14 +72,16 @@ pub enum Wire {
 }
 
 impl Wire {
-    pub(crate) fn as_str(self) -> &'static str {
+    /// Its name, as stored.
+    pub fn as_str(self) -> &'static str {
         match self {
             Wire::Handshake => "2025-11-25",
             Wire::Stateless => "2026-07-28",
         }
     }
 
-    pub(crate) fn parse(text: &str) -> Wire {
+    /// The wire named `text` (as stored).
+    pub fn parse(text: &str) -> Wire {
         if text == "2025-11-25" {
             Wire::Handshake
         } else {

@@ -19,6 +19,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// One session as it is kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,11 +102,16 @@ pub trait SessionStore: Send + Sync {
     async fn load(&self, id: &str) -> Result<Option<SessionRecord>>;
     /// Forgets session `id`; whether it was kept.
     async fn remove(&self, id: &str) -> Result<bool>;
+    /// Notes that sessions `ids` are in use (held by a host, whether or not
+    /// they changed).
+    async fn touch(&self, ids: &[String]) -> Result<()>;
+    /// Forgets the sessions neither saved nor touched for `idle`; how many.
+    async fn forget_idle(&self, idle: Duration) -> Result<usize>;
 }
 
 /// The sessions of one process, at most `capacity` of them.
 pub struct MemorySessions {
-    sessions: Mutex<HashMap<String, SessionRecord>>,
+    sessions: Mutex<HashMap<String, (SessionRecord, Instant)>>,
     capacity: usize,
 }
 
@@ -126,16 +132,34 @@ impl SessionStore for MemorySessions {
         if sessions.len() >= self.capacity && !sessions.contains_key(&record.id) {
             anyhow::bail!("the session store is full ({} sessions)", self.capacity);
         }
-        sessions.insert(record.id.clone(), record.clone());
+        sessions.insert(record.id.clone(), (record.clone(), Instant::now()));
         Ok(())
     }
 
     async fn load(&self, id: &str) -> Result<Option<SessionRecord>> {
-        Ok(self.sessions.lock().get(id).cloned())
+        Ok(self.sessions.lock().get(id).map(|(r, _)| r.clone()))
     }
 
     async fn remove(&self, id: &str) -> Result<bool> {
         Ok(self.sessions.lock().remove(id).is_some())
+    }
+
+    async fn touch(&self, ids: &[String]) -> Result<()> {
+        let mut sessions = self.sessions.lock();
+        let now = Instant::now();
+        for id in ids {
+            if let Some((_, touched)) = sessions.get_mut(id) {
+                *touched = now;
+            }
+        }
+        Ok(())
+    }
+
+    async fn forget_idle(&self, idle: Duration) -> Result<usize> {
+        let mut sessions = self.sessions.lock();
+        let before = sessions.len();
+        sessions.retain(|_, (_, touched)| touched.elapsed() <= idle);
+        Ok(before - sessions.len())
     }
 }
 
@@ -184,6 +208,14 @@ pub(crate) mod contract {
         store.save(&record("f0")).await.unwrap();
         assert!(store.remove("f0").await.unwrap());
         store.save(&record("one-too-many")).await.unwrap();
+        // Idle sessions are forgotten, touched ones kept.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        store.touch(&["f1".into(), "gone".into()]).await.unwrap();
+        let forgotten = store.forget_idle(Duration::from_millis(20)).await.unwrap();
+        assert_eq!(forgotten, capacity - 1);
+        assert!(store.load("f1").await.unwrap().is_some());
+        assert!(store.load("f2").await.unwrap().is_none());
+        assert!(store.remove("f1").await.unwrap());
     }
 
     #[tokio::test]

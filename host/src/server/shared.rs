@@ -67,6 +67,37 @@ impl Default for ServerOptions {
     }
 }
 
+/// Where a server keeps what it shares with other hosts: its events, its
+/// tasks and its sessions. [`Backends::local`] keeps them in this process
+/// (tasks in the configured SQLite file).
+pub struct Backends {
+    /// Server-wide events.
+    pub bus: Arc<dyn Bus>,
+    /// The tasks store.
+    pub tasks: Box<dyn tasks::TaskStore>,
+    /// Whether `tasks` is a stand-in for a store that did not open.
+    pub tasks_failed: bool,
+    /// The handshake sessions store.
+    pub sessions: Arc<dyn SessionStore>,
+    /// This host's name among the replicas sharing the stores (it prefixes
+    /// task ids); `None` for a host on its own.
+    pub replica: Option<String>,
+}
+
+impl Backends {
+    /// Everything in this process, as `options` say.
+    pub fn local(options: &ServerOptions) -> Self {
+        let (tasks, tasks_failed) = tasks::open_sqlite(&options.tasks);
+        Backends {
+            bus: Arc::new(LocalBus::new()),
+            tasks,
+            tasks_failed,
+            sessions: Arc::new(MemorySessions::new(options.max_sessions)),
+            replica: None,
+        }
+    }
+}
+
 /// What every connection shares: the registry, the settings, and the
 /// channel of server-wide events.
 pub struct Server {
@@ -110,15 +141,37 @@ impl Server {
     /// A server over `registry`, with its background loops running (the
     /// expiry of parked calls and of tasks).
     pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {
-        let events: Arc<dyn Bus> = Arc::new(LocalBus::new());
+        let backends = Backends::local(&options);
+        Self::with_backends(registry, options, backends)
+    }
+
+    /// A server over `registry` keeping its shared state in `backends`.
+    pub fn with_backends(
+        registry: Arc<Registry>,
+        options: ServerOptions,
+        backends: Backends,
+    ) -> Arc<Self> {
+        let Backends {
+            bus: events,
+            tasks,
+            tasks_failed,
+            sessions,
+            replica,
+        } = backends;
         let waiting = call::Waiting::new(options.max_waiting_per_principal);
         let parking = call::Parking::new(options.input_timeout, waiting.clone());
-        let tasks = tasks::Tasks::open(options.tasks.clone(), events.clone());
+        let tasks = tasks::Tasks::new(
+            tasks,
+            tasks_failed,
+            options.tasks.clone(),
+            events.clone(),
+            replica,
+        );
         // The background loops: each holds a weak reference and ends with
         // what it tends.
         tokio::spawn(call::Parking::expire_now_and_then(Arc::downgrade(&parking)));
         tokio::spawn(tasks::sweep(Arc::downgrade(&tasks)));
-        let sessions: Arc<dyn SessionStore> = Arc::new(MemorySessions::new(options.max_sessions));
+        tokio::spawn(tasks::tend(Arc::downgrade(&tasks)));
         Arc::new(Server {
             registry,
             events,

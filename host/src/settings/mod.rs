@@ -114,6 +114,7 @@ pub fn task_options(config: &Config) -> TaskOptions {
             bytes_total: section.max_stored_mb << 20,
             result_bytes: section.max_result_mb << 20,
         },
+        lease: Duration::from_secs(config.cluster.lease_secs),
     }
 }
 

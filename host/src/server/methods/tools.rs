@@ -4,7 +4,7 @@ use super::plan::{plan_tool, Plan};
 use super::{clip, invalid, unless_late, Request};
 use crate::metrics::{metrics, Outcome as Measured};
 use crate::protocol::Params;
-use crate::protocol::{random_id, ErrorCode, Method, ResultType, RpcError};
+use crate::protocol::{ErrorCode, Method, ResultType, RpcError};
 use crate::registry::{schema_limits, Catalogue, ToolEntry};
 use crate::runtime::{tools, types, CallError, LoadedPlugin};
 use crate::server::call::outcome::{
@@ -61,7 +61,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
     match plan {
         Plan::Request => tool_answer(call::run(asked, plugin, target, Run::Inline, call).await?),
         Plan::RequestedTask => {
-            let id = random_id();
+            let id = request.conn.server.tasks.new_id();
             let run = Run::AsTask { id: id.clone() };
             let reply = call::run(asked, plugin, target, run, call).await?;
             start_requested_task(request, id, name, reply).await

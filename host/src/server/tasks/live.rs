@@ -4,7 +4,7 @@
 
 use super::store;
 use super::{conclusion, store_error, NewTask, Record, Status, Tasks, Wire};
-use crate::protocol::{random_id, RpcError};
+use crate::protocol::RpcError;
 use crate::server::call::{CallEvent, Ended, Execution, Link, Round};
 use crate::server::{Outbox, Outcome as CallOutcome, ServerEvent};
 use parking_lot::Mutex;
@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 /// The client's answers to a task's outstanding questions (2026-07-28
 /// `tasks/update`), and where to say whether they were taken.
 pub(super) struct Update {
-    responses: Map<String, Value>,
-    done: oneshot::Sender<Result<(), RpcError>>,
+    pub(super) responses: Map<String, Value>,
+    pub(super) done: oneshot::Sender<Result<(), RpcError>>,
 }
 
 /// A task whose call runs in this process.
@@ -83,7 +83,7 @@ impl Tasks {
         execution: Execution,
         new: NewTask,
     ) -> Result<Record, RpcError> {
-        self.launch(random_id(), new, None, execution).await
+        self.launch(self.new_id(), new, None, execution).await
     }
 
     /// The outstanding questions of task `id` (2026-07-28), if it runs here.
@@ -113,19 +113,6 @@ impl Tasks {
         })
     }
 
-    /// Hands the client's answers to task `id`'s outstanding questions
-    /// (2026-07-28); answers to questions it is not asking are ignored.
-    pub async fn update(&self, id: &str, responses: Map<String, Value>) -> Result<(), RpcError> {
-        let Some(live) = self.live_task(id) else {
-            return Ok(());
-        };
-        let (done, taken) = oneshot::channel();
-        if live.updates.send(Update { responses, done }).is_err() {
-            return Ok(());
-        }
-        taken.await.unwrap_or(Ok(()))
-    }
-
     /// Waits until task `id` is over (it may run here or in another host
     /// sharing the store).
     pub async fn wait_over(&self, id: &str) {
@@ -151,7 +138,12 @@ impl Tasks {
     }
 
     pub(super) async fn set_status(&self, live: &Live, status: Status) {
-        let changed = self.store().set_status(&live.id, status, None).await;
+        let requests = (status == Status::InputRequired).then(|| live.requests.lock().clone());
+        let requests = requests.filter(|r| !r.is_empty());
+        let changed = self
+            .store()
+            .set_status(&live.id, status, None, requests.as_ref())
+            .await;
         match changed {
             Ok(true) => self.announce(live).await,
             Ok(false) => {}
@@ -214,7 +206,10 @@ impl Tasks {
 /// Answers a task's outstanding questions with the client's `responses`:
 /// the ones it is asking are taken (and checked), others ignored. `true`
 /// once every question is answered.
-fn take_answers(pending: &mut Pending, responses: Map<String, Value>) -> Result<bool, RpcError> {
+pub(super) fn take_answers(
+    pending: &mut Pending,
+    responses: Map<String, Value>,
+) -> Result<bool, RpcError> {
     let mut taken = Map::new();
     for (key, response) in responses {
         let Some(request) = pending.requests.get(&key) else {
@@ -236,10 +231,21 @@ fn take_answers(pending: &mut Pending, responses: Map<String, Value>) -> Result<
 }
 
 /// The round of questions a task waits on.
-struct Pending {
+pub(super) struct Pending {
     requests: Map<String, Value>,
     answers: Map<String, Value>,
     answered: oneshot::Sender<Map<String, Value>>,
+}
+
+impl Pending {
+    /// A round of `requests` that only checks answers (nobody waits).
+    pub(super) fn checking(requests: Map<String, Value>) -> Self {
+        Pending {
+            requests,
+            answers: Map::new(),
+            answered: oneshot::channel().0,
+        }
+    }
 }
 
 /// Runs a task's call to its end: records its questions and the client's

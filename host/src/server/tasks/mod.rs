@@ -8,6 +8,7 @@
 //! is cancelled or expires (dropping the call stops the plugin and frees
 //! its instance).
 
+mod lease;
 mod live;
 mod options;
 mod quota;
@@ -15,10 +16,13 @@ mod record;
 mod store;
 mod wire;
 
+pub use lease::tend;
 pub use live::{Attached, Live};
 pub use options::{now_ms, TaskOptions};
 pub use quota::TaskQuotas;
-pub use store::{Record, Sqlite, Status, TaskStore, Wire};
+#[cfg(test)]
+pub(crate) use store::contract::{check as store_contract, task as contract_task};
+pub use store::{outcome_text, parse_outcome, Record, Sqlite, Status, TaskStore, Usage, Wire};
 
 use super::Outcome as CallOutcome;
 use super::{Bus, ServerEvent};
@@ -37,6 +41,9 @@ pub struct Tasks {
     events: Arc<dyn Bus>,
     /// The configured store did not open (tasks are kept in memory).
     store_failed: bool,
+    /// This host's name among replicas sharing the store: the prefix of
+    /// the ids of the tasks it makes.
+    replica: Option<String>,
 }
 
 /// What a new task is.
@@ -56,31 +63,54 @@ pub(super) fn store_error(error: anyhow::Error) -> RpcError {
     RpcError::internal(format!("the tasks store failed: {error}"))
 }
 
-impl Tasks {
-    /// Opens the store (falling back to memory, with an error in the log,
-    /// when it cannot be opened). [`sweep`] deletes expired tasks.
-    pub fn open(options: TaskOptions, events: Arc<dyn Bus>) -> Arc<Self> {
-        let instance = random_id();
-        let (store, store_failed) = match Sqlite::open(options.store.as_deref(), &instance) {
-            Ok(store) => (store, false),
-            Err(error) => {
-                tracing::error!(
-                    "cannot open the tasks store: {error:#}; tasks are kept in memory and will not survive a restart"
-                );
-                let memory = Sqlite::open(None, &instance).expect("an in-memory database opens");
-                (memory, true)
-            }
-        };
-        if let Some(path) = &options.store {
-            tracing::debug!(store = %path.display(), "tasks store open");
+/// Opens the SQLite store `options` name (falling back to memory, with an
+/// error in the log, when it cannot be opened: then `true`).
+pub fn open_sqlite(options: &TaskOptions) -> (Box<dyn TaskStore>, bool) {
+    let instance = random_id();
+    let (store, failed) = match Sqlite::open(options.store.as_deref(), &instance) {
+        Ok(store) => (store, false),
+        Err(error) => {
+            tracing::error!(
+                "cannot open the tasks store: {error:#}; tasks are kept in memory and will not survive a restart"
+            );
+            let memory = Sqlite::open(None, &instance).expect("an in-memory database opens");
+            (memory, true)
         }
+    };
+    if let Some(path) = &options.store {
+        tracing::debug!(store = %path.display(), "tasks store open");
+    }
+    (Box::new(store), failed)
+}
+
+impl Tasks {
+    /// The tasks kept in `store` (`store_failed`: a stand-in for one that
+    /// did not open), by host `replica` among others sharing it. [`sweep`]
+    /// deletes expired tasks; [`tend`] keeps the running ones held.
+    pub fn new(
+        store: Box<dyn TaskStore>,
+        store_failed: bool,
+        options: TaskOptions,
+        events: Arc<dyn Bus>,
+        replica: Option<String>,
+    ) -> Arc<Self> {
         Arc::new(Tasks {
-            store: Box::new(store),
+            store,
             live: Mutex::new(HashMap::new()),
             options,
             events,
             store_failed,
+            replica,
         })
+    }
+
+    /// A new task id: `<replica>.<random>` among replicas (a load balancer
+    /// may route `tasks/*` by it), else random.
+    pub fn new_id(&self) -> String {
+        match &self.replica {
+            Some(replica) => format!("{replica}.{}", random_id()),
+            None => random_id(),
+        }
     }
 
     /// Whether the configured store failed to open, so that tasks are kept
@@ -144,6 +174,7 @@ impl Tasks {
             updated_ms: now,
             ttl_ms: ttl,
             outcome: None,
+            input_requests: None,
         }
     }
 
@@ -155,7 +186,7 @@ impl Tasks {
         let (status, message, outcome) = self
             .keepable(new.owner.as_deref(), (status, message, outcome))
             .await;
-        let mut record = self.record(&random_id(), &new, status);
+        let mut record = self.record(&self.new_id(), &new, status);
         record.status_message = message;
         record.outcome = outcome;
         self.store().insert(&record).await.map_err(store_error)?;
@@ -217,7 +248,13 @@ impl Tasks {
         let poll = self.options.poll_interval.as_millis() as u64;
         match wire {
             Wire::Handshake => wire::task(record, wire, poll),
-            Wire::Stateless => wire::detailed(record, poll, self.input_requests(&record.id)),
+            Wire::Stateless => {
+                // The questions as asked here, else as the store has them.
+                let requests = self
+                    .input_requests(&record.id)
+                    .or_else(|| record.input_requests.clone());
+                wire::detailed(record, poll, requests)
+            }
         }
     }
 

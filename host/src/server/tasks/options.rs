@@ -32,6 +32,10 @@ pub struct TaskOptions {
     pub max_running: usize,
     /// What one owner, and everyone, may keep and run.
     pub quotas: TaskQuotas,
+    /// How long this host's hold on its running tasks lasts in a shared
+    /// store unless renewed (it renews, and looks for tasks of hosts that
+    /// stopped, every third of it).
+    pub lease: Duration,
 }
 
 impl Default for TaskOptions {
@@ -44,6 +48,7 @@ impl Default for TaskOptions {
             after: Duration::from_millis(defaults::TASK_AFTER_MS),
             max_running: defaults::TASKS_RUNNING,
             quotas: TaskQuotas::default(),
+            lease: Duration::from_secs(defaults::LEASE_SECS),
         }
     }
 }

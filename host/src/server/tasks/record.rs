@@ -1,7 +1,7 @@
 //! A task as it is stored: its status, the wire that made it, and how it
 //! ended.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +30,9 @@ impl Status {
         }
     }
 
-    pub(super) fn parse(text: &str) -> Status {
+    /// The status named `text` (stored by this host; anything else reads
+    /// as `failed`).
+    pub fn parse(text: &str) -> Status {
         match text {
             "working" => Status::Working,
             "input_required" => Status::InputRequired,
@@ -77,4 +79,7 @@ pub struct Record {
     pub ttl_ms: u64,
     /// How it ended, once terminal.
     pub outcome: Option<Outcome>,
+    /// The questions it waits for the client to answer (2026-07-28
+    /// `inputRequests`), while `input_required`.
+    pub input_requests: Option<Map<String, Value>>,
 }

@@ -158,7 +158,7 @@ async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
 /// The router for `server`, and the state its handlers share.
 pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
     let sessions = Arc::new(SessionTable::new(options.sessions.clone()));
-    sessions.start_expiry(options.session_idle);
+    sessions.start_expiry(&server, options.session_idle);
     let cors = cors_layer(&options.guard.allowed_origins);
     let app = Arc::new(App {
         server,

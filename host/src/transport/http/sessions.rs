@@ -326,15 +326,27 @@ impl SessionTable {
         expired
     }
 
-    /// Expires idle sessions every so often, for as long as the table lives.
-    pub fn start_expiry(self: &Arc<Self>, idle: Duration) {
+    /// Expires idle sessions every so often, for as long as the table
+    /// lives; tells the session store which sessions are held here, and
+    /// has it forget the ones nobody held for `idle`.
+    pub fn start_expiry(self: &Arc<Self>, server: &Arc<Server>, idle: Duration) {
         let table = Arc::downgrade(self);
+        let store = server.session_store().clone();
         let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(table) = table.upgrade() else { return };
                 table.expire(idle).await;
+                let held: Vec<String> = table.map().keys().cloned().collect();
+                drop(table);
+                let kept = match store.touch(&held).await {
+                    Ok(()) => store.forget_idle(idle).await.map(drop),
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = kept {
+                    tracing::warn!("the session store failed to keep sessions: {error:#}");
+                }
             }
         });
     }

@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     updated_ms INTEGER NOT NULL,
     ttl_ms INTEGER NOT NULL,
     outcome TEXT,
-    size INTEGER NOT NULL DEFAULT 0
+    size INTEGER NOT NULL DEFAULT 0,
+    input_requests TEXT
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, created_ms, id);
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (created_ms);
@@ -60,10 +61,11 @@ CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (created_ms);
 const USAGE_INDEX: &str = "CREATE INDEX IF NOT EXISTS tasks_usage ON tasks (owner, size);";
 
 const COLUMNS: &str =
-    "id, owner, wire, method, target, status, status_message, created_ms, updated_ms, ttl_ms, outcome";
+    "id, owner, wire, method, target, status, status_message, created_ms, updated_ms, ttl_ms, outcome, input_requests";
 
 fn record(row: &Row<'_>) -> rusqlite::Result<Record> {
     let outcome: Option<String> = row.get(10)?;
+    let requests: Option<String> = row.get(11)?;
     Ok(Record {
         id: row.get(0)?,
         owner: row.get(1)?,
@@ -75,35 +77,30 @@ fn record(row: &Row<'_>) -> rusqlite::Result<Record> {
         created_ms: row.get::<_, i64>(7)? as u64,
         updated_ms: row.get::<_, i64>(8)? as u64,
         ttl_ms: row.get::<_, i64>(9)? as u64,
-        outcome: outcome.and_then(|text| {
-            let value: Value = serde_json::from_str(&text).ok()?;
-            match value {
-                Value::Object(mut o) => match (o.remove("result"), o.remove("error")) {
-                    (Some(result), _) => Some(Ok(result)),
-                    (None, Some(error)) => Some(Err(error)),
-                    _ => None,
-                },
-                _ => None,
-            }
+        outcome: outcome.and_then(|text| super::parse_outcome(&text)),
+        input_requests: requests.and_then(|text| match serde_json::from_str(&text) {
+            Ok(Value::Object(requests)) => Some(requests),
+            _ => None,
         }),
     })
 }
 
-/// Adds `size` to a table made before it existed (its old rows count 0).
-fn add_size_column(db: &Connection) -> Result<()> {
-    let has_size = |db: &Connection| -> Result<bool> {
+/// Adds column `name` (of type `declared`) to a table made before it
+/// existed.
+fn add_column(db: &Connection, name: &str, declared: &str) -> Result<()> {
+    let has = |db: &Connection| -> Result<bool> {
         let mut columns = db.prepare("SELECT name FROM pragma_table_info('tasks')")?;
         let names: Vec<String> = columns
             .query_map([], |row| row.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        Ok(names.iter().any(|n| n == "size"))
+        Ok(names.iter().any(|n| n == name))
     };
-    if has_size(db)? {
+    if has(db)? {
         return Ok(());
     }
-    let added = db.execute_batch("ALTER TABLE tasks ADD COLUMN size INTEGER NOT NULL DEFAULT 0");
+    let added = db.execute_batch(&format!("ALTER TABLE tasks ADD COLUMN {name} {declared}"));
     // Another host sharing the file may have added it meanwhile.
-    if added.is_err() && has_size(db)? {
+    if added.is_err() && has(db)? {
         return Ok(());
     }
     Ok(added?)
@@ -147,7 +144,11 @@ impl Store {
         db.pragma_update(None, "synchronous", "NORMAL")?;
         db.execute_batch(SCHEMA)
             .context("creating the tasks table")?;
-        add_size_column(&db).context("adding the size column to the tasks table")?;
+        // Old rows count 0 bytes, and ask nothing.
+        add_column(&db, "size", "INTEGER NOT NULL DEFAULT 0")
+            .context("adding the size column to the tasks table")?;
+        add_column(&db, "input_requests", "TEXT")
+            .context("adding the input_requests column to the tasks table")?;
         db.execute_batch(USAGE_INDEX)
             .context("creating the usage index")?;
         let store = Store {
@@ -155,15 +156,18 @@ impl Store {
             instance: instance.to_owned(),
             alive,
         };
-        if let Some(path) = path {
-            store.fail_orphans(&locks_dir(path), path)?;
-        }
+        store.fail_orphans()?;
         Ok(store)
     }
 
     /// Marks the unfinished tasks of hosts that are gone as failed, and
-    /// clears the locks they left.
-    fn fail_orphans(&self, locks: &Path, path: &Path) -> Result<()> {
+    /// clears the locks they left; their ids. (An in-memory store has no
+    /// other host.)
+    pub fn fail_orphans(&self) -> Result<Vec<String>> {
+        let Some((_, lock)) = &self.alive else {
+            return Ok(Vec::new());
+        };
+        let locks = lock.parent().unwrap_or(Path::new("."));
         let mut alive = vec![self.instance.clone()];
         for entry in std::fs::read_dir(locks)?.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -187,24 +191,47 @@ impl Store {
             "the host stopped while this task was running (it was restarted or crashed), so the task did not finish",
         )
         .to_json();
+        let mut failed = Vec::new();
         for instance in running.iter().filter(|i| !alive.contains(i)) {
-            let failed = self.db.execute(
-                "UPDATE tasks SET status = 'failed', status_message = ?1, outcome = ?2, updated_ms = ?3
-                 WHERE instance = ?4 AND status IN ('working', 'input_required')",
-                params![
-                    error["message"].as_str(),
-                    outcome_text(&Err(error.clone())),
-                    crate::server::tasks::now_ms() as i64,
-                    instance
-                ],
+            let outcome = outcome_text(&Err(error.clone()));
+            let mut update = self.db.prepare(
+                "UPDATE tasks SET status = 'failed', status_message = ?1, outcome = ?2, updated_ms = ?3,
+                 size = ?5, input_requests = NULL
+                 WHERE instance = ?4 AND status IN ('working', 'input_required') RETURNING id",
             )?;
+            let ids: Vec<String> = update
+                .query_map(
+                    params![
+                        error["message"].as_str(),
+                        outcome,
+                        crate::server::tasks::now_ms() as i64,
+                        instance,
+                        outcome.len() as i64
+                    ],
+                    |row| row.get(0),
+                )?
+                .collect::<rusqlite::Result<_>>()?;
             tracing::warn!(
-                store = %path.display(),
-                failed,
+                store = %locks.display(),
+                failed = ids.len(),
                 "tasks left running by a host that stopped are marked failed"
             );
+            failed.extend(ids);
         }
-        Ok(())
+        Ok(failed)
+    }
+
+    /// The tasks among `ids` still unfinished.
+    pub fn unfinished(&self, ids: &[String]) -> Result<Vec<String>> {
+        let list = serde_json::to_string(ids)?;
+        let mut query = self.db.prepare_cached(
+            "SELECT id FROM tasks WHERE status IN ('working', 'input_required')
+             AND id IN (SELECT value FROM json_each(?1))",
+        )?;
+        let found = query
+            .query_map([list], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(found)
     }
 
     /// Stores a new task.
@@ -212,7 +239,7 @@ impl Store {
         let outcome = task.outcome.as_ref().map(outcome_text);
         let size = outcome.as_ref().map_or(0, String::len);
         self.db.prepare_cached(
-            &format!("INSERT INTO tasks ({COLUMNS}, instance, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
+            &format!("INSERT INTO tasks ({COLUMNS}, instance, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"),
         )?.execute(
             params![
                 task.id,
@@ -226,6 +253,7 @@ impl Store {
                 task.updated_ms as i64,
                 task.ttl_ms as i64,
                 outcome,
+                task.input_requests.as_ref().map(|r| Value::Object(r.clone()).to_string()),
                 self.instance,
                 size as i64,
             ],
@@ -243,20 +271,27 @@ impl Store {
         Ok(found)
     }
 
-    /// Moves an unfinished task to `status` (non-terminal); `false` if it
-    /// is already over or gone.
-    pub fn set_status(&self, id: &str, status: Status, message: Option<&str>) -> Result<bool> {
+    /// Moves an unfinished task to `status` (non-terminal) with the
+    /// questions it waits on (JSON); `false` if it is already over or gone.
+    pub fn set_status(
+        &self,
+        id: &str,
+        status: Status,
+        message: Option<&str>,
+        requests: Option<&str>,
+    ) -> Result<bool> {
         let changed = self
             .db
             .prepare_cached(
-                "UPDATE tasks SET status = ?1, status_message = ?2, updated_ms = ?3
+                "UPDATE tasks SET status = ?1, status_message = ?2, updated_ms = ?3, input_requests = ?5
                  WHERE id = ?4 AND status IN ('working', 'input_required')",
             )?
             .execute(params![
                 status.as_str(),
                 message,
                 crate::server::tasks::now_ms() as i64,
-                id
+                id,
+                requests
             ])?;
         Ok(changed == 1)
     }
@@ -275,7 +310,7 @@ impl Store {
             .db
             .prepare_cached(
                 "UPDATE tasks SET status = ?1, status_message = ?2, outcome = ?3, updated_ms = ?4,
-                 size = ?5
+                 size = ?5, input_requests = NULL
              WHERE id = ?6 AND status IN ('working', 'input_required')",
             )?
             .execute(params![
@@ -393,8 +428,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.db");
         let old = Connection::open(&path).unwrap();
-        old.execute_batch(&SCHEMA.replace(",\n    size INTEGER NOT NULL DEFAULT 0", ""))
-            .unwrap();
+        old.execute_batch(&SCHEMA.replace(
+            ",\n    size INTEGER NOT NULL DEFAULT 0,\n    input_requests TEXT",
+            "",
+        ))
+        .unwrap();
         assert!(old.execute_batch("SELECT size FROM tasks").is_err());
         drop(old);
         let store = Store::open(Some(&path), "me").unwrap();

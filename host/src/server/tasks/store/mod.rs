@@ -16,6 +16,7 @@ pub use sqlite::Sqlite;
 
 use anyhow::Result;
 use async_trait::async_trait;
+use serde_json::{Map, Value};
 
 /// The tasks every host sharing the store can see. A status change is
 /// stored before anyone can observe it; an unfinished task moves to a
@@ -26,9 +27,16 @@ pub trait TaskStore: Send + Sync {
     async fn insert(&self, task: &Record) -> Result<()>;
     /// The task `id`, if it exists (expired or not).
     async fn get(&self, id: &str) -> Result<Option<Record>>;
-    /// Moves an unfinished task to `status` (non-terminal); `false` if it
-    /// is already over or gone.
-    async fn set_status(&self, id: &str, status: Status, message: Option<&str>) -> Result<bool>;
+    /// Moves an unfinished task to `status` (non-terminal), with the
+    /// questions it now waits on (`None` clears them); `false` if it is
+    /// already over or gone.
+    async fn set_status(
+        &self,
+        id: &str,
+        status: Status,
+        message: Option<&str>,
+        requests: Option<&Map<String, Value>>,
+    ) -> Result<bool>;
     /// Ends an unfinished task with its outcome as stored text
     /// (`outcome_text`); `false` if it was already over (a cancelled task
     /// stays cancelled) or is gone.
@@ -57,6 +65,27 @@ pub trait TaskStore: Send + Sync {
     /// Deletes the tasks whose time to live has passed at `now_ms`; their
     /// ids.
     async fn purge_expired(&self, now_ms: u64) -> Result<Vec<String>>;
+    /// Says that the tasks `ids` still run in this process (renewing this
+    /// host's hold on them, where the store keeps one); the ones still
+    /// unfinished in the store (the others were ended elsewhere: cancelled
+    /// through another host).
+    async fn renew(&self, ids: &[String]) -> Result<Vec<String>>;
+    /// Fails the unfinished tasks of hosts that stopped (their hold lapsed,
+    /// or their lock is free); their ids.
+    async fn fail_orphans(&self) -> Result<Vec<String>>;
+}
+
+/// An outcome as stored ([`outcome_text`]) read back; `None` when it is
+/// not one.
+pub fn parse_outcome(text: &str) -> Option<Outcome> {
+    match serde_json::from_str(text).ok()? {
+        Value::Object(mut o) => match (o.remove("result"), o.remove("error")) {
+            (Some(result), _) => Some(Ok(result)),
+            (None, Some(error)) => Some(Err(error)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// An outcome as stored.
@@ -88,6 +117,7 @@ pub(crate) mod contract {
             updated_ms: created_ms,
             ttl_ms: 1000,
             outcome: None,
+            input_requests: None,
         }
     }
 
@@ -97,7 +127,21 @@ pub(crate) mod contract {
         a_finished_task_stays_finished(store).await;
         lists_page_by_owner(store).await;
         counts_usage(store).await;
+        renews_the_unfinished(store).await;
         purges_the_expired(store).await;
+    }
+
+    async fn renews_the_unfinished(store: &dyn TaskStore) {
+        // u1 is completed, u2 working, "gone" unknown.
+        let ids = ["u1", "u2", "gone"].map(String::from);
+        assert_eq!(store.renew(&ids).await.unwrap(), ["u2"]);
+        assert!(store.renew(&[]).await.unwrap().is_empty());
+        // Every task here is held by this live host: none is an orphan.
+        assert!(store.fail_orphans().await.unwrap().is_empty());
+        assert_eq!(
+            store.get("u2").await.unwrap().unwrap().status,
+            Status::Working
+        );
     }
 
     async fn round_trips(store: &dyn TaskStore) {
@@ -109,16 +153,18 @@ pub(crate) mod contract {
         assert_eq!(store.get("nobody").await.unwrap(), None);
         // Ids are unique.
         assert!(store.insert(&stored).await.is_err());
+        let asking = Map::from_iter([("q".into(), json!({ "method": "elicitation/create" }))]);
         assert!(store
-            .set_status("rt", Status::InputRequired, Some("asking"))
+            .set_status("rt", Status::InputRequired, Some("asking"), Some(&asking))
             .await
             .unwrap());
         let now = store.get("rt").await.unwrap().unwrap();
         assert_eq!(now.status, Status::InputRequired);
         assert_eq!(now.status_message.as_deref(), Some("asking"));
+        assert_eq!(now.input_requests.as_ref(), Some(&asking));
         assert!(now.updated_ms >= stored.updated_ms);
         assert!(!store
-            .set_status("nobody", Status::Working, None)
+            .set_status("nobody", Status::Working, None, None)
             .await
             .unwrap());
     }
@@ -136,7 +182,7 @@ pub(crate) mod contract {
             .await
             .unwrap());
         assert!(!store
-            .set_status("fin", Status::Working, None)
+            .set_status("fin", Status::Working, None, None)
             .await
             .unwrap());
         let stored = store.get("fin").await.unwrap().unwrap();

@@ -7,6 +7,7 @@ use super::{Record, Status, TaskStore, Usage};
 use anyhow::{Context as _, Result};
 use async_trait::async_trait;
 use parking_lot::Mutex;
+use serde_json::{Map, Value};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -44,9 +45,16 @@ impl TaskStore for Sqlite {
         self.run(move |s| s.get(&id)).await
     }
 
-    async fn set_status(&self, id: &str, status: Status, message: Option<&str>) -> Result<bool> {
+    async fn set_status(
+        &self,
+        id: &str,
+        status: Status,
+        message: Option<&str>,
+        requests: Option<&Map<String, Value>>,
+    ) -> Result<bool> {
         let (id, message) = (id.to_owned(), message.map(str::to_owned));
-        self.run(move |s| s.set_status(&id, status, message.as_deref()))
+        let requests = requests.map(|r| Value::Object(r.clone()).to_string());
+        self.run(move |s| s.set_status(&id, status, message.as_deref(), requests.as_deref()))
             .await
     }
 
@@ -93,6 +101,19 @@ impl TaskStore for Sqlite {
 
     async fn purge_expired(&self, now_ms: u64) -> Result<Vec<String>> {
         self.run(move |s| s.purge_expired(now_ms)).await
+    }
+
+    /// SQLite keeps no lease: a host holds a file lock while it lives.
+    async fn renew(&self, ids: &[String]) -> Result<Vec<String>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = ids.to_vec();
+        self.run(move |s| s.unfinished(&ids)).await
+    }
+
+    async fn fail_orphans(&self) -> Result<Vec<String>> {
+        self.run(|s| s.fail_orphans()).await
     }
 }
 

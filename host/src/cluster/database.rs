@@ -1,0 +1,169 @@
+//! The shared PostgreSQL database: a pool of connections with deadlines,
+//! and the schema, brought up to date at start under an advisory lock (so
+//! replicas starting together do not race).
+
+use anyhow::{Context as _, Result};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use std::time::Duration;
+use tokio_postgres::NoTls;
+
+/// Where the database is and how long to wait for it.
+#[derive(Clone)]
+pub struct Target {
+    /// The connection settings (password included).
+    pub config: tokio_postgres::Config,
+    /// Connections in the pool at most.
+    pub max_connections: usize,
+    /// How long connecting, waiting for a connection, or one query may take.
+    pub timeout: Duration,
+}
+
+impl Target {
+    /// The database at `url` (`postgres://USER@HOST[:PORT]/DB`), with
+    /// `password` when given, for replica `replica`.
+    pub fn new(
+        url: &str,
+        password: Option<String>,
+        replica: &str,
+        max_connections: usize,
+        timeout: Duration,
+    ) -> Result<Self> {
+        let mut config: tokio_postgres::Config =
+            url.parse().context("state.url is not a PostgreSQL URL")?;
+        if let Some(password) = password {
+            config.password(password);
+        }
+        config
+            .application_name(format!("wasm-mcp {replica}"))
+            .connect_timeout(timeout)
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(30))
+            // The server ends a query running past the deadline too.
+            .options(format!("-c statement_timeout={}", timeout.as_millis()));
+        Ok(Target {
+            config,
+            max_connections,
+            timeout,
+        })
+    }
+
+    /// A pool of connections (opened when first needed).
+    pub fn pool(&self) -> Result<Pool> {
+        let manager = Manager::from_config(
+            self.config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        Pool::builder(manager)
+            .max_size(self.max_connections)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(self.timeout))
+            .create_timeout(Some(self.timeout))
+            .recycle_timeout(Some(self.timeout))
+            .build()
+            .context("making the database pool")
+    }
+}
+
+/// A connection from `pool`, or why there is none.
+pub async fn connection(pool: &Pool) -> Result<deadpool_postgres::Object> {
+    pool.get()
+        .await
+        .map_err(|e| anyhow::anyhow!("the shared database is unreachable: {e}"))
+}
+
+/// Runs `query` within `timeout`: a database that stops answering is an
+/// error, not a hang.
+pub async fn within<T>(
+    timeout: Duration,
+    query: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::time::timeout(timeout, query)
+        .await
+        .map_err(|_| anyhow::anyhow!("the shared database did not answer within {timeout:?}"))?
+}
+
+/// The advisory lock replicas take to change the schema, one at a time.
+const SCHEMA_LOCK: i64 = 0x0077_6173_6d6d_6370; // "wasmmcp"
+
+/// Each step of the schema, in order; a database at version `n` has had
+/// the first `n` applied. Steps are only ever added.
+const STEPS: &[&str] = &[
+    // 1: tasks, sessions, and events too big to send as a notification.
+    "
+    CREATE TABLE wasm_mcp_tasks (
+        id text PRIMARY KEY,
+        owner text,
+        replica text NOT NULL,
+        lease_until_ms bigint NOT NULL,
+        wire text NOT NULL,
+        method text NOT NULL,
+        target text NOT NULL,
+        status text NOT NULL,
+        status_message text,
+        created_ms bigint NOT NULL,
+        updated_ms bigint NOT NULL,
+        ttl_ms bigint NOT NULL,
+        expires_ms bigint NOT NULL,
+        outcome text,
+        size bigint NOT NULL DEFAULT 0,
+        input_requests text
+    );
+    CREATE INDEX wasm_mcp_tasks_by_owner ON wasm_mcp_tasks (owner, created_ms, id);
+    CREATE INDEX wasm_mcp_tasks_by_expiry ON wasm_mcp_tasks (expires_ms);
+    CREATE INDEX wasm_mcp_tasks_running ON wasm_mcp_tasks (lease_until_ms)
+        WHERE status IN ('working', 'input_required');
+    CREATE TABLE wasm_mcp_sessions (
+        id text PRIMARY KEY,
+        record text NOT NULL,
+        touched_ms bigint NOT NULL
+    );
+    CREATE INDEX wasm_mcp_sessions_by_touch ON wasm_mcp_sessions (touched_ms);
+    CREATE TABLE wasm_mcp_events (
+        id bigserial PRIMARY KEY,
+        payload text NOT NULL,
+        at_ms bigint NOT NULL
+    );
+    ",
+];
+
+/// Brings the schema up to date (idempotent; replicas starting at once
+/// take turns).
+pub async fn migrate(pool: &Pool) -> Result<()> {
+    let mut db = connection(pool).await?;
+    let tx = db.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+        .await?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS wasm_mcp_schema (version integer NOT NULL)")
+        .await?;
+    let version: i32 = match tx
+        .query_opt("SELECT version FROM wasm_mcp_schema", &[])
+        .await?
+    {
+        Some(row) => row.get(0),
+        None => {
+            tx.execute("INSERT INTO wasm_mcp_schema (version) VALUES (0)", &[])
+                .await?;
+            0
+        }
+    };
+    let known = STEPS.len() as i32;
+    anyhow::ensure!(
+        version <= known,
+        "the shared database's schema is version {version}, newer than this host knows ({known}): upgrade this replica"
+    );
+    for (n, step) in STEPS.iter().enumerate().skip(version as usize) {
+        tx.batch_execute(step)
+            .await
+            .with_context(|| format!("applying schema step {}", n + 1))?;
+    }
+    tx.execute("UPDATE wasm_mcp_schema SET version = $1", &[&known])
+        .await?;
+    tx.commit().await?;
+    if version < known {
+        tracing::info!(from = version, to = known, "shared database schema updated");
+    }
+    Ok(())
+}

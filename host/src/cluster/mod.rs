@@ -1,0 +1,109 @@
+//! Replicas sharing one PostgreSQL database (`[state] url`): the tasks,
+//! the handshake sessions and the server-wide events every replica serves
+//! and hears. [`connect`] opens it and gives the server its
+//! [`Backends`]; without `[state]`, a host keeps all of it itself.
+
+mod bus;
+mod database;
+mod sessions;
+mod tasks;
+#[cfg(test)]
+mod tests;
+
+pub use bus::PgBus;
+pub use database::Target;
+pub use sessions::PgSessions;
+pub use tasks::PgTasks;
+
+use crate::config::{valid_replica_name, Config};
+use crate::server::Backends;
+use anyhow::{Context as _, Result};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// This replica's name: `[cluster] replica`, else the host name and the
+/// process id (made a valid name: no dots).
+pub fn replica_name(config: &Config) -> String {
+    if let Some(name) = &config.cluster.replica {
+        return name.clone();
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect::<String>();
+    let host = if host.is_empty() { "host".into() } else { host };
+    let name = format!("{host}-{}", std::process::id());
+    debug_assert!(valid_replica_name(&name));
+    name
+}
+
+/// Opens the shared database `config` names (`None` without `[state]
+/// url`): the schema brought up to date, then the stores and the bus of
+/// replica `replica`, sessions at most `max_sessions`. Waits for the
+/// database while it cannot be reached, saying so in the log: a replica
+/// serves nothing before it has reached its store once.
+pub async fn connect(
+    config: &Config,
+    replica: &str,
+    max_sessions: usize,
+) -> Result<Option<Backends>> {
+    let Some(url) = &config.state.url else {
+        return Ok(None);
+    };
+    let source = config.state.password.clone();
+    let password = match source {
+        Some(source) => Some(
+            tokio::task::spawn_blocking(move || source.read())
+                .await?
+                .map_err(|why| anyhow::anyhow!("state.password: {why}"))?,
+        ),
+        None => None,
+    };
+    let timeout = Duration::from_millis(config.state.timeout_ms);
+    let target = Target::new(
+        url,
+        password,
+        replica,
+        config.state.max_connections,
+        timeout,
+    )?;
+    let pool = target.pool()?;
+    let mut pause = Duration::from_millis(250);
+    loop {
+        match database::within(timeout, database::migrate(&pool)).await {
+            Ok(()) => break,
+            Err(error) => tracing::warn!(
+                "waiting for the shared database ({}): {error:#}",
+                redacted(url)
+            ),
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(5));
+    }
+    let lease = Duration::from_secs(config.cluster.lease_secs);
+    let tasks = PgTasks::open(pool.clone(), replica, lease, timeout)
+        .await
+        .context("opening the shared tasks")?;
+    tracing::info!(replica, database = %redacted(url), "sharing state with other replicas");
+    Ok(Some(Backends {
+        bus: PgBus::start(pool.clone(), target, replica),
+        tasks: Box::new(tasks),
+        tasks_failed: false,
+        sessions: Arc::new(PgSessions::new(pool, max_sessions, timeout)),
+        replica: Some(replica.to_owned()),
+    }))
+}
+
+/// `url` fit for the log (it holds no password: the config refuses one).
+fn redacted(url: &str) -> String {
+    url::Url::parse(url).map_or_else(|_| "?".into(), |u| u.to_string())
+}

@@ -1,0 +1,348 @@
+//! [`TaskStore`] on the shared PostgreSQL database. Each unfinished task
+//! is held by the replica running it for a lease it renews; once a lease
+//! lapses (its replica stopped), any replica fails the task.
+
+use super::database::{connection, within};
+use crate::server::tasks::{now_ms, outcome_text, Record, Status, TaskStore, Usage, Wire};
+use anyhow::Result;
+use async_trait::async_trait;
+use deadpool_postgres::Pool;
+use serde_json::{Map, Value};
+use std::time::Duration;
+use tokio_postgres::Row;
+
+/// The tasks every replica sees.
+pub struct PgTasks {
+    pool: Pool,
+    replica: String,
+    lease: Duration,
+    timeout: Duration,
+}
+
+const COLUMNS: &str = "id, owner, wire, method, target, status, status_message, created_ms, \
+                       updated_ms, ttl_ms, outcome, input_requests";
+
+/// Unfinished, in SQL.
+const RUNNING: &str = "status IN ('working', 'input_required')";
+
+fn record(row: &Row) -> Record {
+    let outcome: Option<String> = row.get(10);
+    let requests: Option<String> = row.get(11);
+    Record {
+        id: row.get(0),
+        owner: row.get(1),
+        wire: Wire::parse(row.get(2)),
+        method: row.get(3),
+        target: row.get(4),
+        status: Status::parse(row.get(5)),
+        status_message: row.get(6),
+        created_ms: row.get::<_, i64>(7) as u64,
+        updated_ms: row.get::<_, i64>(8) as u64,
+        ttl_ms: row.get::<_, i64>(9) as u64,
+        outcome: outcome.and_then(|text| crate::server::tasks::parse_outcome(&text)),
+        input_requests: requests.and_then(|text| match serde_json::from_str(&text) {
+            Ok(Value::Object(requests)) => Some(requests),
+            _ => None,
+        }),
+    }
+}
+
+fn ms(value: u64) -> i64 {
+    value.min(i64::MAX as u64) as i64
+}
+
+impl PgTasks {
+    /// The store of replica `replica`, whose holds last `lease`. Fails the
+    /// tasks a replica of the same name left unfinished (a restart: they
+    /// cannot run in this new process).
+    pub async fn open(
+        pool: Pool,
+        replica: &str,
+        lease: Duration,
+        timeout: Duration,
+    ) -> Result<Self> {
+        let store = PgTasks {
+            pool,
+            replica: replica.to_owned(),
+            lease,
+            timeout,
+        };
+        let failed = store.fail_where("replica = $3", &[&store.replica]).await?;
+        if !failed.is_empty() {
+            tracing::warn!(
+                failed = failed.len(),
+                "tasks left running by this replica's previous run are marked failed"
+            );
+        }
+        Ok(store)
+    }
+
+    fn lease_until(&self) -> i64 {
+        ms(now_ms() + self.lease.as_millis() as u64)
+    }
+
+    /// Fails the unfinished tasks matching `condition` (with `$3`.. bound
+    /// to `more`): their replica stopped. Their ids.
+    async fn fail_where(
+        &self,
+        condition: &str,
+        more: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<String>> {
+        let error = crate::protocol::RpcError::internal(
+            "the replica running this task stopped (it was restarted or crashed), so the task did not finish",
+        )
+        .to_json();
+        let message = error["message"].as_str().unwrap_or_default().to_owned();
+        let outcome = outcome_text(&Err(error));
+        let sql = format!(
+            "UPDATE wasm_mcp_tasks SET status = 'failed', status_message = $1, outcome = $2,
+             size = length($2), input_requests = NULL, updated_ms = {now}
+             WHERE {RUNNING} AND {condition} RETURNING id",
+            now = ms(now_ms())
+        );
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&message, &outcome];
+        params.extend_from_slice(more);
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let rows = db.query(&sql, &params).await?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl TaskStore for PgTasks {
+    async fn insert(&self, task: &Record) -> Result<()> {
+        let outcome = task.outcome.as_ref().map(outcome_text);
+        let size = outcome.as_ref().map_or(0, String::len) as i64;
+        let requests = task
+            .input_requests
+            .as_ref()
+            .map(|r| Value::Object(r.clone()).to_string());
+        let expires = ms(task.created_ms.saturating_add(task.ttl_ms));
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let insert = db
+                .prepare_cached(&format!(
+                    "INSERT INTO wasm_mcp_tasks ({COLUMNS}, replica, lease_until_ms, expires_ms, size)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+                ))
+                .await?;
+            db.execute(
+                &insert,
+                &[
+                    &task.id,
+                    &task.owner,
+                    &task.wire.as_str(),
+                    &task.method,
+                    &task.target,
+                    &task.status.as_str(),
+                    &task.status_message,
+                    &ms(task.created_ms),
+                    &ms(task.updated_ms),
+                    &ms(task.ttl_ms),
+                    &outcome,
+                    &requests,
+                    &self.replica,
+                    &self.lease_until(),
+                    &expires,
+                    &size,
+                ],
+            )
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Record>> {
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let query = db
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM wasm_mcp_tasks WHERE id = $1"
+                ))
+                .await?;
+            Ok(db.query_opt(&query, &[&id]).await?.as_ref().map(record))
+        })
+        .await
+    }
+
+    async fn set_status(
+        &self,
+        id: &str,
+        status: Status,
+        message: Option<&str>,
+        requests: Option<&Map<String, Value>>,
+    ) -> Result<bool> {
+        let requests = requests.map(|r| Value::Object(r.clone()).to_string());
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let update = db
+                .prepare_cached(&format!(
+                    "UPDATE wasm_mcp_tasks SET status = $1, status_message = $2, updated_ms = $3,
+                     input_requests = $4 WHERE id = $5 AND {RUNNING}"
+                ))
+                .await?;
+            let changed = db
+                .execute(
+                    &update,
+                    &[&status.as_str(), &message, &ms(now_ms()), &requests, &id],
+                )
+                .await?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
+    async fn finish(
+        &self,
+        id: &str,
+        status: Status,
+        message: Option<&str>,
+        outcome: Option<&str>,
+    ) -> Result<bool> {
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let update = db
+                .prepare_cached(&format!(
+                    "UPDATE wasm_mcp_tasks SET status = $1, status_message = $2, outcome = $3,
+                     updated_ms = $4, size = $5, input_requests = NULL WHERE id = $6 AND {RUNNING}"
+                ))
+                .await?;
+            let size = outcome.map_or(0, str::len) as i64;
+            let changed = db
+                .execute(
+                    &update,
+                    &[
+                        &status.as_str(),
+                        &message,
+                        &outcome,
+                        &ms(now_ms()),
+                        &size,
+                        &id,
+                    ],
+                )
+                .await?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
+    async fn usage(&self, owner: Option<&str>) -> Result<Usage> {
+        let sql = match owner {
+            Some(_) => "SELECT COUNT(*), COALESCE(SUM(size), 0)::bigint FROM wasm_mcp_tasks WHERE owner = $1",
+            None => "SELECT COUNT(*), COALESCE(SUM(size), 0)::bigint FROM wasm_mcp_tasks WHERE owner IS NULL AND $1::text IS NULL",
+        };
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let query = db.prepare_cached(sql).await?;
+            let row = db.query_one(&query, &[&owner]).await?;
+            Ok(usage(&row))
+        })
+        .await
+    }
+
+    async fn usage_all(&self) -> Result<Usage> {
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let query = db
+                .prepare_cached(
+                    "SELECT COUNT(*), COALESCE(SUM(size), 0)::bigint FROM wasm_mcp_tasks",
+                )
+                .await?;
+            Ok(usage(&db.query_one(&query, &[]).await?))
+        })
+        .await
+    }
+
+    async fn count_by_status(&self) -> Result<Vec<(String, u64)>> {
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let query = db
+                .prepare_cached(
+                    "SELECT status, COUNT(*) FROM wasm_mcp_tasks GROUP BY status ORDER BY status",
+                )
+                .await?;
+            let rows = db.query(&query, &[]).await?;
+            Ok(rows
+                .iter()
+                .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
+                .collect())
+        })
+        .await
+    }
+
+    async fn list(
+        &self,
+        owner: Option<&str>,
+        after: Option<(u64, &str)>,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
+        let (created, id) = after.unwrap_or((0, ""));
+        let whose = match owner {
+            Some(_) => "owner = $1",
+            None => "owner IS NULL AND $1::text IS NULL",
+        };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM wasm_mcp_tasks WHERE {whose} AND (created_ms, id) > ($2, $3)
+             ORDER BY created_ms, id LIMIT $4"
+        );
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let query = db.prepare_cached(&sql).await?;
+            let rows = db
+                .query(&query, &[&owner, &ms(created), &id, &(limit as i64)])
+                .await?;
+            Ok(rows.iter().map(record).collect())
+        })
+        .await
+    }
+
+    async fn purge_expired(&self, now_ms: u64) -> Result<Vec<String>> {
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let rows = db
+                .query(
+                    "DELETE FROM wasm_mcp_tasks WHERE expires_ms <= $1 RETURNING id",
+                    &[&ms(now_ms)],
+                )
+                .await?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+        .await
+    }
+
+    async fn renew(&self, ids: &[String]) -> Result<Vec<String>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let rows = db
+                .query(
+                    &format!(
+                        "UPDATE wasm_mcp_tasks SET lease_until_ms = $1, replica = $2
+                         WHERE id = ANY($3) AND {RUNNING} RETURNING id"
+                    ),
+                    &[&self.lease_until(), &self.replica, &ids],
+                )
+                .await?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+        .await
+    }
+
+    async fn fail_orphans(&self) -> Result<Vec<String>> {
+        self.fail_where("lease_until_ms < $3", &[&ms(now_ms())])
+            .await
+    }
+}
+
+fn usage(row: &Row) -> Usage {
+    Usage {
+        tasks: row.get::<_, i64>(0) as usize,
+        bytes: row.get::<_, i64>(1) as usize,
+    }
+}

@@ -1,0 +1,205 @@
+//! The shared stores and bus against a real PostgreSQL server (Debian's,
+//! started in a throwaway folder by `scripts/throwaway-postgres`; the
+//! tests fail when it is not installed: `scripts/test-servers`).
+
+use super::*;
+use crate::server::tasks::{Status, TaskStore};
+use crate::server::{Bus, Heard, ServerEvent};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// A PostgreSQL server, stopped when dropped.
+struct Postgres {
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/throwaway-postgres")
+}
+
+impl Postgres {
+    fn start() -> Postgres {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(script())
+            .arg("start")
+            .arg(dir.path())
+            .output()
+            .expect("scripts/throwaway-postgres runs");
+        assert!(
+            out.status.success(),
+            "PostgreSQL did not start (scripts/test-servers installs it): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        Postgres { dir, url }
+    }
+
+    /// A new empty database on it.
+    async fn database(&self, name: &str) -> Target {
+        let admin = Target::new(&self.url, None, "test", 2, Duration::from_secs(10)).unwrap();
+        let pool = admin.pool().unwrap();
+        database::connection(&pool)
+            .await
+            .unwrap()
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
+        let url = self.url.rsplit_once('/').unwrap().0.to_owned() + "/" + name;
+        let target = Target::new(&url, None, "test", 4, Duration::from_secs(10)).unwrap();
+        database::migrate(&target.pool().unwrap()).await.unwrap();
+        target
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = Command::new(script())
+            .arg("stop")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+async fn next(subscription: &mut crate::server::Subscription) -> Heard {
+    tokio::time::timeout(Duration::from_secs(10), subscription.recv())
+        .await
+        .expect("an event within 10 s")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_state_keeps_every_contract_on_postgres() {
+    let pg = Postgres::start();
+    let lease = Duration::from_secs(3);
+
+    // Tasks: the store's contract; migrations run again are a no-op.
+    let tasks = pg.database("tasks").await;
+    let pool = tasks.pool().unwrap();
+    database::migrate(&pool).await.unwrap();
+    let store = PgTasks::open(pool.clone(), "r1", lease, tasks.timeout)
+        .await
+        .unwrap();
+    crate::server::tasks::store_contract(&store).await;
+
+    // A replica that stops: once its lease lapses, another fails its task;
+    // a restarted replica of the same name fails its own at once.
+    let leases = pg.database("leases").await;
+    let pool = leases.pool().unwrap();
+    let short = Duration::from_millis(300);
+    let dead = PgTasks::open(pool.clone(), "dead", short, leases.timeout)
+        .await
+        .unwrap();
+    let alive = PgTasks::open(pool.clone(), "alive", short, leases.timeout)
+        .await
+        .unwrap();
+    let task = |id: &str| {
+        let mut task =
+            crate::server::tasks::contract_task(id, None, crate::server::tasks::now_ms());
+        task.ttl_ms = 60_000;
+        task
+    };
+    dead.insert(&task("dead.1")).await.unwrap();
+    alive.insert(&task("alive.1")).await.unwrap();
+    assert!(alive.fail_orphans().await.unwrap().is_empty());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // alive renews its own task in time; dead does not.
+    assert_eq!(alive.renew(&["alive.1".into()]).await.unwrap(), ["alive.1"]);
+    assert_eq!(alive.fail_orphans().await.unwrap(), ["dead.1"]);
+    let failed = alive.get("dead.1").await.unwrap().unwrap();
+    assert_eq!(failed.status, Status::Failed);
+    assert!(failed
+        .status_message
+        .unwrap()
+        .contains("the replica running this task stopped"));
+    assert_eq!(
+        alive.get("alive.1").await.unwrap().unwrap().status,
+        Status::Working
+    );
+    let restarted = PgTasks::open(pool.clone(), "alive", short, leases.timeout)
+        .await
+        .unwrap();
+    let again = restarted.get("alive.1").await.unwrap().unwrap();
+    assert_eq!(again.status, Status::Failed);
+
+    // Sessions: the store's contract.
+    let sessions = pg.database("sessions").await;
+    let store = PgSessions::new(sessions.pool().unwrap(), 8, sessions.timeout);
+    crate::server::session_store_contract(&store, 8).await;
+
+    // The bus: the contract within a replica, and events heard by another
+    // (a big one too), never twice by the replica that sent them.
+    let alone = pg.database("contract").await;
+    let bus = PgBus::start(alone.pool().unwrap(), alone.clone(), "a");
+    crate::server::bus_contract(&*bus, crate::server::LocalBus::CAPACITY).await;
+    let events = pg.database("events").await;
+    let a = PgBus::start(events.pool().unwrap(), events.clone(), "a");
+    let b = PgBus::start(events.pool().unwrap(), events.clone(), "b");
+    let (heard_a, mut heard_b) = (a.subscribe(), b.subscribe());
+    // b's listener may not be listening yet: publish until b hears.
+    let mut listening = false;
+    for _ in 0..100 {
+        a.publish(ServerEvent::ResourceUpdated("file:///ping".into()));
+        if let Ok(heard) = tokio::time::timeout(Duration::from_millis(100), heard_b.recv()).await {
+            assert_eq!(
+                heard,
+                Heard::Event(ServerEvent::ResourceUpdated("file:///ping".into()))
+            );
+            listening = true;
+            break;
+        }
+    }
+    assert!(listening, "replica b hears replica a");
+    let ping = Heard::Event(ServerEvent::ResourceUpdated("file:///ping".into()));
+    while let Ok(heard) = tokio::time::timeout(Duration::from_millis(300), heard_b.recv()).await {
+        assert_eq!(heard, ping);
+    }
+    let mut heard_a = {
+        drop(heard_a);
+        a.subscribe()
+    };
+    let answers = serde_json::Map::from_iter([(
+        "q".to_owned(),
+        serde_json::json!({ "action": "accept", "content": { "text": "x".repeat(20_000) } }),
+    )]);
+    let big = ServerEvent::TaskAnswered {
+        id: "a.1".into(),
+        responses: answers,
+    };
+    a.publish(big.clone());
+    a.publish(ServerEvent::TaskChanged("a.1".into()));
+    a.publish(ServerEvent::Log {
+        level: crate::runtime::types::LogLevel::Info,
+        logger: "here".into(),
+        message: "only here".into(),
+    });
+    b.publish(ServerEvent::TaskChanged("b.1".into()));
+    // Each replica hears every event once, each sender's in its order.
+    let mut on_b = Vec::new();
+    for _ in 0..3 {
+        on_b.push(next(&mut heard_b).await);
+    }
+    let mut on_a = Vec::new();
+    for _ in 0..4 {
+        on_a.push(next(&mut heard_a).await);
+    }
+    let from_b = Heard::Event(ServerEvent::TaskChanged("b.1".into()));
+    let a_changed = Heard::Event(ServerEvent::TaskChanged("a.1".into()));
+    let without_b = |heard: &[Heard]| -> Vec<String> {
+        heard
+            .iter()
+            .filter(|h| **h != from_b)
+            .map(|h| format!("{h:?}"))
+            .collect()
+    };
+    assert!(on_b.contains(&from_b) && on_a.contains(&from_b));
+    let big_then_changed = [format!("{:?}", Heard::Event(big)), format!("{a_changed:?}")];
+    assert_eq!(without_b(&on_b), big_then_changed);
+    assert_eq!(without_b(&on_a)[..2], big_then_changed);
+    assert!(without_b(&on_a)[2].contains("only here"));
+    // The log line stayed on a.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), heard_b.recv())
+            .await
+            .is_err()
+    );
+}

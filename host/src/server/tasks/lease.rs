@@ -1,0 +1,133 @@
+//! What keeps the tasks running here in step with hosts sharing the
+//! store: this host's hold on them renewed, the tasks of hosts that
+//! stopped failed, and what another host did to a task running here (a
+//! cancel, the client's answers) acted on.
+
+use super::{store_error, Live, Status, Tasks};
+use crate::protocol::RpcError;
+use crate::server::{Heard, ServerEvent};
+use serde_json::{Map, Value};
+use std::sync::Weak;
+use std::time::Duration;
+
+impl Tasks {
+    /// Renews this host's hold on the tasks running here; stops the ones
+    /// the store says are over (cancelled through another host). Fails the
+    /// tasks of hosts that stopped.
+    async fn renew(&self) {
+        let running: Vec<String> = self.live.lock().keys().cloned().collect();
+        match self.store().renew(&running).await {
+            Ok(unfinished) => {
+                for id in running.iter().filter(|id| !unfinished.contains(id)) {
+                    self.ended_elsewhere(id).await;
+                }
+            }
+            Err(error) => {
+                store_error(error);
+            }
+        }
+        match self.store().fail_orphans().await {
+            Ok(failed) => {
+                for id in failed {
+                    tracing::warn!(task = %id, "the host running this task stopped: the task failed");
+                    self.events.publish(ServerEvent::TaskChanged(id));
+                }
+            }
+            Err(error) => {
+                store_error(error);
+            }
+        }
+    }
+
+    /// Stops task `id`'s call here if the store says the task is over.
+    async fn stop_if_over(&self, id: &str) {
+        if self.live_task(id).is_none() {
+            return;
+        }
+        match self.store().get(id).await {
+            Ok(Some(record)) if !record.status.is_terminal() => {}
+            Ok(_) => self.ended_elsewhere(id).await,
+            Err(error) => {
+                store_error(error);
+            }
+        }
+    }
+
+    async fn ended_elsewhere(&self, id: &str) {
+        if let Some(live) = self.live_task(id) {
+            tracing::debug!(task = %id, "task ended through another host: its call stops");
+            self.stop(&live);
+            self.announce(&live).await;
+        }
+    }
+
+    /// Hands the client's answers to task `id`'s questions on: to its call
+    /// when it runs here, else to the host running it (after checking them
+    /// against the questions the store has). Answers to questions it is not
+    /// asking are ignored.
+    pub async fn update(&self, id: &str, responses: Map<String, Value>) -> Result<(), RpcError> {
+        if let Some(live) = self.live_task(id) {
+            return live.take(responses).await;
+        }
+        let record = self.store().get(id).await.map_err(store_error)?;
+        let Some(record) = record.filter(|r| r.status == Status::InputRequired) else {
+            return Ok(());
+        };
+        let asked = record.input_requests.unwrap_or_default();
+        let mut pending = super::live::Pending::checking(asked);
+        super::live::take_answers(&mut pending, responses.clone())?;
+        self.events.publish(ServerEvent::TaskAnswered {
+            id: id.to_owned(),
+            responses,
+        });
+        Ok(())
+    }
+}
+
+impl Live {
+    /// Hands `responses` to the call's supervisor; whether they were taken.
+    async fn take(&self, responses: Map<String, Value>) -> Result<(), RpcError> {
+        let (done, taken) = tokio::sync::oneshot::channel();
+        if self
+            .updates
+            .send(super::live::Update { responses, done })
+            .is_err()
+        {
+            return Ok(());
+        }
+        taken.await.unwrap_or(Ok(()))
+    }
+}
+
+/// Keeps the running tasks in step with hosts sharing the store, for as
+/// long as the tasks exist (the server spawns it): renews every third of
+/// the lease, and acts at once on what other hosts say.
+pub async fn tend(tasks: Weak<Tasks>) {
+    let (mut events, every) = match tasks.upgrade() {
+        Some(tasks) => (
+            tasks.events.subscribe(),
+            (tasks.options.lease / 3).max(Duration::from_millis(100)),
+        ),
+        None => return,
+    };
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let heard = tokio::select! {
+            _ = tick.tick() => None,
+            heard = events.recv() => Some(heard),
+        };
+        let Some(tasks) = tasks.upgrade() else { return };
+        match heard {
+            None | Some(Heard::Missed(_)) => tasks.renew().await,
+            Some(Heard::Closed) => return,
+            Some(Heard::Event(ServerEvent::TaskChanged(id))) => tasks.stop_if_over(&id).await,
+            Some(Heard::Event(ServerEvent::TaskAnswered { id, responses })) => {
+                if let Some(live) = tasks.live_task(&id) {
+                    let _ = live.take(responses).await;
+                }
+            }
+            Some(Heard::Event(_)) => {}
+        }
+    }
+}
