@@ -1,0 +1,129 @@
+"""Replicas sharing a real PostgreSQL server behind a real HAProxy, on
+loopback: what tests/test_cluster.py and scripts/bench-cluster.py start.
+The HAProxy configuration is examples/cluster/haproxy.cfg itself, with its
+addresses moved to free ports."""
+
+import http.client
+import json
+import re
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import ROOT, HttpHost
+
+EXAMPLE = ROOT / "examples" / "cluster" / "haproxy.cfg"
+THROWAWAY_POSTGRES = ROOT / "scripts" / "throwaway-postgres"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ready(authority: str) -> bool:
+    try:
+        conn = http.client.HTTPConnection(authority, timeout=5)
+        conn.request("GET", "/readyz")
+        status = conn.getresponse().status
+        conn.close()
+        return status == 200
+    except OSError:
+        return False
+
+
+class Postgres:
+    """A throwaway PostgreSQL server (scripts/throwaway-postgres)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        run = subprocess.run([str(THROWAWAY_POSTGRES), "start", str(folder)], capture_output=True, text=True,
+                             timeout=120)
+        assert run.returncode == 0, f"PostgreSQL did not start (scripts/test-servers installs it):\n{run.stderr}"
+        self.url = run.stdout.strip()
+
+    def stop(self) -> None:
+        subprocess.run([str(THROWAWAY_POSTGRES), "stop", str(self.folder)], timeout=60)
+
+
+class Cluster:
+    """`count` replicas named r1.. serving `plugins` (one folder each when a
+    list is given), sharing `postgres`, behind HAProxy."""
+
+    def __init__(self, tmp_path: Path, postgres: Postgres, plugins, env: dict, count: int = 3,
+                 config: str = "", args: list[str] | None = None):
+        self.tmp_path, self.postgres, self.env = tmp_path, postgres, dict(env)
+        cache = re.search(r'cache_dir = "([^"]*)"', Path(env["WASM_MCP_CONFIG"]).read_text()).group(1)
+        config_file = tmp_path / "replica.toml"
+        config_file.write_text(f'[server]\ncache_dir = "{cache}"\n\n[cluster]\nlease_secs = 3\n\n{config}')
+        self.env["WASM_MCP_CONFIG"] = str(config_file)
+        # What happens to tasks across replicas is said at debug level.
+        self.env["RUST_LOG"] = "info,wasm_mcp::server::tasks=debug"
+        folders = plugins if isinstance(plugins, list) else [plugins] * count
+        self.replicas: dict[str, HttpHost] = {}
+        for i, folder in enumerate(folders, 1):
+            name = f"r{i}"
+            self.replicas[name] = HttpHost(folder, self.env, ["--state", postgres.url, "--replica", name]
+                                           + (args or []))
+        deadline = time.monotonic() + 300
+        for host in self.replicas.values():
+            while not ready(host.authority):
+                assert time.monotonic() < deadline, f"a replica never became ready:\n{host.log()[-3000:]}"
+                time.sleep(0.1)
+        self.front = f"127.0.0.1:{free_port()}"
+        text = EXAMPLE.read_text().replace("127.0.0.1:8080", self.front)
+        for i, host in enumerate(self.replicas.values(), 1):
+            text = text.replace(f"127.0.0.1:808{i}", host.authority)
+        for i in range(len(self.replicas) + 1, 4):
+            text = re.sub(rf"\n\s*(use-)?server r{i} [^\n]*", "", text)
+        self.haproxy_cfg = tmp_path / "haproxy.cfg"
+        self.haproxy_cfg.write_text(text)
+        self.haproxy = subprocess.Popen(["haproxy", "-db", "-f", str(self.haproxy_cfg)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        while not ready(self.front):
+            assert self.haproxy.poll() is None, self.haproxy.stderr.read().decode()
+            assert time.monotonic() < deadline, "HAProxy never answered"
+            time.sleep(0.1)
+        #: The MCP endpoint clients use.
+        self.url = f"http://{self.front}/mcp"
+
+    def close(self) -> None:
+        if self.haproxy.poll() is None:
+            self.haproxy.terminate()
+            self.haproxy.wait(timeout=20)
+        for host in self.replicas.values():
+            host.close()
+
+    def metric(self, name: str, replica: str, labels: str = "") -> float:
+        """The sum of metric `name` (samples whose labels contain `labels`) on `replica`."""
+        conn = http.client.HTTPConnection(self.replicas[replica].authority, timeout=30)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(name) and labels in line:
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+
+def post(authority: str, body: dict, headers: dict, timeout: float = 120):
+    """POSTs `body` to /mcp at `authority`: (status, headers, the JSON-RPC reply with an id, or None)."""
+    conn = http.client.HTTPConnection(authority, timeout=timeout)
+    conn.request("POST", "/mcp", body=json.dumps(body), headers=dict(
+        {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, **headers))
+    response = conn.getresponse()
+    raw = response.read().decode()
+    conn.close()
+    reply = None
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        for line in raw.splitlines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if "id" in message:
+                    reply = message
+    elif raw:
+        reply = json.loads(raw)
+    return response.status, response.headers, reply

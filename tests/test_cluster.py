@@ -1,0 +1,185 @@
+"""Replicas behind HAProxy sharing a real PostgreSQL server (issue 36):
+stateless calls spread over every replica with the same lists; a task
+made on one replica is polled, answered and cancelled through the others;
+a killed replica's task fails elsewhere once its lease lapses; a 2025
+session continues on another replica without a new `initialize`; a
+`list_changed` on one replica reaches sessions and listeners on the
+others. Real clients (the Python `mcp` client) and raw HTTP."""
+
+import shutil
+import signal
+import time
+
+import anyio
+import pytest
+from mcp import Client
+
+from cluster import Cluster, Postgres, post
+from conftest import CONFORMANCE, PLUGINS, modern_meta
+
+TASKS_EXT = "io.modelcontextprotocol/tasks"
+
+
+@pytest.fixture
+def postgres(tmp_path):
+    server = Postgres(tmp_path / "postgres")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def cluster_factory(tmp_path, postgres, host_env):
+    clusters = []
+
+    def start(plugins, **kwargs) -> Cluster:
+        cluster = Cluster(tmp_path / f"cluster{len(clusters)}", postgres, plugins, host_env, **kwargs)
+        clusters.append(cluster)
+        return cluster
+
+    (tmp_path / "cluster0").mkdir()
+    (tmp_path / "cluster1").mkdir()
+    yield start
+    for cluster in clusters:
+        cluster.close()
+
+
+def folder_of(tmp_path, name: str, *plugins: str, source=PLUGINS):
+    folder = tmp_path / name
+    folder.mkdir()
+    for plugin in plugins:
+        shutil.copy(source / f"{plugin}.wasm", folder / f"{plugin}.wasm")
+    return folder
+
+
+def until(check, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def modern(authority: str, id_, method: str, params: dict, tasks: bool = True):
+    """A 2026-07-28 request; its JSON-RPC reply."""
+    caps = {"elicitation": {}, "extensions": {TASKS_EXT: {}}} if tasks else {}
+    params = dict(params, _meta=modern_meta(**{"io.modelcontextprotocol/clientCapabilities": caps}))
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    name = params.get("name") or params.get("taskId")
+    if name:
+        headers["Mcp-Name"] = name
+    status, _, reply = post(authority, {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}, headers)
+    assert status == 200 and reply is not None, (status, reply)
+    return reply
+
+
+def test_stateless_calls_spread_over_replicas_that_list_the_same(cluster_factory, tmp_path):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "hello", "notes"))
+    lists = [modern(host.authority, 1, "tools/list", {})["result"]["tools"] for host in cluster.replicas.values()]
+    assert lists[0] and lists[1:] == lists[:-1]
+    for i in range(30):
+        reply = modern(cluster.front, i, "tools/call", {"name": "greet", "arguments": {"name": f"n{i}"}})
+        assert reply["result"]["content"][0]["text"] == f"Hello, n{i}!"
+    for name in cluster.replicas:
+        assert cluster.metric("wasm_mcp_tool_calls_total", name, 'tool="greet"') > 0, name
+
+
+def test_a_task_is_polled_answered_and_cancelled_through_other_replicas(cluster_factory, tmp_path):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "conformance", source=CONFORMANCE),
+                              config="[tasks]\nafter_ms = 300\n")
+    r1, r2, r3 = (host.authority for host in cluster.replicas.values())
+
+    # A long call on r1 becomes a task named after r1; r2 sees it working,
+    # r3 cancels it, and r1 stops its call.
+    slow = modern(r1, 1, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 60, "detach": False}})
+    task = slow["result"]
+    assert task["resultType"] == "task" and task["taskId"].startswith("r1."), task
+    assert modern(r2, 2, "tasks/get", {"taskId": task["taskId"]})["result"]["status"] == "working"
+    assert "result" in modern(r3, 3, "tasks/cancel", {"taskId": task["taskId"]})
+    got = modern(r2, 4, "tasks/get", {"taskId": task["taskId"]})["result"]
+    assert got["status"] == "cancelled"
+    cluster.replicas["r1"].wait_for_log("task ended through another host", timeout=10)
+
+    # A task that asks: r2 shows its question, r3 refuses a malformed
+    # answer and takes a good one, r1's call goes on to its result, seen
+    # from r2 and through HAProxy.
+    asking = modern(r1, 5, "tools/call", {"name": "confirm_delete", "arguments": {"filename": "a.txt"}})["result"]
+    task_id = asking["taskId"]
+    waiting = until(lambda: (lambda r: r if r["status"] == "input_required" else None)(
+        modern(r2, 6, "tasks/get", {"taskId": task_id})["result"]), "the task to ask")
+    assert list(waiting["inputRequests"]) == ["confirm_delete"]
+    bad = modern(r3, 7, "tasks/update", {"taskId": task_id, "inputResponses": {"confirm_delete": {"action": "maybe"}}})
+    assert bad["error"]["code"] == -32602
+    good = modern(r3, 8, "tasks/update", {
+        "taskId": task_id, "inputResponses": {"confirm_delete": {"action": "accept", "content": {"confirm": False}}}})
+    assert "result" in good, good
+    done = until(lambda: (lambda r: r if r["status"] == "completed" else None)(
+        modern(r2, 9, "tasks/get", {"taskId": task_id})["result"]), "the task to complete", timeout=30)
+    assert done["result"]["content"][0]["text"] == "Kept a.txt"
+    through = modern(cluster.front, 10, "tasks/get", {"taskId": task_id})["result"]
+    assert through["status"] == "completed"
+
+
+def test_a_killed_replicas_task_fails_on_another(cluster_factory, tmp_path):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "conformance", source=CONFORMANCE),
+                              config="[tasks]\nafter_ms = 300\n")
+    r1, r2 = cluster.replicas["r1"], cluster.replicas["r2"]
+    task = modern(r1.authority, 1, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 120, "detach": False}})
+    task_id = task["result"]["taskId"]
+    r1.proc.send_signal(signal.SIGKILL)
+    r1.proc.wait(timeout=20)
+    # The lease is 3 s, renewed every second: generous bounds only.
+    failed = until(lambda: (lambda r: r if r["status"] == "failed" else None)(
+        modern(r2.authority, 2, "tasks/get", {"taskId": task_id})["result"]), "the task to fail", timeout=60)
+    assert "the replica running this task stopped" in failed["error"]["message"]
+    # Through HAProxy too: the rule naming r1 is skipped while r1 is down.
+    through = until(lambda: (lambda r: r if "result" in r else None)(
+        modern(cluster.front, 3, "tasks/get", {"taskId": task_id})), "HAProxy to skip r1", timeout=60)
+    assert through["result"]["status"] == "failed"
+
+
+@pytest.mark.anyio
+async def test_a_session_continues_on_another_replica(cluster_factory, tmp_path):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "hello"))
+    async with Client(cluster.url, mode="legacy", read_timeout_seconds=120) as c:
+        assert (await c.call_tool("greet", {"name": "one"})).content[0].text == "Hello, one!"
+        # The session sticks to one replica: kill it.
+        served = [name for name in cluster.replicas
+                  if cluster.metric("wasm_mcp_tool_calls_total", name, 'tool="greet"') > 0]
+        assert len(served) == 1, served
+        victim = cluster.replicas[served[0]]
+        victim.proc.send_signal(signal.SIGKILL)
+        victim.proc.wait(timeout=20)
+        # No new initialize: another replica takes the session up.
+        with anyio.fail_after(60):
+            again = await c.call_tool("greet", {"name": "two"})
+        assert again.content[0].text == "Hello, two!"
+        assert "greet" in [t.name for t in (await c.list_tools()).tools]
+    others = [name for name in cluster.replicas if name != served[0]]
+    assert sum(cluster.metric("wasm_mcp_tool_calls_total", name, 'tool="greet"') for name in others) == 1
+
+
+@pytest.mark.anyio
+async def test_list_changed_on_one_replica_reaches_the_others(cluster_factory, tmp_path):
+    folders = [folder_of(tmp_path, f"plugins{i}", "hello") for i in range(1, 4)]
+    cluster = cluster_factory(folders)
+    r2, r3 = cluster.replicas["r2"], cluster.replicas["r3"]
+    send, heard = anyio.create_memory_object_stream(100)
+
+    async def on_message(message):
+        method = getattr(message, "method", None)
+        if method and method.endswith("list_changed"):
+            await send.send(method)
+
+    async with Client(r2.url, mode="legacy", read_timeout_seconds=120, message_handler=on_message) as session, \
+            Client(r3.url, mode="2026-07-28", read_timeout_seconds=120) as stateless:
+        assert "greet" in [t.name for t in (await session.list_tools()).tools]
+        async with stateless.listen(tools_list_changed=True) as sub:
+            # Only r1's folder changes: r1 reloads, and says so to all.
+            shutil.copy(PLUGINS / "wordcount.wasm", folders[0] / ".wordcount.tmp")
+            (folders[0] / ".wordcount.tmp").rename(folders[0] / "wordcount.wasm")
+            with anyio.fail_after(120):
+                assert await heard.receive() == "notifications/tools/list_changed"
+                event = await sub.__anext__()
+            assert type(event).__name__ == "ToolsListChanged"
