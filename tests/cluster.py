@@ -53,11 +53,11 @@ class Cluster:
     list is given), sharing `postgres`, behind HAProxy."""
 
     def __init__(self, tmp_path: Path, postgres: Postgres, plugins, env: dict, count: int = 3,
-                 config: str = "", args: list[str] | None = None):
+                 config: str = "", cluster: str = "", args: list[str] | None = None):
         self.tmp_path, self.postgres, self.env = tmp_path, postgres, dict(env)
         cache = re.search(r'cache_dir = "([^"]*)"', Path(env["WASM_MCP_CONFIG"]).read_text()).group(1)
         config_file = tmp_path / "replica.toml"
-        config_file.write_text(f'[server]\ncache_dir = "{cache}"\n\n[cluster]\nlease_secs = 3\n\n{config}')
+        config_file.write_text(f'[server]\ncache_dir = "{cache}"\n\n[cluster]\nlease_secs = 3\n{cluster}\n\n{config}')
         self.env["WASM_MCP_CONFIG"] = str(config_file)
         # What happens to tasks across replicas is said at debug level.
         self.env["RUST_LOG"] = "info,wasm_mcp::server::tasks=debug"

@@ -6,8 +6,11 @@ session continues on another replica without a new `initialize`; a
 `list_changed` on one replica reaches sessions and listeners on the
 others. Real clients (the Python `mcp` client) and raw HTTP."""
 
+import http.client
+import json
 import shutil
 import signal
+import threading
 import time
 
 import anyio
@@ -183,3 +186,79 @@ async def test_list_changed_on_one_replica_reaches_the_others(cluster_factory, t
                 assert await heard.receive() == "notifications/tools/list_changed"
                 event = await sub.__anext__()
             assert type(event).__name__ == "ToolsListChanged"
+
+
+def readyz(authority: str):
+    conn = http.client.HTTPConnection(authority, timeout=30)
+    conn.request("GET", "/readyz")
+    response = conn.getresponse()
+    body = json.loads(response.read())
+    conn.close()
+    return response.status, body
+
+
+def test_replicas_say_who_they_are_and_what_they_serve(cluster_factory, tmp_path):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "hello", "notes"))
+    bodies = {name: readyz(host.authority) for name, host in cluster.replicas.items()}
+    for name, (status, body) in bodies.items():
+        assert status == 200 and body["status"] == "ready", body
+        assert body["replica"] == name and body["store"] == "reachable"
+    digests = {body["plugins"] for _, body in bodies.values()}
+    assert len(digests) == 1 and digests.pop().startswith("sha256:")
+    info = cluster.metric("wasm_mcp_replica", "r2", 'replica="r2"')
+    assert info == 1
+    assert cluster.metric("wasm_mcp_state_store_up", "r2") == 1
+
+
+def test_sigterm_drains_a_replica_under_load_without_failing_requests(cluster_factory, tmp_path):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "conformance", source=CONFORMANCE),
+                              config="[tasks]\nafter_ms = 30000\n", cluster="drain_secs = 8")
+    r1 = cluster.replicas["r1"]
+    # On r1: a task that ends while r1 drains, and one that outlasts it.
+    short = modern(r1.authority, 1, "tools/call", {"name": "failing_job", "arguments": {}})["result"]
+    assert short["resultType"] == "task", short
+    long = modern(r1.authority, 2, "tools/call", {
+        "name": "slow_compute", "arguments": {"seconds": 120, "detach": True}})["result"]
+    assert long["resultType"] == "task", long
+    failures, done = [], []
+    stop = threading.Event()
+
+    def load(worker: int):
+        i = 0
+        while not stop.is_set() and i < 400:
+            i += 1
+            try:
+                reply = modern(cluster.front, i, "tools/call",
+                               {"name": "slow_compute", "arguments": {"seconds": 0.2}}, tasks=False)
+                if reply.get("result", {}).get("resultType") != "complete":
+                    failures.append(reply)
+                else:
+                    done.append(worker)
+            except Exception as error:  # noqa: BLE001 - every failure counts
+                failures.append(repr(error))
+
+    workers = [threading.Thread(target=load, args=(w,)) for w in range(4)]
+    for worker in workers:
+        worker.start()
+    until(lambda: len(done) >= 20, "the load to run")
+    r1.proc.send_signal(signal.SIGTERM)
+    # Draining: unready at once, still alive while its task runs.
+    status, body = until(lambda: (lambda r: r if r[0] == 503 else None)(readyz(r1.authority)), "r1 to be unready",
+                         timeout=10)
+    assert "the host is shutting down" in body["reasons"]
+    r1.proc.wait(timeout=60)
+    served = len(done)
+    until(lambda: len(done) >= served + 20, "the load to go on without r1")
+    stop.set()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert failures == []
+    ended = modern(cluster.replicas["r2"].authority, 4, "tasks/get", {"taskId": short["taskId"]})["result"]
+    assert ended["status"] == "completed" and ended["result"]["isError"] is True, ended
+    # The task r1 could not finish was handed back: another replica fails
+    # it at once (well before its 3 s lease would lapse on its own).
+    assert "running tasks handed back" in r1.log()
+    failed = until(lambda: (lambda r: r if r["status"] == "failed" else None)(
+        modern(cluster.replicas["r2"].authority, 3, "tasks/get", {"taskId": long["taskId"]})["result"]),
+        "the handed-back task to fail", timeout=30)
+    assert "the replica running this task stopped" in failed["error"]["message"]

@@ -334,6 +334,22 @@ impl TaskStore for PgTasks {
         .await
     }
 
+    async fn release(&self, ids: &[String]) -> Result<()> {
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            db.execute(
+                &format!(
+                    "UPDATE wasm_mcp_tasks SET lease_until_ms = 0
+                     WHERE id = ANY($1) AND replica = $2 AND {RUNNING}"
+                ),
+                &[&ids, &self.replica],
+            )
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn fail_orphans(&self) -> Result<Vec<String>> {
         self.fail_where("lease_until_ms < $3", &[&ms(now_ms())])
             .await

@@ -49,6 +49,11 @@ pub struct ClusterSection {
     /// (it renews every third of it), in seconds. A task whose replica
     /// stopped is failed by another once its lease lapses.
     pub lease_secs: u64,
+    /// On SIGTERM, how long the calls and tasks in progress may go on
+    /// (the replica answers `/readyz` with 503 and takes no new
+    /// connections meanwhile) before it hands its tasks back and exits, in
+    /// seconds.
+    pub drain_secs: u64,
 }
 
 impl Default for ClusterSection {
@@ -56,6 +61,7 @@ impl Default for ClusterSection {
         ClusterSection {
             replica: None,
             lease_secs: d::LEASE_SECS,
+            drain_secs: d::DRAIN_SECS,
         }
     }
 }
@@ -133,6 +139,10 @@ pub(super) fn check_cluster(cluster: &ClusterSection) -> Result<()> {
     anyhow::ensure!(
         (3..=3600).contains(&cluster.lease_secs),
         "cluster.lease_secs must be between 3 and 3600"
+    );
+    anyhow::ensure!(
+        cluster.drain_secs <= 3600,
+        "cluster.drain_secs must be at most 3600"
     );
     Ok(())
 }

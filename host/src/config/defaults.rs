@@ -73,3 +73,5 @@ pub const STATE_TIMEOUT_MS: u64 = 5_000;
 pub const STATE_STREAM_EVENTS: usize = 1_000;
 /// How long a replica's hold on its running tasks lasts unless renewed.
 pub const LEASE_SECS: u64 = 10;
+/// On SIGTERM, how long a replica's work in progress may go on.
+pub const DRAIN_SECS: u64 = 30;

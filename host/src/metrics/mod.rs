@@ -188,6 +188,12 @@ pub struct Snapshot {
     pub parked_calls: usize,
     /// Tasks kept, by status.
     pub tasks: Vec<(String, u64)>,
+    /// This host's name among replicas (`None`: a host on its own).
+    pub replica: Option<String>,
+    /// The digest of the plugin set served (see `Server::plugin_set`).
+    pub plugin_set: String,
+    /// Whether the store of shared state answered last time it was asked.
+    pub store_up: bool,
 }
 
 /// Something open (a session, a stream), counted until dropped.
@@ -219,6 +225,14 @@ pub struct Metrics {
     streams: Gauge,
     parked: Gauge,
     tasks: Family<StatusLabels, Gauge>,
+    replica: Family<ReplicaLabels, Gauge>,
+    store_up: Gauge,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReplicaLabels {
+    replica: String,
+    plugin_set: String,
 }
 
 /// The process's metrics.
@@ -247,6 +261,8 @@ impl Metrics {
             streams: Gauge::default(),
             parked: Gauge::default(),
             tasks: Family::default(),
+            replica: Family::default(),
+            store_up: Gauge::default(),
         }
         .registered()
     }
@@ -315,6 +331,16 @@ impl Metrics {
             self.parked.clone(),
         );
         r.register("tasks", "Tasks kept, by status", self.tasks.clone());
+        r.register(
+            "replica",
+            "This host (1): its replica name (empty on its own) and the digest of the plugin set it serves",
+            self.replica.clone(),
+        );
+        r.register(
+            "state_store_up",
+            "Whether the store of tasks and sessions answered when last asked (1) or not (0)",
+            self.store_up.clone(),
+        );
         self
     }
 
@@ -436,6 +462,14 @@ impl Metrics {
                 })
                 .set(i64::try_from(*count).unwrap_or(i64::MAX));
         }
+        self.replica.clear();
+        self.replica
+            .get_or_create(&ReplicaLabels {
+                replica: label(now.replica.as_deref().unwrap_or_default()),
+                plugin_set: now.plugin_set.clone(),
+            })
+            .set(1);
+        self.store_up.set(i64::from(now.store_up));
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String does not fail");

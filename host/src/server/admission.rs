@@ -64,6 +64,11 @@ pub struct Admitted {
 }
 
 impl Admission {
+    /// The requests in progress.
+    pub fn in_progress(&self) -> usize {
+        self.counts.lock().0.requests
+    }
+
     /// Admission under `limits`.
     pub fn new(limits: AdmissionLimits) -> Self {
         Admission {

@@ -128,6 +128,9 @@ pub struct Server {
     stopping: std::sync::atomic::AtomicBool,
 }
 
+/// How long a draining host must have had nothing in progress to stop.
+pub const QUIET: Duration = Duration::from_secs(2);
+
 /// The plugins' first load, running until dropped (see [`Server::loading`]).
 pub struct Loading(watch::Sender<Option<Instant>>);
 
@@ -205,7 +208,81 @@ impl Server {
             plugins: self.registry.catalogue().plugins.len(),
             parked_calls: self.parking.len(),
             tasks,
+            replica: self.tasks.replica().map(str::to_owned),
+            plugin_set: self.plugin_set(),
+            store_up: self.tasks.store_up(),
         }
+    }
+
+    /// The plugin set served, as one digest (`sha256:…` over each plugin's
+    /// name and component digest): replicas serving the same plugins say
+    /// the same.
+    pub fn plugin_set(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let catalogue = self.registry.catalogue();
+        let mut plugins: Vec<(&str, &str)> = catalogue
+            .plugins
+            .iter()
+            .map(|p| (p.plugin.name(), p.plugin.hash()))
+            .collect();
+        plugins.sort_unstable();
+        let mut digest = Sha256::new();
+        for (name, hash) in plugins {
+            digest.update(format!("{name}={hash}\n"));
+        }
+        let hex: String = digest
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("sha256:{hex}")
+    }
+
+    /// What `/readyz` says beyond readiness: the replica's name, the plugin
+    /// set it serves, and whether the store of shared state answers (a
+    /// store outage does not make the host unready: what needs no shared
+    /// state is still served).
+    pub fn readiness_details(&self) -> Map<String, Value> {
+        let mut details = Map::new();
+        if let Some(replica) = self.tasks.replica() {
+            details.insert("replica".into(), json!(replica));
+        }
+        details.insert("plugins".into(), json!(self.plugin_set()));
+        let store = if self.tasks.store_up() {
+            "reachable"
+        } else {
+            "unreachable"
+        };
+        details.insert("store".into(), json!(store));
+        details
+    }
+
+    /// Waits, for at most `within`, until no request is in progress and
+    /// no task runs here; then hands back the hold on the tasks still
+    /// running, so that another host sharing the store takes them over at
+    /// once. For a host that is shutting down ([`Server::stop`]).
+    /// Requests still come in on open connections until the load balancer
+    /// sees the host unready; draining ends once none has been in progress
+    /// for [`QUIET`].
+    pub async fn drain(&self, within: Duration) {
+        let now = tokio::time::Instant::now;
+        let deadline = now() + within;
+        let busy = || self.admission.in_progress() + self.tasks.running();
+        tracing::info!(
+            in_progress = busy(),
+            ?within,
+            "draining: finishing the work in progress"
+        );
+        let mut quiet_since = now();
+        while now() < deadline {
+            if busy() > 0 {
+                quiet_since = now();
+            } else if quiet_since.elapsed() >= QUIET {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.tasks.hand_back().await;
     }
 
     /// Marks the host as shutting down: it is no longer ready (see

@@ -52,6 +52,11 @@ pub fn http_options(
             body_timeout: secs(section.body_timeout_secs),
             idle_timeout: secs(section.idle_timeout_secs),
         },
+        drain: config
+            .state
+            .url
+            .is_some()
+            .then(|| secs(config.cluster.drain_secs)),
     })
 }
 

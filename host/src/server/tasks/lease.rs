@@ -15,7 +15,10 @@ impl Tasks {
     /// the store says are over (cancelled through another host). Fails the
     /// tasks of hosts that stopped.
     async fn renew(&self) {
-        let running: Vec<String> = self.live.lock().keys().cloned().collect();
+        let mut running: Vec<String> = self.live.lock().keys().cloned().collect();
+        if self.handed_back.load(std::sync::atomic::Ordering::Relaxed) {
+            running.clear();
+        }
         match self.store().renew(&running).await {
             Ok(unfinished) => {
                 for id in running.iter().filter(|id| !unfinished.contains(id)) {
@@ -23,16 +26,42 @@ impl Tasks {
                 }
             }
             Err(error) => {
-                store_error(error);
+                tracing::debug!("renewing the tasks running here: {error:#}");
+                self.store_answered(false);
+                return;
             }
         }
         match self.store().fail_orphans().await {
             Ok(failed) => {
+                self.store_answered(true);
                 for id in failed {
                     tracing::warn!(task = %id, "the host running this task stopped: the task failed");
                     self.events.publish(ServerEvent::TaskChanged(id));
                 }
             }
+            Err(error) => {
+                tracing::debug!("looking for tasks of hosts that stopped: {error:#}");
+                self.store_answered(false);
+            }
+        }
+    }
+
+    /// How many tasks run here.
+    pub fn running(&self) -> usize {
+        self.live.lock().len()
+    }
+
+    /// Hands back this host's hold on the tasks still running here (it
+    /// stops): another host sharing the store fails them at once.
+    pub async fn hand_back(&self) {
+        self.handed_back
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let running: Vec<String> = self.live.lock().keys().cloned().collect();
+        if running.is_empty() {
+            return;
+        }
+        match self.store().release(&running).await {
+            Ok(()) => tracing::info!(tasks = running.len(), "running tasks handed back"),
             Err(error) => {
                 store_error(error);
             }

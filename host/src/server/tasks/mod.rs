@@ -44,6 +44,11 @@ pub struct Tasks {
     /// This host's name among replicas sharing the store: the prefix of
     /// the ids of the tasks it makes.
     replica: Option<String>,
+    /// Whether the store answered when last asked (by [`tend`]).
+    store_up: std::sync::atomic::AtomicBool,
+    /// Set once the hold on the running tasks was handed back: it is not
+    /// renewed any more.
+    handed_back: std::sync::atomic::AtomicBool,
 }
 
 /// What a new task is.
@@ -101,7 +106,29 @@ impl Tasks {
             events,
             store_failed,
             replica,
+            store_up: std::sync::atomic::AtomicBool::new(true),
+            handed_back: Default::default(),
         })
+    }
+
+    /// This host's name among replicas sharing the store.
+    pub fn replica(&self) -> Option<&str> {
+        self.replica.as_deref()
+    }
+
+    /// Whether the store answered when last asked (every third of the
+    /// lease).
+    pub fn store_up(&self) -> bool {
+        self.store_up.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(super) fn store_answered(&self, up: bool) {
+        let was = self.store_up.swap(up, std::sync::atomic::Ordering::Relaxed);
+        if was && !up {
+            tracing::error!("the tasks and sessions store does not answer: what needs it fails until it is back");
+        } else if up && !was {
+            tracing::info!("the tasks and sessions store answers again");
+        }
     }
 
     /// A new task id: `<replica>.<random>` among replicas (a load balancer

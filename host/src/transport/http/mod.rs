@@ -64,6 +64,10 @@ pub struct HttpOptions {
     pub sessions: SessionLimits,
     /// Connections open at once, and their deadlines.
     pub connections: ConnectionLimits,
+    /// On SIGTERM, how long the requests and tasks in progress may go on
+    /// before the host exits (`None`: it exits at once). A replica drains;
+    /// a host on its own does not.
+    pub drain: Option<Duration>,
 }
 
 impl Default for HttpOptions {
@@ -82,6 +86,7 @@ impl Default for HttpOptions {
             resume_grace: DEFAULT_RESUME_GRACE,
             sessions: SessionLimits::default(),
             connections: ConnectionLimits::default(),
+            drain: None,
         }
     }
 }
@@ -230,13 +235,20 @@ pub async fn serve(
     options: HttpOptions,
 ) -> std::io::Result<()> {
     let connections = options.connections.clone();
+    let drain = options.drain;
     let (router, _app) = router(server.clone(), options);
     // Open event streams never end by themselves, so shutdown does not
     // wait for them.
     let stopping = async {
         shutdown_signal().await;
-        // Connections already open may still ask /readyz meanwhile.
+        // Unready from now on; connections already open may still ask
+        // /readyz meanwhile.
         server.stop();
+        // A replica goes on serving while the load balancer notices it is
+        // unready and its work in progress ends.
+        if let Some(within) = drain {
+            server.drain(within).await;
+        }
     };
     listener::serve(listener, router, connections, stopping).await;
     server.publish(ServerEvent::Shutdown);

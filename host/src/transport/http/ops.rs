@@ -26,10 +26,13 @@ pub(super) async fn health() -> Response {
 
 pub(super) fn ready(server: &Server) -> Response {
     let reasons = server.unready();
+    let mut body = server.readiness_details();
     if reasons.is_empty() {
-        Json(serde_json::json!({ "status": "ready" })).into_response()
+        body.insert("status".into(), "ready".into());
+        Json(body).into_response()
     } else {
-        let body = serde_json::json!({ "status": "not ready", "reasons": reasons });
+        body.insert("status".into(), "not ready".into());
+        body.insert("reasons".into(), serde_json::json!(reasons));
         (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
     }
 }

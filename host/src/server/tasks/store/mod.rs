@@ -73,6 +73,9 @@ pub trait TaskStore: Send + Sync {
     /// Fails the unfinished tasks of hosts that stopped (their hold lapsed,
     /// or their lock is free); their ids.
     async fn fail_orphans(&self) -> Result<Vec<String>>;
+    /// Hands back this host's hold on the unfinished tasks `ids` (it is
+    /// stopping), so that other hosts fail them at once.
+    async fn release(&self, ids: &[String]) -> Result<()>;
 }
 
 /// An outcome as stored ([`outcome_text`]) read back; `None` when it is

@@ -115,6 +115,12 @@ impl TaskStore for Sqlite {
     async fn fail_orphans(&self) -> Result<Vec<String>> {
         self.run(|s| s.fail_orphans()).await
     }
+
+    /// The hold is the instance lock, released when this store is dropped
+    /// with its process: nothing to do before.
+    async fn release(&self, _ids: &[String]) -> Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
