@@ -47,6 +47,14 @@ class Postgres:
     def stop(self) -> None:
         subprocess.run([str(THROWAWAY_POSTGRES), "stop", str(self.folder)], timeout=60)
 
+    def down(self) -> None:
+        """Stops the server, keeping its data (an outage)."""
+        subprocess.run([str(THROWAWAY_POSTGRES), "down", str(self.folder)], timeout=60, check=True)
+
+    def up(self) -> None:
+        """Starts it again, on the same port with the same data."""
+        subprocess.run([str(THROWAWAY_POSTGRES), "up", str(self.folder)], timeout=120, check=True)
+
 
 class Cluster:
     """`count` replicas named r1.. serving `plugins` (one folder each when a

@@ -10,6 +10,7 @@ import http.client
 import json
 import shutil
 import signal
+import subprocess
 import threading
 import time
 
@@ -19,6 +20,7 @@ from mcp import Client
 
 from cluster import Cluster, Postgres, post
 from conftest import CONFORMANCE, PLUGINS, modern_meta
+from test_http_transport import BASE_HEADERS, open_session, read_events
 
 TASKS_EXT = "io.modelcontextprotocol/tasks"
 
@@ -262,3 +264,109 @@ def test_sigterm_drains_a_replica_under_load_without_failing_requests(cluster_fa
         modern(cluster.replicas["r2"].authority, 3, "tasks/get", {"taskId": long["taskId"]})["result"]),
         "the handed-back task to fail", timeout=30)
     assert "the replica running this task stopped" in failed["error"]["message"]
+
+
+def psql(url: str, query: str) -> str:
+    run = subprocess.run(["psql", "-At", url, "-c", query], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip()
+
+
+def add_plugin(folder, plugin: str) -> None:
+    shutil.copy(PLUGINS / f"{plugin}.wasm", folder / f".{plugin}.tmp")
+    (folder / f".{plugin}.tmp").rename(folder / f"{plugin}.wasm")
+
+
+def test_a_stream_resumes_on_another_replica_with_exactly_the_missed_events(cluster_factory, tmp_path, postgres):
+    folders = [folder_of(tmp_path, f"plugins{i}", "hello") for i in range(1, 3)]
+    cluster = cluster_factory(folders, count=2)
+    r1, r2 = cluster.replicas["r1"], cluster.replicas["r2"]
+    session = open_session(r1)
+    headers = dict(BASE_HEADERS, **{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+
+    def kept() -> int:
+        return int(psql(postgres.url, f"SELECT count(*) FROM wasm_mcp_stream_events WHERE session = '{session}'"))
+
+    # The client reads the first event of its GET stream on r1, then loses
+    # the connection; more events are sent meanwhile.
+    conn = http.client.HTTPConnection(r1.authority, timeout=120)
+    conn.request("GET", "/mcp", headers=headers)
+    stream = conn.getresponse()
+    assert stream.status == 200
+    add_plugin(folders[0], "wordcount")
+    first = read_events(stream, 1)[0]
+    assert first["id"] == "0-1" and "list_changed" in first["data"]
+    conn.close()
+    start = kept()
+    add_plugin(folders[0], "shout")
+    until(lambda: kept() > start, "the second event to be kept")
+    start = kept()
+    add_plugin(folders[0], "notes")
+    until(lambda: kept() > start, "the third event to be kept")
+    r1.proc.send_signal(signal.SIGKILL)
+    r1.proc.wait(timeout=20)
+    missed = psql(postgres.url, f"SELECT seq, text FROM wasm_mcp_stream_events WHERE session = '{session}' "
+                                "AND stream = 0 AND seq > 1 ORDER BY seq").splitlines()
+    missed = [line.split("|", 1) for line in missed]
+    assert len(missed) >= 2
+
+    # On r2, resuming after 0-1 replays exactly what r1 sent after it, then
+    # goes on with the next number.
+    conn = http.client.HTTPConnection(r2.authority, timeout=120)
+    conn.request("GET", "/mcp", headers=dict(headers, **{"Last-Event-ID": "0-1"}))
+    stream = conn.getresponse()
+    assert stream.status == 200
+    replayed = read_events(stream, len(missed))
+    assert [(e["id"], e["data"]) for e in replayed] == [(f"0-{seq}", text) for seq, text in missed]
+    assert "notifications/tools/list_changed" in replayed[0]["data"]
+    add_plugin(folders[1], "stats")
+    after = read_events(stream, 1)[0]
+    assert after["id"] == f"0-{int(missed[-1][0]) + 1}" and "list_changed" in after["data"]
+    conn.close()
+    # The session goes on on r2 without a new initialize.
+    status, _, reply = post(r2.authority, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                           "params": {"name": "greet", "arguments": {"name": "again"}}}, headers)
+    assert status == 200 and reply["result"]["content"][0]["text"] == "Hello, again!"
+
+
+def test_a_store_outage_is_not_a_host_outage(cluster_factory, tmp_path, postgres):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "conformance", source=CONFORMANCE), count=2,
+                              config="[tasks]\nafter_ms = 30000\n")
+    r1, r2 = cluster.replicas["r1"], cluster.replicas["r2"]
+    session = open_session(r1)
+    headers = dict(BASE_HEADERS, **{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+    greet = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "s"}}}
+
+    postgres.down()
+    # What needs no shared state is served, on every replica and through
+    # HAProxy, and the session r1 holds goes on there.
+    for authority in (r1.authority, r2.authority, cluster.front):
+        reply = modern(authority, 2, "tools/call", {"name": "greet", "arguments": {"name": "x"}}, tasks=False)
+        assert reply["result"]["content"][0]["text"] == "Hello, x!", reply
+    status, _, reply = post(r1.authority, greet, headers)
+    assert status == 200 and reply["result"]["content"][0]["text"] == "Hello, s!"
+    # Still ready (a load balancer keeps every replica), saying the store is down.
+    status, body = until(lambda: (lambda r: r if r[1]["store"] == "unreachable" else None)(readyz(r1.authority)),
+                         "r1 to notice the outage", timeout=60)
+    assert status == 200 and body["status"] == "ready"
+    assert cluster.metric("wasm_mcp_state_store_up", "r1") == 0
+    # What needs it fails clearly: a new task, taking a session up.
+    refused = modern(r1.authority, 3, "tools/call", {"name": "failing_job", "arguments": {}})
+    assert refused["error"]["code"] == -32603 and "store" in refused["error"]["message"], refused
+    status, response_headers, reply = post(r2.authority, greet, headers)
+    assert status == 503 and response_headers["retry-after"] == "1"
+    assert "session store is unreachable" in reply["error"]["message"]
+
+    postgres.up()
+    # Everything comes back without a restart.
+    until(lambda: readyz(r1.authority)[1]["store"] == "reachable", "r1 to see the store again", timeout=60)
+    task = until(lambda: (lambda r: r if "result" in r else None)(
+        modern(r1.authority, 4, "tools/call", {"name": "failing_job", "arguments": {}})), "a task to be made",
+        timeout=60)
+    assert task["result"]["resultType"] == "task"
+    status, _, reply = post(r2.authority, greet, headers)
+    assert status == 200 and reply["result"]["content"][0]["text"] == "Hello, s!"
+    got = until(lambda: (lambda r: r if r["status"] == "completed" else None)(
+        modern(r2.authority, 5, "tasks/get", {"taskId": task["result"]["taskId"]})["result"]),
+        "the task to complete", timeout=60)
+    assert got["result"]["isError"] is True

@@ -159,7 +159,8 @@ def test_a_metrics_address_of_its_own_serves_a_stdio_host(tmp_path, cache_dir, h
         assert value(samples, "wasm_mcp_tool_calls_total", plugin="hello", tool="greet", outcome="ok") == 1
         assert value(samples, "wasm_mcp_sessions") == 1  # the stdio client
         with urllib.request.urlopen(f"http://{address}/readyz", timeout=10) as answer:
-            assert json.loads(answer.read()) == {"status": "ready"}
+            ready = json.loads(answer.read())
+            assert ready["status"] == "ready" and ready["store"] == "reachable", ready
     finally:
         host.close()
 

@@ -153,7 +153,9 @@ def test_the_host_is_alive_at_once_and_ready_once_its_plugins_first_load_ends(tm
     host = HttpHost(plugins, dict(host_env, WASM_MCP_CONFIG=str(config)))
     base = host.url.rsplit("/", 1)[0]
     try:
-        assert probe(f"{base}/readyz") == (503, {"status": "not ready", "reasons": ["the plugins are still loading"]})
+        status, body = probe(f"{base}/readyz")
+        assert (status, body["status"], body["reasons"]) == (503, "not ready", ["the plugins are still loading"])
+        assert body["store"] == "reachable" and "replica" not in body
         assert probe(f"{base}/healthz") == (200, {"status": "alive"})
         # Once stuck's load time is over the first load ends without it, and
         # the host is ready with what did load.
@@ -161,7 +163,10 @@ def test_the_host_is_alive_at_once_and_ready_once_its_plugins_first_load_ends(tm
         while probe(f"{base}/readyz")[0] != 200:
             assert time.monotonic() < deadline, host.log()[-3000:]
             time.sleep(0.2)
-        assert probe(f"{base}/readyz") == (200, {"status": "ready"})
+        status, body = probe(f"{base}/readyz")
+        assert (status, body["status"]) == (200, "ready") and "reasons" not in body
+        # The plugin set served: what did load (stuck did not).
+        assert body["plugins"].startswith("sha256:")
         assert "stuck" in host.log()
     finally:
         host.close()

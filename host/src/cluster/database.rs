@@ -127,6 +127,19 @@ const STEPS: &[&str] = &[
         at_ms bigint NOT NULL
     );
     ",
+    // 2: the SSE events of session streams, for resuming on another
+    // replica; `n` orders a session's events for trimming.
+    "
+    CREATE TABLE wasm_mcp_stream_events (
+        n bigserial PRIMARY KEY,
+        session text NOT NULL,
+        stream bigint NOT NULL,
+        seq bigint NOT NULL,
+        text text NOT NULL
+    );
+    CREATE UNIQUE INDEX wasm_mcp_stream_events_by_stream
+        ON wasm_mcp_stream_events (session, stream, seq);
+    ",
 ];
 
 /// Brings the schema up to date (idempotent; replicas starting at once

@@ -12,7 +12,7 @@ mod tests;
 
 pub use bus::PgBus;
 pub use database::Target;
-pub use sessions::PgSessions;
+pub use sessions::{PgSessions, PgStreamEvents};
 pub use tasks::PgTasks;
 
 use crate::config::{valid_replica_name, Config};
@@ -98,7 +98,12 @@ pub async fn connect(
         bus: PgBus::start(pool.clone(), target, replica),
         tasks: Box::new(tasks),
         tasks_failed: false,
-        sessions: Arc::new(PgSessions::new(pool, max_sessions, timeout)),
+        sessions: Arc::new(PgSessions::new(pool.clone(), max_sessions, timeout)),
+        stream_events: Some(Arc::new(PgStreamEvents::new(
+            pool,
+            config.state.max_stream_events,
+            timeout,
+        ))),
         replica: Some(replica.to_owned()),
     }))
 }

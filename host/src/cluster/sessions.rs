@@ -5,7 +5,7 @@
 
 use super::database::{connection, within};
 use crate::server::tasks::now_ms;
-use crate::server::{SessionRecord, SessionStore};
+use crate::server::{SessionRecord, SessionStore, StreamEvents};
 use anyhow::{Context as _, Result};
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
@@ -89,7 +89,13 @@ impl SessionStore for PgSessions {
             let delete = db
                 .prepare_cached("DELETE FROM wasm_mcp_sessions WHERE id = $1")
                 .await?;
-            Ok(db.execute(&delete, &[&id]).await? == 1)
+            let removed = db.execute(&delete, &[&id]).await? == 1;
+            db.execute(
+                "DELETE FROM wasm_mcp_stream_events WHERE session = $1",
+                &[&id],
+            )
+            .await?;
+            Ok(removed)
         })
         .await
     }
@@ -114,13 +120,124 @@ impl SessionStore for PgSessions {
         let before = now() - idle.as_millis() as i64;
         within(self.timeout, async {
             let db = connection(&self.pool).await?;
-            let deleted = db
-                .execute(
-                    "DELETE FROM wasm_mcp_sessions WHERE touched_ms < $1",
+            let deleted: Vec<String> = db
+                .query(
+                    "DELETE FROM wasm_mcp_sessions WHERE touched_ms < $1 RETURNING id",
                     &[&before],
                 )
+                .await?
+                .iter()
+                .map(|row| row.get(0))
+                .collect();
+            if !deleted.is_empty() {
+                db.execute(
+                    "DELETE FROM wasm_mcp_stream_events WHERE session = ANY($1)",
+                    &[&deleted],
+                )
                 .await?;
-            Ok(deleted as usize)
+            }
+            Ok(deleted.len())
+        })
+        .await
+    }
+}
+
+/// The sessions' SSE events every replica can replay, at most `per_session`
+/// of each session (its oldest go first).
+pub struct PgStreamEvents {
+    pool: Pool,
+    per_session: usize,
+    timeout: Duration,
+}
+
+impl PgStreamEvents {
+    /// The events kept in the database of `pool`.
+    pub fn new(pool: Pool, per_session: usize, timeout: Duration) -> Self {
+        PgStreamEvents {
+            pool,
+            per_session,
+            timeout,
+        }
+    }
+}
+
+/// Trims a session's events every this many appends.
+const TRIM_EVERY: u64 = 32;
+
+#[async_trait]
+impl StreamEvents for PgStreamEvents {
+    async fn append(&self, session: &str, stream: u64, seq: u64, text: &str) -> Result<()> {
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let insert = db
+                .prepare_cached(
+                    "INSERT INTO wasm_mcp_stream_events (session, stream, seq, text)
+                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING n",
+                )
+                .await?;
+            let row = db
+                .query_opt(&insert, &[&session, &(stream as i64), &(seq as i64), &text])
+                .await?;
+            let Some(row) = row else { return Ok(()) };
+            let n: i64 = row.get(0);
+            if (n as u64).is_multiple_of(TRIM_EVERY) {
+                // The session's events past its newest `per_session`.
+                let trim = db
+                    .prepare_cached(
+                        "DELETE FROM wasm_mcp_stream_events WHERE session = $1 AND n <= (
+                             SELECT n FROM wasm_mcp_stream_events WHERE session = $1
+                             ORDER BY n DESC OFFSET $2 LIMIT 1)",
+                    )
+                    .await?;
+                db.execute(&trim, &[&session, &(self.per_session as i64)])
+                    .await?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn after(
+        &self,
+        session: &str,
+        stream: u64,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>> {
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let query = db
+                .prepare_cached(
+                    "SELECT seq, text FROM wasm_mcp_stream_events
+                     WHERE session = $1 AND stream = $2 AND seq > $3 ORDER BY seq LIMIT $4",
+                )
+                .await?;
+            let rows = db
+                .query(
+                    &query,
+                    &[&session, &(stream as i64), &(seq as i64), &(limit as i64)],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|r| (r.get::<_, i64>(0) as u64, r.get(1)))
+                .collect())
+        })
+        .await
+    }
+
+    async fn last(&self, session: &str) -> Result<(u64, u64)> {
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let row = db
+                .query_one(
+                    "SELECT COALESCE(MAX(stream), 0)::bigint,
+                            COALESCE(MAX(seq) FILTER (WHERE stream = 0), 0)::bigint
+                     FROM wasm_mcp_stream_events WHERE session = $1",
+                    &[&session],
+                )
+                .await?;
+            Ok((row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64))
         })
         .await
     }

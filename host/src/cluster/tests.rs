@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::server::tasks::{Status, TaskStore};
-use crate::server::{Bus, Heard, ServerEvent};
+use crate::server::{Bus, Heard, ServerEvent, SessionStore, StreamEvents};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -125,6 +125,36 @@ async fn shared_state_keeps_every_contract_on_postgres() {
     let sessions = pg.database("sessions").await;
     let store = PgSessions::new(sessions.pool().unwrap(), 8, sessions.timeout);
     crate::server::session_store_contract(&store, 8).await;
+
+    // Stream events: in order per stream, bounded per session, gone with
+    // their session.
+    let events = PgStreamEvents::new(sessions.pool().unwrap(), 40, sessions.timeout);
+    let store = PgSessions::new(sessions.pool().unwrap(), 8, sessions.timeout);
+    for seq in 1..=5 {
+        events
+            .append("s1", 0, seq, &format!("e{seq}"))
+            .await
+            .unwrap();
+    }
+    events.append("s1", 3, 1, "r1").await.unwrap();
+    // The same event again is kept once.
+    events.append("s1", 0, 5, "again").await.unwrap();
+    assert_eq!(events.last("s1").await.unwrap(), (3, 5));
+    assert_eq!(events.last("nobody").await.unwrap(), (0, 0));
+    let after = events.after("s1", 0, 2, 2).await.unwrap();
+    assert_eq!(after, [(3, "e3".to_owned()), (4, "e4".to_owned())]);
+    assert_eq!(
+        events.after("s1", 3, 0, 10).await.unwrap(),
+        [(1, "r1".to_owned())]
+    );
+    for seq in 6..=200 {
+        events.append("s2", 0, seq, "x").await.unwrap();
+    }
+    let kept = events.after("s2", 0, 0, 1000).await.unwrap();
+    assert!(kept.len() <= 40 + 32, "{} kept", kept.len());
+    assert_eq!(kept.last().unwrap().0, 200);
+    store.remove("s1").await.unwrap();
+    assert!(events.after("s1", 0, 0, 10).await.unwrap().is_empty());
 
     // The bus: the contract within a replica, and events heard by another
     // (a big one too), never twice by the replica that sent them.

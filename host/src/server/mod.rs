@@ -37,5 +37,5 @@ pub use outbox::{Outbox, OutboxReceiver, Outgoing};
 pub use session::{Arriving, Settled};
 #[cfg(test)]
 pub(crate) use session_store::contract::check as session_store_contract;
-pub use session_store::{MemorySessions, SessionRecord, SessionStore};
+pub use session_store::{MemorySessions, SessionRecord, SessionStore, StreamEvents};
 pub use shared::{Backends, Loading, Server, ServerOptions};

@@ -109,6 +109,29 @@ pub trait SessionStore: Send + Sync {
     async fn forget_idle(&self, idle: Duration) -> Result<usize>;
 }
 
+/// The SSE events of the sessions' streams, kept where hosts sharing the
+/// session store can replay them: a client that lost its host resumes a
+/// stream with `Last-Event-ID` on another one. (A host on its own has
+/// none: its streams' own logs serve resumption.) Bounded per session;
+/// a session's events go with it.
+#[async_trait]
+pub trait StreamEvents: Send + Sync {
+    /// Keeps event `seq` (`text`, one JSON-RPC message) of stream `stream`
+    /// of session `session`; beyond the bound, the session's oldest go.
+    async fn append(&self, session: &str, stream: u64, seq: u64, text: &str) -> Result<()>;
+    /// Up to `limit` events of the stream after event `seq`, in order.
+    async fn after(
+        &self,
+        session: &str,
+        stream: u64,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>>;
+    /// Where the session's streams stand: the highest stream number kept,
+    /// and the highest event number of stream 0 (its standalone stream).
+    async fn last(&self, session: &str) -> Result<(u64, u64)>;
+}
+
 /// The sessions of one process, at most `capacity` of them.
 pub struct MemorySessions {
     sessions: Mutex<HashMap<String, (SessionRecord, Instant)>>,

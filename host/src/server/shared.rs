@@ -79,6 +79,9 @@ pub struct Backends {
     pub tasks_failed: bool,
     /// The handshake sessions store.
     pub sessions: Arc<dyn SessionStore>,
+    /// Where the sessions' SSE events are kept for other hosts to replay
+    /// (`None`: a host on its own).
+    pub stream_events: Option<Arc<dyn super::StreamEvents>>,
     /// This host's name among the replicas sharing the stores (it prefixes
     /// task ids); `None` for a host on its own.
     pub replica: Option<String>,
@@ -93,6 +96,7 @@ impl Backends {
             tasks,
             tasks_failed,
             sessions: Arc::new(MemorySessions::new(options.max_sessions)),
+            stream_events: None,
             replica: None,
         }
     }
@@ -106,6 +110,8 @@ pub struct Server {
     pub(super) events: Arc<dyn Bus>,
     /// Where handshake sessions named by a transport are kept.
     pub(super) sessions: Arc<dyn SessionStore>,
+    /// Where their SSE events are kept for other hosts, if anywhere.
+    stream_events: Option<Arc<dyn super::StreamEvents>>,
     /// Calls parked until the client's input arrives (2026-07-28).
     pub(super) parking: Arc<call::Parking>,
     /// Tasks, stored and running.
@@ -159,6 +165,7 @@ impl Server {
             tasks,
             tasks_failed,
             sessions,
+            stream_events,
             replica,
         } = backends;
         let waiting = call::Waiting::new(options.max_waiting_per_principal);
@@ -179,6 +186,7 @@ impl Server {
             registry,
             events,
             sessions,
+            stream_events,
             parking,
             tasks,
             relists: Arc::default(),
@@ -485,6 +493,12 @@ impl Server {
     /// Where handshake sessions named by a transport are kept.
     pub fn session_store(&self) -> &Arc<dyn SessionStore> {
         &self.sessions
+    }
+
+    /// Where the sessions' SSE events are kept for other hosts to replay,
+    /// if anywhere.
+    pub fn stream_events(&self) -> Option<&Arc<dyn super::StreamEvents>> {
+        self.stream_events.as_ref()
     }
 
     /// Listens to server-wide events.

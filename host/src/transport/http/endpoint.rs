@@ -5,17 +5,22 @@
 use super::answer::{answer, sse, Streaming};
 use super::event_log::EventLog;
 use super::headers::{self, PROTOCOL_VERSION};
-use super::responses::{accepts, bad_request, not_allowed, rpc_error, session_not_found};
+use super::responses::{
+    accepts, bad_request, not_allowed, rpc_error, session_not_found, session_store_down,
+};
 use super::sessions::{self, HttpSession};
 use super::App;
 use crate::protocol::{meta, parse_message, ErrorCode, Incoming, Method, Revision, RpcError};
 use crate::server::{Connection, Outbox};
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
+use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::{json, Value};
+use std::convert::Infallible;
 use std::sync::Arc;
 
 /// The `Mcp-Session-Id` header.
@@ -177,7 +182,8 @@ async fn stateful(
         }
         Some(session_id) => match app.sessions.find(&app.server, session_id, &principal).await {
             Ok(session) => (session, false),
-            Err(_) => return session_not_found(&id),
+            Err(sessions::Lookup::StoreDown) => return session_store_down(&id),
+            Err(sessions::Lookup::Unknown) => return session_not_found(&id),
         },
     };
     let _busy = session.busy();
@@ -219,8 +225,9 @@ async fn stateful(
     response
 }
 
-/// The session a GET or DELETE names; `Err` is the answer to send.
-fn named_session(app: &App, headers: &HeaderMap) -> Result<Arc<HttpSession>, Box<Response>> {
+/// The session a GET or DELETE names (held here, or taken up from the
+/// session store); `Err` is the answer to send.
+async fn named_session(app: &App, headers: &HeaderMap) -> Result<Arc<HttpSession>, Box<Response>> {
     let principal = app.admit(headers)?;
     let version = headers::header(headers, &PROTOCOL_VERSION).ok().flatten();
     let session_id = headers::header(headers, &SESSION_ID).ok().flatten();
@@ -235,15 +242,17 @@ fn named_session(app: &App, headers: &HeaderMap) -> Result<Arc<HttpSession>, Box
             _ => not_allowed(),
         }));
     };
-    app.sessions
-        .get(session_id, &principal)
-        .map_err(|_| Box::new(session_not_found(&Value::Null)))
+    match app.sessions.find(&app.server, session_id, &principal).await {
+        Ok(session) => Ok(session),
+        Err(sessions::Lookup::StoreDown) => Err(Box::new(session_store_down(&Value::Null))),
+        Err(sessions::Lookup::Unknown) => Err(Box::new(session_not_found(&Value::Null))),
+    }
 }
 
 /// GET: the session's stream of server-initiated messages, or the rest of
 /// a stream named by `Last-Event-ID`.
 pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let session = match named_session(&app, &headers) {
+    let session = match named_session(&app, &headers).await {
         Ok(s) => s,
         Err(answer) => return *answer,
     };
@@ -257,17 +266,32 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
             &Value::Null,
         );
     }
-    let resume = headers
+    let last = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
-        .and_then(EventLog::parse_event_id)
-        .and_then(|(stream, seq)| session.stream(stream).map(|log| (log, seq)));
-    let (log, after) = match resume {
-        Some((log, seq)) => (log, Some(seq)),
-        None => (session.standalone.clone(), None),
-    };
+        .and_then(EventLog::parse_event_id);
     let busy = session.busy();
-    sse(log.read(after).map(move |event| {
+    let held = last.and_then(|(stream, seq)| session.stream(stream).map(|log| (log, seq)));
+    let events: BoxStream<'static, Result<Event, Infallible>> = match (held, last, session.keeper())
+    {
+        // A stream held here; events it began after (sent by the host
+        // that held the session before) come from the store first.
+        (Some((log, seq)), _, keeper) => {
+            let local = log.first_seq();
+            match keeper.filter(|_| seq + 1 < local) {
+                Some(keeper) => super::replay::kept(keeper.clone(), log.id, seq, Some(local))
+                    .chain(log.read(Some(local - 1)))
+                    .boxed(),
+                None => log.read(Some(seq)).boxed(),
+            }
+        }
+        // A stream another host held: what the store kept of it.
+        (None, Some((stream, seq)), Some(keeper)) => {
+            super::replay::kept(keeper.clone(), stream, seq, None).boxed()
+        }
+        _ => session.standalone.read(None).boxed(),
+    };
+    sse(events.map(move |event| {
         let _ = &busy;
         event
     }))
@@ -275,7 +299,7 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
 
 /// DELETE: ends the session.
 pub(super) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    match named_session(&app, &headers) {
+    match named_session(&app, &headers).await {
         Ok(session) => {
             app.sessions.close(&session.id).await;
             StatusCode::OK.into_response()

@@ -1,5 +1,7 @@
 //! One SSE stream of a session as a bounded log of numbered events, so a
-//! client that lost the connection can resume with `Last-Event-ID`.
+//! client that lost the connection can resume with `Last-Event-ID`. Among
+//! replicas, each event is also kept in the shared store before it is
+//! sent ([`Keeper`]), so that another replica can replay it.
 
 use crate::server::Outgoing;
 use axum::response::sse::Event;
@@ -21,6 +23,8 @@ pub const MAX_BUFFERED_BYTES: usize = 32 << 20;
 pub struct EventLog {
     /// The stream's number within its session.
     pub id: u64,
+    /// The number of its first event.
+    first: u64,
     state: Mutex<State>,
     wake: Notify,
     abandon: Mutex<Option<Abandon>>,
@@ -91,17 +95,35 @@ impl State {
     }
 }
 
+/// Where a log's events are kept for other hosts: the store, and the
+/// session the stream belongs to.
+#[derive(Clone)]
+pub struct Keeper {
+    /// The store.
+    pub store: Arc<dyn crate::server::StreamEvents>,
+    /// The session's id.
+    pub session: String,
+}
+
 impl EventLog {
     /// An empty, open log.
+    #[cfg(test)]
     pub fn new(id: u64) -> Arc<Self> {
+        Self::starting_at(id, 1)
+    }
+
+    /// An empty, open log whose first event is numbered `first` (a stream
+    /// taken up from another host goes on with its numbers).
+    pub fn starting_at(id: u64, first: u64) -> Arc<Self> {
         Arc::new(EventLog {
             id,
+            first,
             state: Mutex::new(State {
                 events: VecDeque::new(),
                 bytes: 0,
                 dropped: 0,
-                next: 1,
-                undelivered: 1,
+                next: first,
+                undelivered: first,
                 closed: false,
                 reader: 0,
                 readers: 0,
@@ -156,24 +178,62 @@ impl EventLog {
         });
     }
 
-    /// The log of `first` and then `messages`, until their sender is dropped.
+    /// The log of `first` and then `messages`, until their sender is
+    /// dropped; its first event is numbered `first_seq`. With a `keeper`,
+    /// each event is kept there before it can be read (a store that fails
+    /// is logged, and the event sent all the same).
     pub fn pumped(
         id: u64,
+        first_seq: u64,
         first: Option<Outgoing>,
         mut messages: crate::server::OutboxReceiver,
+        keeper: Option<Keeper>,
     ) -> Arc<Self> {
-        let log = Self::new(id);
-        if let Some(first) = first {
-            log.push(&first);
-        }
+        let log = Self::starting_at(id, first_seq);
+        let Some(keeper) = keeper else {
+            if let Some(first) = first {
+                log.push(&first);
+            }
+            let writer = log.clone();
+            tokio::spawn(async move {
+                while let Some(message) = messages.recv().await {
+                    writer.push(&message);
+                }
+                writer.close();
+            });
+            return log;
+        };
         let writer = log.clone();
         tokio::spawn(async move {
-            while let Some(message) = messages.recv().await {
+            let mut first = first;
+            loop {
+                let message = match first.take() {
+                    Some(message) => message,
+                    None => match messages.recv().await {
+                        Some(message) => message,
+                        None => break,
+                    },
+                };
+                // The pump is the log's one writer: this is the number
+                // `push` gives the message.
+                let seq = writer.state().next;
+                let kept = keeper
+                    .store
+                    .append(&keeper.session, writer.id, seq, &message.text())
+                    .await;
+                if let Err(error) = kept {
+                    tracing::warn!("an SSE event was not kept for other replicas: {error:#}");
+                }
                 writer.push(&message);
             }
             writer.close();
         });
         log
+    }
+
+    /// The number of the first event this log held.
+    pub fn first_seq(&self) -> u64 {
+        self.first
     }
 
     fn state(&self) -> parking_lot::MutexGuard<'_, State> {
@@ -224,7 +284,12 @@ impl EventLog {
 
     /// The SSE id of event `seq`.
     pub fn event_id(&self, seq: u64) -> String {
-        format!("{}-{seq}", self.id)
+        Self::event_id_of(self.id, seq)
+    }
+
+    /// The SSE id of event `seq` of stream `stream`.
+    pub fn event_id_of(stream: u64, seq: u64) -> String {
+        format!("{stream}-{seq}")
     }
 
     /// Parses an SSE id into (stream, event number).

@@ -13,6 +13,7 @@ pub mod headers;
 mod legacy_sse;
 mod listener;
 pub mod ops;
+mod replay;
 mod responses;
 mod sessions;
 #[cfg(test)]

@@ -47,6 +47,23 @@ pub(super) fn session_not_found(id: &RequestId) -> Response {
     )
 }
 
+/// The answer when a session may be kept in a store that does not answer.
+pub(super) fn session_store_down(id: &RequestId) -> Response {
+    let mut response = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        RpcError::new(
+            ErrorCode::InternalError,
+            "The session store is unreachable, so this session cannot be taken up here now; retry shortly",
+        ),
+        id,
+    );
+    response.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    response
+}
+
 /// Whether the Accept header (if any) admits `media`.
 pub(super) fn accepts(headers: &HeaderMap, media: &str) -> bool {
     let Some(accept) = headers.get(http::header::ACCEPT) else {

@@ -4,7 +4,7 @@
 //! store: a session this host does not hold but the store keeps (one a
 //! host sharing the store opened) is taken up where it was.
 
-use super::event_log::EventLog;
+use super::event_log::{EventLog, Keeper};
 use crate::protocol::random_id;
 use crate::server::{Connection, Outbox, Server, SessionRecord};
 use parking_lot::Mutex;
@@ -30,6 +30,8 @@ pub struct HttpSession {
     pub standalone: Arc<EventLog>,
     streams: Mutex<Vec<Arc<EventLog>>>,
     next_stream: AtomicU64,
+    /// Where its streams' events are kept for other hosts, if anywhere.
+    keeper: Option<Keeper>,
     last_seen: Mutex<Instant>,
     /// Requests and streams open now; a busy session never idles out.
     busy: AtomicUsize,
@@ -49,7 +51,7 @@ impl HttpSession {
         messages: crate::server::OutboxReceiver,
     ) -> Arc<EventLog> {
         let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
-        let log = EventLog::pumped(id, Some(first), messages);
+        let log = EventLog::pumped(id, 1, Some(first), messages, self.keeper.clone());
         let mut streams = self.streams.lock();
         streams.retain(|s| !s.finished());
         if streams.len() >= KEPT_STREAMS {
@@ -59,7 +61,12 @@ impl HttpSession {
         log
     }
 
-    /// The stream with this number, if it can still be resumed.
+    /// Where its streams' events are kept for other hosts, if anywhere.
+    pub fn keeper(&self) -> Option<&Keeper> {
+        self.keeper.as_ref()
+    }
+
+    /// The stream with this number, if it can still be resumed here.
     pub fn stream(&self, id: u64) -> Option<Arc<EventLog>> {
         if id == self.standalone.id {
             return Some(self.standalone.clone());
@@ -98,6 +105,9 @@ impl Drop for Busy {
 pub enum Lookup {
     /// No such session (never was, ended, expired, or someone else's).
     Unknown,
+    /// Not held here, and the session store, which may keep it, does not
+    /// answer: the client may retry.
+    StoreDown,
 }
 
 /// How many sessions may be open.
@@ -208,7 +218,8 @@ impl SessionTable {
         self.make_room(&principal).await?;
         let (out, messages) = Outbox::new();
         let conn = Connection::kept(server.clone(), out, principal.clone(), id.clone());
-        Ok(self.insert(id, principal, conn, messages))
+        let keeper = keeper(server, &id);
+        Ok(self.insert(id, principal, conn, messages, keeper, (1, 1)))
     }
 
     /// Takes up the kept session `record` (see the module's doc).
@@ -218,26 +229,44 @@ impl SessionTable {
         record: &SessionRecord,
     ) -> Result<Arc<HttpSession>, Full> {
         self.make_room(&record.principal).await?;
+        // Its streams go on with the numbers they had on the other host.
+        let keeper = keeper(server, &record.id);
+        let numbers = match &keeper {
+            Some(k) => match k.store.last(&record.id).await {
+                Ok((stream, seq)) => (stream + 1, seq + 1),
+                Err(error) => {
+                    tracing::warn!("the session's kept events could not be read: {error:#}");
+                    (1, 1)
+                }
+            },
+            None => (1, 1),
+        };
         let (out, messages) = Outbox::new();
         let conn = Connection::restored(server.clone(), out, record);
         tracing::debug!("session taken up from the session store");
-        Ok(self.insert(record.id.clone(), record.principal.clone(), conn, messages))
+        let (id, principal) = (record.id.clone(), record.principal.clone());
+        Ok(self.insert(id, principal, conn, messages, keeper, numbers))
     }
 
+    /// Holds session `id` here; `(next stream, next standalone event)`
+    /// are the numbers its streams go on with.
     fn insert(
         &self,
         id: String,
         principal: Option<String>,
         conn: Arc<Connection>,
         messages: crate::server::OutboxReceiver,
+        keeper: Option<Keeper>,
+        (next_stream, next_event): (u64, u64),
     ) -> Arc<HttpSession> {
         let session = Arc::new(HttpSession {
             id,
             conn,
             principal,
-            standalone: EventLog::pumped(0, None, messages),
+            standalone: EventLog::pumped(0, next_event, None, messages, keeper.clone()),
             streams: Mutex::new(Vec::new()),
-            next_stream: AtomicU64::new(1),
+            next_stream: AtomicU64::new(next_stream),
+            keeper,
             last_seen: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
         });
@@ -265,7 +294,7 @@ impl SessionTable {
             Ok(kept) => kept,
             Err(error) => {
                 tracing::warn!("the session store failed to load a session: {error:#}");
-                None
+                return Err(Lookup::StoreDown);
             }
         };
         let record = kept
@@ -350,6 +379,15 @@ impl SessionTable {
             }
         });
     }
+}
+
+/// Where session `id`'s stream events are kept for other hosts, if
+/// anywhere.
+fn keeper(server: &Server, id: &str) -> Option<Keeper> {
+    server.stream_events().map(|store| Keeper {
+        store: store.clone(),
+        session: id.to_owned(),
+    })
 }
 
 /// Ends a session here: its requests are cancelled, its streams end.
