@@ -21,6 +21,7 @@ from mcp import Client
 from cluster import Cluster, Postgres, post
 from conftest import CONFORMANCE, PLUGINS, modern_meta
 from test_http_transport import BASE_HEADERS, open_session, read_events
+from test_traces import Receiver, attribute
 
 TASKS_EXT = "io.modelcontextprotocol/tasks"
 
@@ -200,7 +201,9 @@ def readyz(authority: str):
 
 
 def test_replicas_say_who_they_are_and_what_they_serve(cluster_factory, tmp_path):
-    cluster = cluster_factory(folder_of(tmp_path, "plugins", "hello", "notes"))
+    receiver = Receiver()
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "hello", "notes"),
+                              config=f'[traces]\nendpoint = "{receiver.url}"\n')
     bodies = {name: readyz(host.authority) for name, host in cluster.replicas.items()}
     for name, (status, body) in bodies.items():
         assert status == 200 and body["status"] == "ready", body
@@ -210,6 +213,13 @@ def test_replicas_say_who_they_are_and_what_they_serve(cluster_factory, tmp_path
     info = cluster.metric("wasm_mcp_replica", "r2", 'replica="r2"')
     assert info == 1
     assert cluster.metric("wasm_mcp_state_store_up", "r2") == 1
+    # Its traces too.
+    modern(cluster.replicas["r2"].authority, 1, "tools/call", {"name": "greet", "arguments": {"name": "t"}})
+    try:
+        until(lambda: any(attribute(r, "service.instance.id") == "r2" for r in receiver.resources),
+              "a span from r2", timeout=60)
+    finally:
+        receiver.close()
 
 
 def test_sigterm_drains_a_replica_under_load_without_failing_requests(cluster_factory, tmp_path):

@@ -290,14 +290,27 @@ fn main() -> Result<()> {
     // here (a bad config is reported by the command itself).
     let traces = match &cli.command {
         Command::Serve {
+            config: Some(path),
+            cluster,
+            ..
+        } => Config::load(path).ok().map(|mut c| {
+            // A replica's spans say which one it is.
+            let _ = cluster.clone().apply(&mut c);
+            let replica = c
+                .state
+                .url
+                .is_some()
+                .then(|| wasm_mcp::cluster::replica_name(&c));
+            (c.traces, replica)
+        }),
+        Command::Dev {
             config: Some(path), ..
-        }
-        | Command::Dev {
-            config: Some(path), ..
-        } => Config::load(path).ok().map(|c| c.traces),
+        } => Config::load(path).ok().map(|c| (c.traces, None)),
         _ => None,
     };
-    let traces = traces.map(|t| wasm_mcp::traces::layer(&t)).transpose();
+    let traces = traces
+        .map(|(t, replica)| wasm_mcp::traces::layer(&t, replica))
+        .transpose();
     let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

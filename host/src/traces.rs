@@ -42,9 +42,10 @@ static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 static ON: AtomicBool = AtomicBool::new(false);
 
 /// The layer that sends the host's spans as `config` says (`None`: it
-/// names no endpoint). Made before the async runtime starts; [`flush`] at
-/// exit.
-pub fn layer<S>(config: &TracesSection) -> Result<Option<impl Layer<S>>>
+/// names no endpoint), from replica `replica` when it is one (its name is
+/// the resource's `service.instance.id`). Made before the async runtime
+/// starts; [`flush`] at exit.
+pub fn layer<S>(config: &TracesSection, replica: Option<String>) -> Result<Option<impl Layer<S>>>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
@@ -57,9 +58,15 @@ where
         .with_endpoint(endpoint)
         .build()
         .with_context(|| format!("[traces] endpoint {endpoint}"))?;
-    let resource = opentelemetry_sdk::Resource::builder()
-        .with_service_name(config.service_name.clone())
-        .build();
+    let mut resource =
+        opentelemetry_sdk::Resource::builder().with_service_name(config.service_name.clone());
+    if let Some(replica) = replica {
+        resource = resource.with_attribute(opentelemetry::KeyValue::new(
+            "service.instance.id",
+            replica,
+        ));
+    }
+    let resource = resource.build();
     let batch = BatchSpanProcessor::builder(exporter)
         .with_batch_config(
             BatchConfigBuilder::default()
