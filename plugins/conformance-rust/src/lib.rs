@@ -622,7 +622,9 @@ fn work(seconds: f64) {
     let start = std::time::Instant::now();
     let mut reported = 0.0;
     while start.elapsed().as_secs_f64() < seconds && !host::is_cancelled() {
-        sleep(Duration::from_millis(50));
+        // A short job is not rounded up to a whole step.
+        let left = seconds - start.elapsed().as_secs_f64();
+        sleep(Duration::from_secs_f64(left.clamp(0.0, 0.05)));
         let done = start.elapsed().as_secs_f64().min(seconds);
         if done - reported >= 0.25 {
             host::progress(done, Some(seconds), None);
