@@ -380,3 +380,26 @@ def test_a_store_outage_is_not_a_host_outage(cluster_factory, tmp_path, postgres
         modern(r2.authority, 5, "tasks/get", {"taskId": task["result"]["taskId"]})["result"]),
         "the task to complete", timeout=60)
     assert got["result"]["isError"] is True
+
+
+def test_an_idempotent_task_runs_again_on_another_replica(cluster_factory, tmp_path):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "conformance", source=CONFORMANCE),
+                              config="[tasks]\nafter_ms = 300\n", cluster="rerun_idempotent = true")
+    r1 = cluster.replicas["r1"]
+    again = modern(r1.authority, 1, "tools/call", {
+        "name": "idempotent_compute", "arguments": {"seconds": 3, "label": "twice"}})["result"]
+    once = modern(r1.authority, 2, "tools/call", {
+        "name": "slow_compute", "arguments": {"seconds": 120, "detach": True}})["result"]
+    assert again["resultType"] == once["resultType"] == "task"
+    r1.proc.send_signal(signal.SIGKILL)
+    r1.proc.wait(timeout=20)
+    r2 = cluster.replicas["r2"].authority
+    done = until(lambda: (lambda r: r if r["status"] == "completed" else None)(
+        modern(r2, 3, "tasks/get", {"taskId": again["taskId"]})["result"]), "the task to run again", timeout=90)
+    assert done["result"]["content"][0]["text"] == "Computed twice in 3s"
+    ran = [name for name in ("r2", "r3") if "running a task again" in cluster.replicas[name].log()]
+    assert len(ran) == 1, ran
+    # A tool not annotated idempotent is not run again: its task fails.
+    failed = until(lambda: (lambda r: r if r["status"] == "failed" else None)(
+        modern(r2, 4, "tasks/get", {"taskId": once["taskId"]})["result"]), "the other task to fail", timeout=60)
+    assert "the replica running this task stopped" in failed["error"]["message"]

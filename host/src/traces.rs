@@ -61,10 +61,8 @@ where
     let mut resource =
         opentelemetry_sdk::Resource::builder().with_service_name(config.service_name.clone());
     if let Some(replica) = replica {
-        resource = resource.with_attribute(opentelemetry::KeyValue::new(
-            "service.instance.id",
-            replica,
-        ));
+        resource =
+            resource.with_attribute(opentelemetry::KeyValue::new("service.instance.id", replica));
     }
     let resource = resource.build();
     let batch = BatchSpanProcessor::builder(exporter)

@@ -140,6 +140,8 @@ const STEPS: &[&str] = &[
     CREATE UNIQUE INDEX wasm_mcp_stream_events_by_stream
         ON wasm_mcp_stream_events (session, stream, seq);
     ",
+    // 3: the call to run again when a task's replica stops.
+    "ALTER TABLE wasm_mcp_tasks ADD COLUMN rerun text;",
 ];
 
 /// Brings the schema up to date (idempotent; replicas starting at once

@@ -90,7 +90,8 @@ pub async fn connect(
         pause = (pause * 2).min(Duration::from_secs(5));
     }
     let lease = Duration::from_secs(config.cluster.lease_secs);
-    let tasks = PgTasks::open(pool.clone(), replica, lease, timeout)
+    let rerun = config.cluster.rerun_idempotent;
+    let tasks = PgTasks::open(pool.clone(), replica, lease, timeout, rerun)
         .await
         .context("opening the shared tasks")?;
     tracing::info!(replica, database = %redacted(url), "sharing state with other replicas");

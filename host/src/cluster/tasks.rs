@@ -17,10 +17,13 @@ pub struct PgTasks {
     replica: String,
     lease: Duration,
     timeout: Duration,
+    /// Whether this replica runs the calls of stopped replicas again
+    /// (else it fails their tasks).
+    rerun: bool,
 }
 
 const COLUMNS: &str = "id, owner, wire, method, target, status, status_message, created_ms, \
-                       updated_ms, ttl_ms, outcome, input_requests";
+                       updated_ms, ttl_ms, outcome, input_requests, rerun";
 
 /// Unfinished, in SQL.
 const RUNNING: &str = "status IN ('working', 'input_required')";
@@ -28,6 +31,7 @@ const RUNNING: &str = "status IN ('working', 'input_required')";
 fn record(row: &Row) -> Record {
     let outcome: Option<String> = row.get(10);
     let requests: Option<String> = row.get(11);
+    let rerun: Option<String> = row.get(12);
     Record {
         id: row.get(0),
         owner: row.get(1),
@@ -44,6 +48,7 @@ fn record(row: &Row) -> Record {
             Ok(Value::Object(requests)) => Some(requests),
             _ => None,
         }),
+        rerun: rerun.and_then(|text| serde_json::from_str(&text).ok()),
     }
 }
 
@@ -52,7 +57,8 @@ fn ms(value: u64) -> i64 {
 }
 
 impl PgTasks {
-    /// The store of replica `replica`, whose holds last `lease`. Fails the
+    /// The store of replica `replica`, whose holds last `lease`, running
+    /// the calls of stopped replicas again when `rerun` allows. Fails the
     /// tasks a replica of the same name left unfinished (a restart: they
     /// cannot run in this new process).
     pub async fn open(
@@ -60,12 +66,14 @@ impl PgTasks {
         replica: &str,
         lease: Duration,
         timeout: Duration,
+        rerun: bool,
     ) -> Result<Self> {
         let store = PgTasks {
             pool,
             replica: replica.to_owned(),
             lease,
             timeout,
+            rerun,
         };
         let failed = store.fail_where("replica = $3", &[&store.replica]).await?;
         if !failed.is_empty() {
@@ -121,12 +129,13 @@ impl TaskStore for PgTasks {
             .as_ref()
             .map(|r| Value::Object(r.clone()).to_string());
         let expires = ms(task.created_ms.saturating_add(task.ttl_ms));
+        let rerun = task.rerun.as_ref().map(Value::to_string);
         within(self.timeout, async {
             let db = connection(&self.pool).await?;
             let insert = db
                 .prepare_cached(&format!(
                     "INSERT INTO wasm_mcp_tasks ({COLUMNS}, replica, lease_until_ms, expires_ms, size)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
                 ))
                 .await?;
             db.execute(
@@ -144,6 +153,7 @@ impl TaskStore for PgTasks {
                     &ms(task.ttl_ms),
                     &outcome,
                     &requests,
+                    &rerun,
                     &self.replica,
                     &self.lease_until(),
                     &expires,
@@ -351,8 +361,48 @@ impl TaskStore for PgTasks {
     }
 
     async fn fail_orphans(&self) -> Result<Vec<String>> {
-        self.fail_where("lease_until_ms < $3", &[&ms(now_ms())])
-            .await
+        // The ones to run again are claimed instead, where allowed.
+        self.fail_where(
+            "lease_until_ms < $3 AND (rerun IS NULL OR NOT $4)",
+            &[&ms(now_ms()), &self.rerun],
+        )
+        .await
+    }
+
+    async fn claim_orphans(&self, limit: usize) -> Result<Vec<Record>> {
+        if !self.rerun || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let message = format!(
+            "Run again on replica {}: the one running it stopped",
+            self.replica
+        );
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            let rows = db
+                .query(
+                    &format!(
+                        "UPDATE wasm_mcp_tasks SET replica = $1, lease_until_ms = $2,
+                         status = 'working', status_message = $3, input_requests = NULL,
+                         updated_ms = $4
+                         WHERE id IN (
+                             SELECT id FROM wasm_mcp_tasks
+                             WHERE {RUNNING} AND lease_until_ms < $4 AND rerun IS NOT NULL
+                             ORDER BY lease_until_ms LIMIT $5 FOR UPDATE SKIP LOCKED)
+                         RETURNING {COLUMNS}"
+                    ),
+                    &[
+                        &self.replica,
+                        &self.lease_until(),
+                        &message,
+                        &ms(now_ms()),
+                        &(limit as i64),
+                    ],
+                )
+                .await?;
+            Ok(rows.iter().map(record).collect())
+        })
+        .await
     }
 }
 

@@ -76,7 +76,7 @@ async fn shared_state_keeps_every_contract_on_postgres() {
     let tasks = pg.database("tasks").await;
     let pool = tasks.pool().unwrap();
     database::migrate(&pool).await.unwrap();
-    let store = PgTasks::open(pool.clone(), "r1", lease, tasks.timeout)
+    let store = PgTasks::open(pool.clone(), "r1", lease, tasks.timeout, false)
         .await
         .unwrap();
     crate::server::tasks::store_contract(&store).await;
@@ -86,10 +86,10 @@ async fn shared_state_keeps_every_contract_on_postgres() {
     let leases = pg.database("leases").await;
     let pool = leases.pool().unwrap();
     let short = Duration::from_millis(300);
-    let dead = PgTasks::open(pool.clone(), "dead", short, leases.timeout)
+    let dead = PgTasks::open(pool.clone(), "dead", short, leases.timeout, false)
         .await
         .unwrap();
-    let alive = PgTasks::open(pool.clone(), "alive", short, leases.timeout)
+    let alive = PgTasks::open(pool.clone(), "alive", short, leases.timeout, false)
         .await
         .unwrap();
     let task = |id: &str| {
@@ -115,11 +115,40 @@ async fn shared_state_keeps_every_contract_on_postgres() {
         alive.get("alive.1").await.unwrap().unwrap().status,
         Status::Working
     );
-    let restarted = PgTasks::open(pool.clone(), "alive", short, leases.timeout)
+    let restarted = PgTasks::open(pool.clone(), "alive", short, leases.timeout, false)
         .await
         .unwrap();
     let again = restarted.get("alive.1").await.unwrap().unwrap();
     assert_eq!(again.status, Status::Failed);
+
+    // A task whose call may run again: a replica that allows it claims it
+    // (once), one that does not fails it.
+    let reruns = pg.database("reruns").await;
+    let pool = reruns.pool().unwrap();
+    let gone = PgTasks::open(pool.clone(), "gone", short, reruns.timeout, true)
+        .await
+        .unwrap();
+    let mut again = task("gone.1");
+    again.rerun = Some(serde_json::json!({ "tool": "t", "arguments": {} }));
+    gone.insert(&again).await.unwrap();
+    gone.insert(&task("gone.2")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let strict = PgTasks::open(pool.clone(), "strict", short, reruns.timeout, false)
+        .await
+        .unwrap();
+    assert!(strict.claim_orphans(10).await.unwrap().is_empty());
+    let taker = PgTasks::open(pool.clone(), "taker", lease, reruns.timeout, true)
+        .await
+        .unwrap();
+    // The taker fails what may not run again, and leaves the rest to claim.
+    assert_eq!(taker.fail_orphans().await.unwrap(), ["gone.2"]);
+    let claimed = taker.claim_orphans(10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, "gone.1");
+    assert_eq!(claimed[0].status, Status::Working);
+    assert_eq!(claimed[0].rerun, again.rerun);
+    assert!(taker.claim_orphans(10).await.unwrap().is_empty());
+    assert_eq!(taker.renew(&["gone.1".into()]).await.unwrap(), ["gone.1"]);
 
     // Sessions: the store's contract.
     let sessions = pg.database("sessions").await;

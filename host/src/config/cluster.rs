@@ -54,6 +54,10 @@ pub struct ClusterSection {
     /// connections meanwhile) before it hands its tasks back and exits, in
     /// seconds.
     pub drain_secs: u64,
+    /// When a replica stops, run its unfinished tasks of tools annotated
+    /// `idempotentHint: true` again on another replica instead of failing
+    /// them.
+    pub rerun_idempotent: bool,
 }
 
 impl Default for ClusterSection {
@@ -62,6 +66,7 @@ impl Default for ClusterSection {
             replica: None,
             lease_secs: d::LEASE_SECS,
             drain_secs: d::DRAIN_SECS,
+            rerun_idempotent: false,
         }
     }
 }

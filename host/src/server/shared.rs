@@ -182,7 +182,7 @@ impl Server {
         tokio::spawn(call::Parking::expire_now_and_then(Arc::downgrade(&parking)));
         tokio::spawn(tasks::sweep(Arc::downgrade(&tasks)));
         tokio::spawn(tasks::tend(Arc::downgrade(&tasks)));
-        Arc::new(Server {
+        let server = Arc::new(Server {
             registry,
             events,
             sessions,
@@ -197,7 +197,9 @@ impl Server {
             first_load: Default::default(),
             prepared: Default::default(),
             stopping: Default::default(),
-        })
+        });
+        tokio::spawn(super::methods::rerun_orphans(Arc::downgrade(&server)));
+        server
     }
 
     /// What the host is doing now, for the metrics.

@@ -115,6 +115,7 @@ pub fn task_options(config: &Config) -> TaskOptions {
             result_bytes: section.max_result_mb << 20,
         },
         lease: Duration::from_secs(config.cluster.lease_secs),
+        rerun_idempotent: config.cluster.rerun_idempotent,
     }
 }
 

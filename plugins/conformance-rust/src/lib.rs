@@ -656,6 +656,20 @@ fn tasks(plugin: Plugin) -> Plugin {
             .task_support(TaskSupport::Optional),
         )
         .add_tool(
+            Tool::new("idempotent_compute", |args: SlowCompute| {
+                host::continue_as_task();
+                work(args.seconds);
+                format!(
+                    "Computed {} in {}s",
+                    args.label.as_deref().unwrap_or("a result"),
+                    args.seconds
+                )
+            })
+            .description("Works for `seconds` seconds as a task; running it again does no harm")
+            .idempotent()
+            .task_support(TaskSupport::Optional),
+        )
+        .add_tool(
             Tool::new("failing_job", |(): ()| -> Result<String, &str> {
                 work(1.0);
                 Err("The job failed after a second of work")

@@ -83,6 +83,33 @@ pub struct CallRequest {
     pub asking: Asking,
 }
 
+/// The request of a call no client waits on (a task's call run again on
+/// another host): as `principal`, confined to `roots` when given, with no
+/// client to ask (a question fails at once) and nobody to hear its
+/// progress or its log.
+pub fn headless(
+    server: &Arc<super::Server>,
+    principal: Option<String>,
+    roots: Option<Vec<PathBuf>>,
+) -> CallRequest {
+    let nobody: Weak<dyn Client> = Weak::<super::Connection>::new();
+    CallRequest {
+        principal,
+        client_capabilities: Value::Object(Map::new()),
+        client_roots: roots.map(Arc::new),
+        log_level: None,
+        progress_token: None,
+        cancelled: CancellationToken::new(),
+        reply: Outbox::discard(),
+        notices: server.clone(),
+        input_timeout: server.options.input_timeout,
+        asking: Asking::Requests {
+            client: nobody,
+            session: Outbox::discard(),
+        },
+    }
+}
+
 /// How a call asks the client, by the request's revision.
 pub enum Asking {
     /// Handshake revisions: requests on the connection.

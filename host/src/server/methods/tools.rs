@@ -11,7 +11,7 @@ use crate::server::call::outcome::{
     call_failed, missing_capability, plugin_error, within_result_limit,
 };
 use crate::server::call::{self, Ended, Reply, RequestScope, Run, Target};
-use crate::server::tasks::{NewTask, Wire};
+use crate::server::tasks::{NewTask, Record, Rerun, Wire};
 use crate::server::{convert, Outcome};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -46,6 +46,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         Err(error) => return Err(error),
     }
     let plan = plan_tool(request, name, entry.tool.task_support).await?;
+    let rerun = rerunnable(request, entry, name, arguments);
     let plugin = entry.plugin.clone();
     let tool = entry.tool.name.clone();
     let text = arguments.to_string();
@@ -64,13 +65,13 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             let id = request.conn.server.tasks.new_id();
             let run = Run::AsTask { id: id.clone() };
             let reply = call::run(asked, plugin, target, run, call).await?;
-            start_requested_task(request, id, name, reply).await
+            start_requested_task(request, id, name, reply, rerun).await
         }
         Plan::MayBecomeTask { required } => {
             let after = request.conn.server.tasks.options().after;
             let run = Run::MayBecomeTask { after };
             let reply = call::run(asked, plugin, target, run, call).await?;
-            answer(request, name, required, reply).await
+            answer(request, name, required, reply, rerun).await
         }
     }
 }
@@ -87,13 +88,20 @@ fn tool_answer(reply: Reply) -> Outcome {
 /// `reply`: its result, an input-required result, or a task (the store
 /// adopts a call that goes on). A tool that only runs as a task
 /// (`required`) answers with one even when it finished at once.
-async fn answer(request: &Request<'_>, tool: &str, required: bool, reply: Reply) -> Outcome {
+async fn answer(
+    request: &Request<'_>,
+    tool: &str,
+    required: bool,
+    reply: Reply,
+    rerun: Option<Rerun>,
+) -> Outcome {
     let tasks = &request.conn.server.tasks;
     let new_task = NewTask {
         owner: request.conn.task_owner.clone(),
         wire: Wire::Stateless,
         target: tool.to_owned(),
         ttl_ms: None,
+        rerun,
     };
     let record = match reply {
         Reply::BecameTask(execution) => tasks.adopt(execution, new_task).await?,
@@ -115,6 +123,7 @@ async fn start_requested_task(
     id: String,
     tool: &str,
     reply: Reply,
+    rerun: Option<Rerun>,
 ) -> Outcome {
     let Reply::BecameTask(execution) = reply else {
         return tool_answer(reply);
@@ -130,6 +139,7 @@ async fn start_requested_task(
         wire: Wire::Handshake,
         target: tool.to_owned(),
         ttl_ms,
+        rerun,
     };
     let record = tasks
         .launch(id, new, Some(conn.out.clone()), execution)
@@ -137,6 +147,91 @@ async fn start_requested_task(
     Ok(Some(
         json!({ "task": tasks.summary(&record, Wire::Handshake) }),
     ))
+}
+
+/// The call to run again if its task's host stops: among replicas that
+/// allow it, for a tool annotated idempotent.
+fn rerunnable(
+    request: &Request<'_>,
+    entry: &ToolEntry,
+    name: &str,
+    arguments: &Value,
+) -> Option<Rerun> {
+    let tasks = &request.conn.server.tasks;
+    let idempotent = entry
+        .tool
+        .annotations
+        .as_ref()
+        .and_then(|a| a.idempotent_hint);
+    if !(tasks.options().rerun_idempotent && tasks.replica().is_some() && idempotent == Some(true))
+    {
+        return None;
+    }
+    let roots = match request.era {
+        super::super::session::Era::Handshake { .. } => request.conn.session().client_roots.clone(),
+        super::super::session::Era::Stateless { .. } => None,
+    };
+    Some(Rerun {
+        tool: name.to_owned(),
+        arguments: arguments.clone(),
+        principal: request.conn.principal.clone(),
+        roots: roots.map(|roots| {
+            roots
+                .iter()
+                .filter_map(|p| p.to_str().map(str::to_owned))
+                .collect()
+        }),
+    })
+}
+
+/// Runs again, on this host, the call of task `record` whose host stopped
+/// (claimed from the store): as the principal it acted for, confined to
+/// the roots it was, with no client to ask (a question fails) and nobody
+/// listening for its progress. A tool that is gone fails the task.
+pub(in crate::server) async fn rerun(server: &Arc<crate::server::Server>, record: Record) {
+    let tasks = &server.tasks;
+    let Some(asked) = record
+        .rerun
+        .clone()
+        .and_then(|r| serde_json::from_value::<Rerun>(r).ok())
+    else {
+        tasks
+            .fail_claimed(&record, "the task's call could not be read back")
+            .await;
+        return;
+    };
+    let catalogue = server.registry.catalogue();
+    let Some(entry) = catalogue.tool(&asked.tool) else {
+        let why = format!("the tool {} is not served here any more", clip(&asked.tool));
+        tasks.fail_claimed(&record, &why).await;
+        return;
+    };
+    tracing::info!(task = %record.id, tool = %asked.tool, "running a task again: the replica running it stopped");
+    let (plugin, tool) = (entry.plugin.clone(), entry.tool.name.clone());
+    let stateless = record.wire == Wire::Stateless;
+    let text = asked.arguments.to_string();
+    let call = move |context| call_plugin(plugin, context, tool, text, stateless, true);
+    let target = Target {
+        method: Method::CallTool,
+        name: &asked.tool,
+        arguments: &asked.arguments,
+    };
+    let request = call::headless(
+        server,
+        asked.principal.clone(),
+        asked
+            .roots
+            .as_ref()
+            .map(|r| r.iter().map(std::path::PathBuf::from).collect()),
+    );
+    let run = Run::AsTask {
+        id: record.id.clone(),
+    };
+    match call::run(request, entry.plugin.name(), target, run, call).await {
+        Ok(Reply::BecameTask(execution)) => tasks.resume(record, execution),
+        Ok(reply) => tasks.conclude_claimed(&record, tool_answer(reply)).await,
+        Err(error) => tasks.conclude_claimed(&record, Err(error)).await,
+    }
 }
 
 /// Argument checks that may take long (over
@@ -279,4 +374,25 @@ async fn call_plugin(
         }
     };
     ended.into()
+}
+
+/// Runs again, every third of the lease, the calls of tasks whose host
+/// stopped (where allowed), for as long as the server exists.
+pub(in crate::server) async fn rerun_orphans(server: std::sync::Weak<crate::server::Server>) {
+    let every = match server.upgrade() {
+        Some(server) if server.tasks.options().rerun_idempotent => {
+            (server.tasks.options().lease / 3).max(std::time::Duration::from_millis(100))
+        }
+        _ => return,
+    };
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(server) = server.upgrade() else {
+            return;
+        };
+        for record in server.tasks.claim_reruns().await {
+            let server = server.clone();
+            tokio::spawn(async move { rerun(&server, record).await });
+        }
+    }
 }

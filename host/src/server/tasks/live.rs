@@ -76,6 +76,71 @@ impl Tasks {
         Ok(record)
     }
 
+    /// Supervises `execution`, the call of `record` run again here (the
+    /// task was claimed from a host that stopped), until it ends.
+    pub fn resume(self: &Arc<Self>, record: Record, execution: Execution) {
+        let (updates, updates_rx) = mpsc::unbounded_channel();
+        let live = Arc::new(Live {
+            id: record.id.clone(),
+            wire: record.wire,
+            owner: record.owner.clone(),
+            requests: Mutex::new(Map::new()),
+            updates,
+            stop: CancellationToken::new(),
+            over: watch::channel(false).0,
+            home: None,
+            link: execution.link().clone(),
+        });
+        self.live.lock().insert(record.id, live.clone());
+        self.events
+            .publish(ServerEvent::TaskChanged(live.id.clone()));
+        tokio::spawn(supervise(self.clone(), live, execution, updates_rx));
+    }
+
+    /// Ends claimed task `record` (run again here) with `outcome`.
+    pub async fn conclude_claimed(&self, record: &Record, outcome: CallOutcome) {
+        let live = self.detached(record);
+        self.conclude(&live, outcome).await;
+    }
+
+    /// Fails claimed task `record`, which cannot run again here.
+    pub async fn fail_claimed(&self, record: &Record, why: &str) {
+        tracing::warn!(task = %record.id, "a task could not run again: {why}");
+        let error = RpcError::internal(format!("The task could not run again: {why}"));
+        self.conclude_claimed(record, Err(error)).await;
+    }
+
+    /// A stand-in for a task that does not run here.
+    fn detached(&self, record: &Record) -> Live {
+        Live {
+            id: record.id.clone(),
+            wire: record.wire,
+            owner: record.owner.clone(),
+            requests: Mutex::new(Map::new()),
+            updates: mpsc::unbounded_channel().0,
+            stop: CancellationToken::new(),
+            over: watch::channel(false).0,
+            home: None,
+            link: Link::new(Outbox::discard()).0,
+        }
+    }
+
+    /// Takes over, to run them again here, tasks of hosts that stopped
+    /// whose calls may run again (as many as may start here).
+    pub async fn claim_reruns(&self) -> Vec<Record> {
+        if !self.options.rerun_idempotent {
+            return Vec::new();
+        }
+        let room = self.options.max_running.saturating_sub(self.running());
+        match self.store().claim_orphans(room.min(16)).await {
+            Ok(claimed) => claimed,
+            Err(error) => {
+                store_error(error);
+                Vec::new()
+            }
+        }
+    }
+
     /// Takes over a running 2026-07-28 call as a task of `new`: stored,
     /// then supervised until it ends.
     pub async fn adopt(

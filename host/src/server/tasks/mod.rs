@@ -20,6 +20,7 @@ pub use lease::tend;
 pub use live::{Attached, Live};
 pub use options::{now_ms, TaskOptions};
 pub use quota::TaskQuotas;
+pub use record::Rerun;
 #[cfg(test)]
 pub(crate) use store::contract::{check as store_contract, task as contract_task};
 pub use store::{outcome_text, parse_outcome, Record, Sqlite, Status, TaskStore, Usage, Wire};
@@ -61,6 +62,8 @@ pub struct NewTask {
     pub target: String,
     /// The time to live the client asked for (2025-11-25).
     pub ttl_ms: Option<u64>,
+    /// The call to run again if this host stops before it ends.
+    pub rerun: Option<Rerun>,
 }
 
 pub(super) fn store_error(error: anyhow::Error) -> RpcError {
@@ -202,6 +205,10 @@ impl Tasks {
             ttl_ms: ttl,
             outcome: None,
             input_requests: None,
+            rerun: new
+                .rerun
+                .as_ref()
+                .and_then(|r| serde_json::to_value(r).ok()),
         }
     }
 

@@ -36,6 +36,9 @@ pub struct TaskOptions {
     /// store unless renewed (it renews, and looks for tasks of hosts that
     /// stopped, every third of it).
     pub lease: Duration,
+    /// Run the unfinished tasks of idempotent tools again when the host
+    /// running them stopped (among replicas), instead of failing them.
+    pub rerun_idempotent: bool,
 }
 
 impl Default for TaskOptions {
@@ -49,6 +52,7 @@ impl Default for TaskOptions {
             max_running: defaults::TASKS_RUNNING,
             quotas: TaskQuotas::default(),
             lease: Duration::from_secs(defaults::LEASE_SECS),
+            rerun_idempotent: false,
         }
     }
 }

@@ -82,4 +82,22 @@ pub struct Record {
     /// The questions it waits for the client to answer (2026-07-28
     /// `inputRequests`), while `input_required`.
     pub input_requests: Option<Map<String, Value>>,
+    /// The call to run again if its host stops before it ends (a tool
+    /// annotated idempotent, where the operator allows it): a [`Rerun`] as
+    /// JSON. Kept by stores shared between replicas only.
+    pub rerun: Option<Value>,
+}
+
+/// A call that may be run again on another host: the tool, its
+/// arguments, and who it acted for.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Rerun {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// The principal the call acted for.
+    pub principal: Option<String>,
+    /// The client's roots it was confined to, if any.
+    pub roots: Option<Vec<String>>,
 }

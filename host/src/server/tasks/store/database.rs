@@ -82,6 +82,7 @@ fn record(row: &Row<'_>) -> rusqlite::Result<Record> {
             Ok(Value::Object(requests)) => Some(requests),
             _ => None,
         }),
+        rerun: None,
     })
 }
 

@@ -76,6 +76,10 @@ pub trait TaskStore: Send + Sync {
     /// Hands back this host's hold on the unfinished tasks `ids` (it is
     /// stopping), so that other hosts fail them at once.
     async fn release(&self, ids: &[String]) -> Result<()>;
+    /// Takes over, for this host, up to `limit` unfinished tasks of hosts
+    /// that stopped whose call may run again (`rerun`), as `working`: they
+    /// are this host's to run now.
+    async fn claim_orphans(&self, limit: usize) -> Result<Vec<Record>>;
 }
 
 /// An outcome as stored ([`outcome_text`]) read back; `None` when it is
@@ -121,6 +125,7 @@ pub(crate) mod contract {
             ttl_ms: 1000,
             outcome: None,
             input_requests: None,
+            rerun: None,
         }
     }
 
