@@ -15,6 +15,7 @@ mod notices;
 mod outbox;
 mod prepared;
 mod request;
+mod rerun;
 mod roots;
 mod session;
 pub mod session_store;

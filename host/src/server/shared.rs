@@ -198,7 +198,7 @@ impl Server {
             prepared: Default::default(),
             stopping: Default::default(),
         });
-        tokio::spawn(super::methods::rerun_orphans(Arc::downgrade(&server)));
+        tokio::spawn(super::rerun::rerun_orphans(Arc::downgrade(&server)));
         server
     }
 

@@ -20,6 +20,7 @@ mod reply;
 mod rounds;
 #[cfg(test)]
 mod tests;
+mod tool;
 mod waiting;
 
 pub use asker::{Asker, Client};
@@ -30,6 +31,7 @@ pub use link::Link;
 pub use parking::{Binding, Parking};
 pub use reply::{InputRequired, Reply};
 pub use rounds::{Round, Rounds};
+pub use tool::{call_plugin, tool_answer};
 pub use waiting::{WaitSlot, Waiting};
 
 use super::Outbox;

@@ -12,8 +12,6 @@ mod subscriptions;
 pub(super) mod tasks;
 mod tools;
 
-pub(super) use tools::rerun_orphans;
-
 use super::prepared::{List, Page};
 pub(super) use super::request::Request;
 use super::session::Era;

@@ -2,16 +2,11 @@
 
 use super::plan::{plan_tool, Plan};
 use super::{clip, invalid, unless_late, Request};
-use crate::metrics::{metrics, Outcome as Measured};
 use crate::protocol::Params;
 use crate::protocol::{ErrorCode, Method, ResultType, RpcError};
 use crate::registry::{schema_limits, Catalogue, ToolEntry};
-use crate::runtime::{tools, types, CallError, LoadedPlugin};
-use crate::server::call::outcome::{
-    call_failed, missing_capability, plugin_error, within_result_limit,
-};
-use crate::server::call::{self, Ended, Reply, RequestScope, Run, Target};
-use crate::server::tasks::{NewTask, Record, Rerun, Wire};
+use crate::server::call::{self, call_plugin, tool_answer, Reply, Run, Target};
+use crate::server::tasks::{NewTask, Rerun, Wire};
 use crate::server::{convert, Outcome};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -73,14 +68,6 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             let reply = call::run(asked, plugin, target, run, call).await?;
             answer(request, name, required, reply, rerun).await
         }
-    }
-}
-
-/// A tool call's reply as its request's answer: a crash is a tool error.
-fn tool_answer(reply: Reply) -> Outcome {
-    match reply {
-        Reply::Crashed(why) => Ok(Some(convert::tool_error(&why))),
-        other => other.into_outcome(),
     }
 }
 
@@ -184,56 +171,6 @@ fn rerunnable(
     })
 }
 
-/// Runs again, on this host, the call of task `record` whose host stopped
-/// (claimed from the store): as the principal it acted for, confined to
-/// the roots it was, with no client to ask (a question fails) and nobody
-/// listening for its progress. A tool that is gone fails the task.
-pub(in crate::server) async fn rerun(server: &Arc<crate::server::Server>, record: Record) {
-    let tasks = &server.tasks;
-    let Some(asked) = record
-        .rerun
-        .clone()
-        .and_then(|r| serde_json::from_value::<Rerun>(r).ok())
-    else {
-        tasks
-            .fail_claimed(&record, "the task's call could not be read back")
-            .await;
-        return;
-    };
-    let catalogue = server.registry.catalogue();
-    let Some(entry) = catalogue.tool(&asked.tool) else {
-        let why = format!("the tool {} is not served here any more", clip(&asked.tool));
-        tasks.fail_claimed(&record, &why).await;
-        return;
-    };
-    tracing::info!(task = %record.id, tool = %asked.tool, "running a task again: the replica running it stopped");
-    let (plugin, tool) = (entry.plugin.clone(), entry.tool.name.clone());
-    let stateless = record.wire == Wire::Stateless;
-    let text = asked.arguments.to_string();
-    let call = move |context| call_plugin(plugin, context, tool, text, stateless, true);
-    let target = Target {
-        method: Method::CallTool,
-        name: &asked.tool,
-        arguments: &asked.arguments,
-    };
-    let request = call::headless(
-        server,
-        asked.principal.clone(),
-        asked
-            .roots
-            .as_ref()
-            .map(|r| r.iter().map(std::path::PathBuf::from).collect()),
-    );
-    let run = Run::AsTask {
-        id: record.id.clone(),
-    };
-    match call::run(request, entry.plugin.name(), target, run, call).await {
-        Ok(Reply::BecameTask(execution)) => tasks.resume(record, execution),
-        Ok(reply) => tasks.conclude_claimed(&record, tool_answer(reply)).await,
-        Err(error) => tasks.conclude_claimed(&record, Err(error)).await,
-    }
-}
-
 /// Argument checks that may take long (over
 /// [`schema_limits::INLINE_VALIDATION_WORK`]) running at once, at most,
 /// each on a blocking thread; more wait their turn.
@@ -313,86 +250,5 @@ fn schema_problems(validator: &jsonschema::Validator, arguments: &Value, work: u
             .map(problem)
             .into_iter()
             .collect()
-    }
-}
-
-/// What a call came to, as the metrics count it.
-fn measured(outcome: &Result<Result<tools::CallResult, types::Error>, CallError>) -> Measured {
-    match outcome {
-        Ok(Ok(result)) if result.is_error => Measured::ToolError,
-        Ok(Ok(_)) => Measured::Ok,
-        Ok(Err(_)) => Measured::ToolError,
-        Err(CallError::Trap(_)) => Measured::Trap,
-        Err(CallError::Timeout(_)) => Measured::Timeout,
-        Err(CallError::Cancelled) => Measured::Cancelled,
-        Err(CallError::Busy) => Measured::Busy,
-        Err(CallError::TooLarge(_)) => Measured::TooLarge,
-        Err(CallError::NotExported(_) | CallError::Setup(_) | CallError::WrongType(_)) => {
-            Measured::Failed
-        }
-    }
-}
-
-/// Calls the tool in the plugin and renders what it came to.
-async fn call_plugin(
-    plugin: Arc<LoadedPlugin>,
-    context: Arc<RequestScope>,
-    tool: String,
-    arguments: String,
-    stateless: bool,
-    argument_tool_errors: bool,
-) -> Ended {
-    let started = std::time::Instant::now();
-    let outcome = plugin.call_tool(context.clone(), &tool, &arguments).await;
-    metrics().tool_call(plugin.name(), &tool, measured(&outcome), started.elapsed());
-    if stateless {
-        if let Some(capability) = context.missing_capability() {
-            return Err(missing_capability(capability)).into();
-        }
-    }
-    let ended = match outcome {
-        Ok(Ok(result)) => convert::call_result(&result)
-            .map(|result| {
-                Some(
-                    within_result_limit(&plugin, result)
-                        .unwrap_or_else(|m| convert::tool_error(&m)),
-                )
-            })
-            .map_err(RpcError::internal),
-        Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
-        // The plugin found its arguments wrong (or what they name missing).
-        Ok(Err(types::Error::InvalidParams(message) | types::Error::NotFound(message)))
-            if argument_tool_errors =>
-        {
-            Ok(Some(convert::tool_error(&message)))
-        }
-        Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
-        // A crash is a tool error for a request, a failure for a task:
-        // whoever ends up with the call renders it.
-        Err(error) => {
-            return call_failed(&plugin, error).map_or(Ended::Outcome(Ok(None)), Ended::Crashed)
-        }
-    };
-    ended.into()
-}
-
-/// Runs again, every third of the lease, the calls of tasks whose host
-/// stopped (where allowed), for as long as the server exists.
-pub(in crate::server) async fn rerun_orphans(server: std::sync::Weak<crate::server::Server>) {
-    let every = match server.upgrade() {
-        Some(server) if server.tasks.options().rerun_idempotent => {
-            (server.tasks.options().lease / 3).max(std::time::Duration::from_millis(100))
-        }
-        _ => return,
-    };
-    loop {
-        tokio::time::sleep(every).await;
-        let Some(server) = server.upgrade() else {
-            return;
-        };
-        for record in server.tasks.claim_reruns().await {
-            let server = server.clone();
-            tokio::spawn(async move { rerun(&server, record).await });
-        }
     }
 }

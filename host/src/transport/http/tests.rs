@@ -123,9 +123,14 @@ async fn readiness_flips_with_the_first_load_and_the_shutdown() {
     // Alive all along.
     assert_eq!(get("/healthz").await.0, StatusCode::OK);
     drop(loading);
+    // The empty plugin set's digest: SHA-256 of nothing.
+    let empty = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     assert_eq!(
         get("/readyz").await,
-        (StatusCode::OK, json!({ "status": "ready" }))
+        (
+            StatusCode::OK,
+            json!({ "status": "ready", "plugins": empty, "store": "reachable" })
+        )
     );
     server.stop();
     let (status, body) = get("/readyz").await;
