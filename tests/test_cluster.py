@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -24,6 +25,7 @@ from test_http_transport import BASE_HEADERS, open_session, read_events
 from test_traces import Receiver, attribute
 
 TASKS_EXT = "io.modelcontextprotocol/tasks"
+TS = Path(__file__).resolve().parent / "ts"
 
 
 @pytest.fixture
@@ -403,3 +405,18 @@ def test_an_idempotent_task_runs_again_on_another_replica(cluster_factory, tmp_p
     failed = until(lambda: (lambda r: r if r["status"] == "failed" else None)(
         modern(r2, 4, "tasks/get", {"taskId": once["taskId"]})["result"]), "the other task to fail", timeout=60)
     assert "the replica running this task stopped" in failed["error"]["message"]
+
+
+def test_typescript_sdks_through_haproxy(cluster_factory, tmp_path, host_env):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "hello", "notes"))
+    node = shutil.which("node", path=host_env.get("PATH"))
+    assert node, "node is not on PATH (scripts/test installs it)"
+    run = subprocess.run(
+        [node, "--test", "--test-concurrency=1", "--test-reporter=spec", "cluster.test.mjs"],
+        cwd=TS, env=dict(host_env, WASM_MCP_URL=cluster.url), capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert "fail 0" in run.stdout, run.stdout[-2000:]
+    # The stateless calls went to every replica.
+    for name in cluster.replicas:
+        assert cluster.metric("wasm_mcp_tool_calls_total", name, 'tool="greet"') > 0, name
