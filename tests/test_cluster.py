@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 
 from cluster import Cluster, Postgres, post
-from conftest import CONFORMANCE, PLUGINS, modern_meta
+from conftest import CONFORMANCE, FIXTURES, PLUGINS, modern_meta
 from test_http_transport import BASE_HEADERS, open_session, read_events
 from test_traces import Receiver, attribute
 
@@ -420,3 +420,27 @@ def test_typescript_sdks_through_haproxy(cluster_factory, tmp_path, host_env):
     # The stateless calls went to every replica.
     for name in cluster.replicas:
         assert cluster.metric("wasm_mcp_tool_calls_total", name, 'tool="greet"') > 0, name
+
+
+@pytest.mark.anyio
+async def test_a_resource_update_on_one_replica_reaches_subscribers_on_the_others(cluster_factory, tmp_path):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "evil", source=FIXTURES))
+    r1, r2, r3 = cluster.replicas["r1"], cluster.replicas["r2"], cluster.replicas["r3"]
+    send, heard = anyio.create_memory_object_stream(100)
+
+    async def on_message(message):
+        if getattr(message, "method", None) == "notifications/resources/updated":
+            await send.send(str(message.params.uri))
+
+    async with Client(r2.url, mode="legacy", read_timeout_seconds=120, message_handler=on_message) as session, \
+            Client(r3.url, mode="2026-07-28", read_timeout_seconds=120) as stateless:
+        await session.subscribe_resource("evil://self")
+        async with stateless.listen(resource_subscriptions=["evil://self"]) as sub:
+            # The plugin on r1 says its resource changed.
+            reply = modern(r1.authority, 1, "tools/call", {"name": "touch", "arguments": {"uri": "evil://self"}},
+                           tasks=False)
+            assert reply["result"]["content"][0]["text"] == "touched"
+            with anyio.fail_after(60):
+                assert await heard.receive() == "evil://self"
+                event = await sub.__anext__()
+            assert "evil://self" in repr(event)
