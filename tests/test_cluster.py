@@ -444,3 +444,22 @@ async def test_a_resource_update_on_one_replica_reaches_subscribers_on_the_other
                 assert await heard.receive() == "evil://self"
                 event = await sub.__anext__()
             assert "evil://self" in repr(event)
+
+
+def test_a_session_ended_through_one_replica_ends_on_the_others(cluster_factory, tmp_path):
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "hello"), count=2)
+    r1, r2 = cluster.replicas["r1"], cluster.replicas["r2"]
+    session = open_session(r1)
+    headers = dict(BASE_HEADERS, **{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+    greet = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "d"}}}
+    # Both replicas hold it: r1 opened it, r2 took it up.
+    for authority in (r1.authority, r2.authority):
+        status, _, reply = post(authority, greet, headers)
+        assert status == 200 and reply["result"]["content"][0]["text"] == "Hello, d!"
+    conn = http.client.HTTPConnection(r2.authority, timeout=30)
+    conn.request("DELETE", "/mcp", headers=headers)
+    assert conn.getresponse().status == 200
+    conn.close()
+    # r1 hears of it and ends its copy: the session is gone everywhere.
+    until(lambda: post(r1.authority, greet, headers)[0] == 404, "r1 to end the session", timeout=30)
+    assert post(r2.authority, greet, headers)[0] == 404

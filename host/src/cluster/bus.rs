@@ -242,6 +242,7 @@ pub fn encode(event: &ServerEvent) -> Option<Value> {
         ServerEvent::ResourceUpdated(uri) => json!({ "resource": uri }),
         ServerEvent::PluginReplaced(plugin) => json!({ "plugin": plugin }),
         ServerEvent::TaskChanged(id) => json!({ "task": id }),
+        ServerEvent::SessionEnded(id) => json!({ "session_ended": id }),
         ServerEvent::TaskAnswered { id, responses } => {
             json!({ "answered": id, "responses": responses })
         }
@@ -266,6 +267,9 @@ pub fn decode(value: &Value) -> Option<ServerEvent> {
     }
     if let Some(id) = text("task") {
         return Some(ServerEvent::TaskChanged(id));
+    }
+    if let Some(id) = text("session_ended") {
+        return Some(ServerEvent::SessionEnded(id));
     }
     if let Some(id) = text("answered") {
         let responses = value.get("responses")?.as_object()?.clone();

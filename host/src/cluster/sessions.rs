@@ -148,7 +148,13 @@ pub struct PgStreamEvents {
     pool: Pool,
     per_session: usize,
     timeout: Duration,
+    /// When keeping an event last failed: for [`PAUSE`] after, events are
+    /// not kept (a stream does not wait on a database that is down).
+    failed_at: parking_lot::Mutex<Option<std::time::Instant>>,
 }
+
+/// How long events are not kept after keeping one failed.
+const PAUSE: Duration = Duration::from_secs(1);
 
 impl PgStreamEvents {
     /// The events kept in the database of `pool`.
@@ -157,16 +163,12 @@ impl PgStreamEvents {
             pool,
             per_session,
             timeout,
+            failed_at: parking_lot::Mutex::new(None),
         }
     }
-}
 
-/// Trims a session's events every this many appends.
-const TRIM_EVERY: u64 = 32;
-
-#[async_trait]
-impl StreamEvents for PgStreamEvents {
-    async fn append(&self, session: &str, stream: u64, seq: u64, text: &str) -> Result<()> {
+    /// Keeps one event, and now and then trims the session's oldest.
+    async fn keep(&self, session: &str, stream: u64, seq: u64, text: &str) -> Result<()> {
         within(self.timeout, async {
             let db = connection(&self.pool).await?;
             let insert = db
@@ -195,6 +197,23 @@ impl StreamEvents for PgStreamEvents {
             Ok(())
         })
         .await
+    }
+}
+
+/// Trims a session's events every this many appends.
+const TRIM_EVERY: u64 = 32;
+
+#[async_trait]
+impl StreamEvents for PgStreamEvents {
+    async fn append(&self, session: &str, stream: u64, seq: u64, text: &str) -> Result<()> {
+        if self.failed_at.lock().is_some_and(|at| at.elapsed() < PAUSE) {
+            anyhow::bail!("not kept: the shared database failed less than {PAUSE:?} ago");
+        }
+        let kept = self.keep(session, stream, seq, text).await;
+        if kept.is_err() {
+            *self.failed_at.lock() = Some(std::time::Instant::now());
+        }
+        kept
     }
 
     async fn after(

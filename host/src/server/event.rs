@@ -41,6 +41,9 @@ pub enum ServerEvent {
         /// Its answers, by question key.
         responses: serde_json::Map<String, serde_json::Value>,
     },
+    /// The client ended this handshake session (DELETE): a host holding
+    /// it ends it too.
+    SessionEnded(String),
     /// The server is shutting down.
     Shutdown,
 }

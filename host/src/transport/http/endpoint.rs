@@ -302,6 +302,9 @@ pub(super) async fn delete(State(app): State<Arc<App>>, headers: HeaderMap) -> R
     match named_session(&app, &headers).await {
         Ok(session) => {
             app.sessions.close(&session.id).await;
+            // Another host may hold it too (it moved between them).
+            app.server
+                .publish(crate::server::ServerEvent::SessionEnded(session.id.clone()));
             StatusCode::OK.into_response()
         }
         Err(answer) => *answer,

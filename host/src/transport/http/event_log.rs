@@ -16,6 +16,9 @@ use tokio::sync::Notify;
 /// Events kept per stream for resumption; older ones are dropped.
 pub const MAX_BUFFERED: usize = 1024;
 
+/// How often a stream that cannot keep its events says so.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
 /// Bytes of events kept per stream.
 pub const MAX_BUFFERED_BYTES: usize = 32 << 20;
 
@@ -206,6 +209,7 @@ impl EventLog {
         let writer = log.clone();
         tokio::spawn(async move {
             let mut first = first;
+            let mut warned = None;
             loop {
                 let message = match first.take() {
                     Some(message) => message,
@@ -222,7 +226,11 @@ impl EventLog {
                     .append(&keeper.session, writer.id, seq, &message.text())
                     .await;
                 if let Err(error) = kept {
-                    tracing::warn!("an SSE event was not kept for other replicas: {error:#}");
+                    // Said once in a while, not for every event of an outage.
+                    if warned.is_none_or(|at: std::time::Instant| at.elapsed() > WARN_EVERY) {
+                        warned = Some(std::time::Instant::now());
+                        tracing::warn!("SSE events are not kept for other replicas: {error:#}");
+                    }
                 }
                 writer.push(&message);
             }

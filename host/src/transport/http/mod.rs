@@ -165,6 +165,7 @@ async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
 pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
     let sessions = Arc::new(SessionTable::new(options.sessions.clone()));
     sessions.start_expiry(&server, options.session_idle);
+    sessions.follow_ended(&server);
     let cors = cors_layer(&options.guard.allowed_origins);
     let app = Arc::new(App {
         server,

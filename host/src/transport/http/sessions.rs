@@ -355,6 +355,31 @@ impl SessionTable {
         expired
     }
 
+    /// Ends the sessions clients ended through other hosts (DELETE), for
+    /// as long as the table lives.
+    pub fn follow_ended(self: &Arc<Self>, server: &Arc<Server>) {
+        let table = Arc::downgrade(self);
+        let mut events = server.subscribe();
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    crate::server::Heard::Event(crate::server::ServerEvent::SessionEnded(id)) => {
+                        let Some(table) = table.upgrade() else { return };
+                        if table.close(&id).await {
+                            tracing::debug!("session ended through another host");
+                        }
+                    }
+                    crate::server::Heard::Closed => return,
+                    _ => {
+                        if table.strong_count() == 0 {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+
     /// Expires idle sessions every so often, for as long as the table
     /// lives; tells the session store which sessions are held here, and
     /// has it forget the ones nobody held for `idle`.
