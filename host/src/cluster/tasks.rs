@@ -28,6 +28,10 @@ const COLUMNS: &str = "id, owner, wire, method, target, status, status_message, 
 /// Unfinished, in SQL.
 const RUNNING: &str = "status IN ('working', 'input_required')";
 
+/// Now in ms, by the database's clock: leases are given and checked by one
+/// clock, whatever the replicas' clocks say.
+const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
 fn record(row: &Row) -> Record {
     let outcome: Option<String> = row.get(10);
     let requests: Option<String> = row.get(11);
@@ -85,8 +89,9 @@ impl PgTasks {
         Ok(store)
     }
 
-    fn lease_until(&self) -> i64 {
-        ms(now_ms() + self.lease.as_millis() as u64)
+    /// The lease, in ms, to add to the database's clock.
+    fn lease_ms(&self) -> i64 {
+        ms(self.lease.as_millis() as u64)
     }
 
     /// Fails the unfinished tasks matching `condition` (with `$3`.. bound
@@ -135,7 +140,7 @@ impl TaskStore for PgTasks {
             let insert = db
                 .prepare_cached(&format!(
                     "INSERT INTO wasm_mcp_tasks ({COLUMNS}, replica, lease_until_ms, expires_ms, size)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, {DB_NOW} + $15, $16, $17)"
                 ))
                 .await?;
             db.execute(
@@ -155,7 +160,7 @@ impl TaskStore for PgTasks {
                     &requests,
                     &rerun,
                     &self.replica,
-                    &self.lease_until(),
+                    &self.lease_ms(),
                     &expires,
                     &size,
                 ],
@@ -333,10 +338,10 @@ impl TaskStore for PgTasks {
             let rows = db
                 .query(
                     &format!(
-                        "UPDATE wasm_mcp_tasks SET lease_until_ms = $1, replica = $2
+                        "UPDATE wasm_mcp_tasks SET lease_until_ms = {DB_NOW} + $1, replica = $2
                          WHERE id = ANY($3) AND {RUNNING} RETURNING id"
                     ),
-                    &[&self.lease_until(), &self.replica, &ids],
+                    &[&self.lease_ms(), &self.replica, &ids],
                 )
                 .await?;
             Ok(rows.iter().map(|r| r.get(0)).collect())
@@ -363,8 +368,8 @@ impl TaskStore for PgTasks {
     async fn fail_orphans(&self) -> Result<Vec<String>> {
         // The ones to run again are claimed instead, where allowed.
         self.fail_where(
-            "lease_until_ms < $3 AND (rerun IS NULL OR NOT $4)",
-            &[&ms(now_ms()), &self.rerun],
+            &format!("lease_until_ms < {DB_NOW} AND (rerun IS NULL OR NOT $3)"),
+            &[&self.rerun],
         )
         .await
     }
@@ -382,18 +387,18 @@ impl TaskStore for PgTasks {
             let rows = db
                 .query(
                     &format!(
-                        "UPDATE wasm_mcp_tasks SET replica = $1, lease_until_ms = $2,
+                        "UPDATE wasm_mcp_tasks SET replica = $1, lease_until_ms = {DB_NOW} + $2,
                          status = 'working', status_message = $3, input_requests = NULL,
                          updated_ms = $4
                          WHERE id IN (
                              SELECT id FROM wasm_mcp_tasks
-                             WHERE {RUNNING} AND lease_until_ms < $4 AND rerun IS NOT NULL
+                             WHERE {RUNNING} AND lease_until_ms < {DB_NOW} AND rerun IS NOT NULL
                              ORDER BY lease_until_ms LIMIT $5 FOR UPDATE SKIP LOCKED)
                          RETURNING {COLUMNS}"
                     ),
                     &[
                         &self.replica,
-                        &self.lease_until(),
+                        &self.lease_ms(),
                         &message,
                         &ms(now_ms()),
                         &(limit as i64),
