@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 
 from cluster import Cluster, Postgres, post
-from conftest import CONFORMANCE, FIXTURES, PLUGINS, modern_meta
+from conftest import CONFORMANCE, FIXTURES, PLUGINS, HttpHost, modern_meta
 from test_http_transport import BASE_HEADERS, open_session, read_events
 from test_traces import Receiver, attribute
 
@@ -463,3 +463,25 @@ def test_a_session_ended_through_one_replica_ends_on_the_others(cluster_factory,
     # r1 hears of it and ends its copy: the session is gone everywhere.
     until(lambda: post(r1.authority, greet, headers)[0] == 404, "r1 to end the session", timeout=30)
     assert post(r2.authority, greet, headers)[0] == 404
+
+
+def test_a_replica_is_not_ready_until_it_reaches_the_database(tmp_path, postgres, host_env):
+    postgres.down()
+    config = tmp_path / "replica.toml"
+    config.write_text(Path(host_env["WASM_MCP_CONFIG"]).read_text() + "\n[cluster]\nlease_secs = 3\n")
+    host = HttpHost(folder_of(tmp_path, "plugins", "hello"), dict(host_env, WASM_MCP_CONFIG=str(config)),
+                    ["--state", postgres.url, "--replica", "late"])
+    try:
+        # Alive and saying why it is not ready, while the database is down.
+        status, body = until(lambda: (lambda r: r if "reasons" in r[1] and len(r[1]["reasons"]) == 1 else None)(
+            readyz(host.authority)), "only the database to hold it up")
+        assert status == 503 and body["reasons"] == ["the shared database has not been reached yet"]
+        conn = http.client.HTTPConnection(host.authority, timeout=10)
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().status == 200
+        conn.close()
+        postgres.up()
+        until(lambda: readyz(host.authority)[0] == 200, "the replica to reach the database", timeout=60)
+        assert "waiting for the shared database" in host.log()
+    finally:
+        host.close()

@@ -17,7 +17,8 @@ pub use tasks::PgTasks;
 
 use crate::config::{valid_replica_name, Config};
 use crate::server::Backends;
-use anyhow::{Context as _, Result};
+use anyhow::Result;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,11 +47,12 @@ pub fn replica_name(config: &Config) -> String {
     name
 }
 
-/// Opens the shared database `config` names (`None` without `[state]
-/// url`): the schema brought up to date, then the stores and the bus of
-/// replica `replica`, sessions at most `max_sessions`. Waits for the
-/// database while it cannot be reached, saying so in the log: a replica
-/// serves nothing before it has reached its store once.
+/// The stores and the bus of replica `replica` in the shared database
+/// `config` names (`None` without `[state] url`), sessions at most
+/// `max_sessions`. The database is reached in the background: the schema
+/// brought up to date, then the tasks this replica's previous run left
+/// failed, retrying while it cannot be reached (saying so in the log);
+/// until then the replica is not ready (`Backends::reached`).
 pub async fn connect(
     config: &Config,
     replica: &str,
@@ -77,24 +79,17 @@ pub async fn connect(
         timeout,
     )?;
     let pool = target.pool()?;
-    let mut pause = Duration::from_millis(250);
-    loop {
-        match database::within(timeout, database::migrate(&pool)).await {
-            Ok(()) => break,
-            Err(error) => tracing::warn!(
-                "waiting for the shared database ({}): {error:#}",
-                redacted(url)
-            ),
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(5));
-    }
     let lease = Duration::from_secs(config.cluster.lease_secs);
     let rerun = config.cluster.rerun_idempotent;
-    let tasks = PgTasks::open(pool.clone(), replica, lease, timeout, rerun)
-        .await
-        .context("opening the shared tasks")?;
-    tracing::info!(replica, database = %redacted(url), "sharing state with other replicas");
+    let tasks = PgTasks::new(pool.clone(), replica, lease, timeout, rerun);
+    let reached = Arc::new(AtomicBool::new(false));
+    tokio::spawn(reach(
+        pool.clone(),
+        tasks.clone(),
+        timeout,
+        redacted(url),
+        reached.clone(),
+    ));
     Ok(Some(Backends {
         bus: PgBus::start(pool.clone(), target, replica),
         tasks: Box::new(tasks),
@@ -106,7 +101,35 @@ pub async fn connect(
             timeout,
         ))),
         replica: Some(replica.to_owned()),
+        reached: Some(reached),
     }))
+}
+
+/// Reaches the shared database: the schema brought up to date, then the
+/// tasks this replica's previous run left failed; retries until both are
+/// done, then sets `reached`.
+async fn reach(
+    pool: deadpool_postgres::Pool,
+    tasks: PgTasks,
+    timeout: Duration,
+    database: String,
+    reached: Arc<AtomicBool>,
+) {
+    let mut pause = Duration::from_millis(250);
+    loop {
+        let ready = async {
+            database::within(timeout, database::migrate(&pool)).await?;
+            tasks.fail_left_behind().await
+        };
+        match ready.await {
+            Ok(()) => break,
+            Err(error) => tracing::warn!("waiting for the shared database ({database}): {error:#}"),
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(5));
+    }
+    tracing::info!(%database, "sharing state with other replicas");
+    reached.store(true, Ordering::Relaxed);
 }
 
 /// `url` fit for the log (it holds no password: the config refuses one).

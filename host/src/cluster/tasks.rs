@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio_postgres::Row;
 
 /// The tasks every replica sees.
+#[derive(Clone)]
 pub struct PgTasks {
     pool: Pool,
     replica: String,
@@ -72,21 +73,34 @@ impl PgTasks {
         timeout: Duration,
         rerun: bool,
     ) -> Result<Self> {
-        let store = PgTasks {
+        let store = Self::new(pool, replica, lease, timeout, rerun);
+        store.fail_left_behind().await?;
+        Ok(store)
+    }
+
+    /// The store of replica `replica` (see [`PgTasks::open`]), without
+    /// reaching the database yet.
+    pub fn new(pool: Pool, replica: &str, lease: Duration, timeout: Duration, rerun: bool) -> Self {
+        PgTasks {
             pool,
             replica: replica.to_owned(),
             lease,
             timeout,
             rerun,
-        };
-        let failed = store.fail_where("replica = $3", &[&store.replica]).await?;
+        }
+    }
+
+    /// Fails the tasks a replica of this name left unfinished (a restart:
+    /// they cannot run in this new process).
+    pub async fn fail_left_behind(&self) -> Result<()> {
+        let failed = self.fail_where("replica = $3", &[&self.replica]).await?;
         if !failed.is_empty() {
             tracing::warn!(
                 failed = failed.len(),
                 "tasks left running by this replica's previous run are marked failed"
             );
         }
-        Ok(store)
+        Ok(())
     }
 
     /// The lease, in ms, to add to the database's clock.

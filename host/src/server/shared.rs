@@ -85,6 +85,9 @@ pub struct Backends {
     /// This host's name among the replicas sharing the stores (it prefixes
     /// task ids); `None` for a host on its own.
     pub replica: Option<String>,
+    /// Set once the shared stores were reached at start (`None`: a host on
+    /// its own, whose stores are there at once).
+    pub reached: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Backends {
@@ -98,6 +101,7 @@ impl Backends {
             sessions: Arc::new(MemorySessions::new(options.max_sessions)),
             stream_events: None,
             replica: None,
+            reached: None,
         }
     }
 }
@@ -132,6 +136,8 @@ pub struct Server {
     pub(super) prepared: super::prepared::Prepared,
     /// Set once the host has begun to shut down.
     stopping: std::sync::atomic::AtomicBool,
+    /// Set once the shared stores were reached at start, among replicas.
+    reached: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// How long a draining host must have had nothing in progress to stop.
@@ -167,6 +173,7 @@ impl Server {
             sessions,
             stream_events,
             replica,
+            reached,
         } = backends;
         let waiting = call::Waiting::new(options.max_waiting_per_principal);
         let parking = call::Parking::new(options.input_timeout, waiting.clone());
@@ -197,6 +204,7 @@ impl Server {
             first_load: Default::default(),
             prepared: Default::default(),
             stopping: Default::default(),
+            reached,
         });
         tokio::spawn(super::rerun::rerun_orphans(Arc::downgrade(&server)));
         server
@@ -312,6 +320,11 @@ impl Server {
         }
         if self.tasks.store_failed() {
             reasons.push("the tasks store did not open");
+        }
+        let reached =
+            |r: &Arc<std::sync::atomic::AtomicBool>| r.load(std::sync::atomic::Ordering::Relaxed);
+        if self.reached.as_ref().is_some_and(|r| !reached(r)) {
+            reasons.push("the shared database has not been reached yet");
         }
         if self.stopping.load(std::sync::atomic::Ordering::Relaxed) {
             reasons.push("the host is shutting down");
