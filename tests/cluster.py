@@ -37,10 +37,13 @@ def ready(authority: str) -> bool:
 class Postgres:
     """A throwaway PostgreSQL server (scripts/throwaway-postgres)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, tls: bool = False):
+        """With `tls`, it takes TLS connections only; its certificate is `ca`."""
         self.folder = folder
-        run = subprocess.run([str(THROWAWAY_POSTGRES), "start", str(folder)], capture_output=True, text=True,
+        command = "start-tls" if tls else "start"
+        run = subprocess.run([str(THROWAWAY_POSTGRES), command, str(folder)], capture_output=True, text=True,
                              timeout=120)
+        self.ca = folder / "ca.pem"
         assert run.returncode == 0, f"PostgreSQL did not start (scripts/test-servers installs it):\n{run.stderr}"
         self.url = run.stdout.strip()
 

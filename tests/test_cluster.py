@@ -485,3 +485,38 @@ def test_a_replica_is_not_ready_until_it_reaches_the_database(tmp_path, postgres
         assert "waiting for the shared database" in host.log()
     finally:
         host.close()
+
+
+def test_replicas_reach_the_database_over_tls_checking_its_certificate(tmp_path, host_env):
+    server = Postgres(tmp_path / "postgres", tls=True)
+    hosts = []
+    try:
+        assert server.url.endswith("?sslmode=require")
+        base = Path(host_env["WASM_MCP_CONFIG"]).read_text()
+        folder = folder_of(tmp_path, "plugins", "hello")
+
+        def replica(name: str, extra: str) -> HttpHost:
+            config = tmp_path / f"{name}.toml"
+            config.write_text(base + extra)
+            host = HttpHost(folder, dict(host_env, WASM_MCP_CONFIG=str(config)),
+                            ["--state", server.url, "--replica", name])
+            hosts.append(host)
+            return host
+
+        trusting = replica("trusting", f'\n[state]\nca_file = "{server.ca}"\n')
+        until(lambda: readyz(trusting.authority)[0] == 200, "the replica to reach the database", timeout=60)
+        encrypted = psql(server.url, "SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a "
+                                     "USING (pid) WHERE a.application_name = 'wasm-mcp trusting'")
+        assert encrypted == "t"
+        # A certificate the system does not know is refused: never ready.
+        doubting = replica("doubting", "")
+        doubting.wait_for_log("waiting for the shared database", timeout=60)
+        assert "certificate" in doubting.log().lower()
+        status, body = until(lambda: (lambda r: r if r[1]["reasons"] == [
+            "the shared database has not been reached yet"] else None)(readyz(doubting.authority)),
+            "only the database to hold it up")
+        assert status == 503
+    finally:
+        for host in hosts:
+            host.close()
+        server.stop()

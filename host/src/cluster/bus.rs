@@ -145,7 +145,7 @@ async fn listen_once(
     missed: bool,
 ) -> Result<()> {
     let (client, mut connection) =
-        tokio::time::timeout(target.timeout, target.config.connect(tokio_postgres::NoTls))
+        tokio::time::timeout(target.timeout, target.config.connect(target.tls.clone()))
             .await
             .map_err(|_| anyhow::anyhow!("connecting timed out"))?
             .context("connecting to listen")?;

@@ -5,7 +5,7 @@
 use anyhow::{Context as _, Result};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use std::time::Duration;
-use tokio_postgres::NoTls;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// Where the database is and how long to wait for it.
 #[derive(Clone)]
@@ -16,17 +16,21 @@ pub struct Target {
     pub max_connections: usize,
     /// How long connecting, waiting for a connection, or one query may take.
     pub timeout: Duration,
+    /// TLS, where the URL's `sslmode` asks for it.
+    pub tls: MakeRustlsConnect,
 }
 
 impl Target {
     /// The database at `url` (`postgres://USER@HOST[:PORT]/DB`), with
-    /// `password` when given, for replica `replica`.
+    /// `password` when given, for replica `replica`; its TLS certificate
+    /// checked against the authorities in `ca` (PEM), else the system's.
     pub fn new(
         url: &str,
         password: Option<String>,
         replica: &str,
         max_connections: usize,
         timeout: Duration,
+        ca: Option<&[u8]>,
     ) -> Result<Self> {
         let mut config: tokio_postgres::Config =
             url.parse().context("state.url is not a PostgreSQL URL")?;
@@ -44,6 +48,7 @@ impl Target {
             config,
             max_connections,
             timeout,
+            tls: tls(ca)?,
         })
     }
 
@@ -51,7 +56,7 @@ impl Target {
     pub fn pool(&self) -> Result<Pool> {
         let manager = Manager::from_config(
             self.config.clone(),
-            NoTls,
+            self.tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -67,11 +72,44 @@ impl Target {
     }
 }
 
+/// TLS with ring, checking the server's certificate against the
+/// authorities in `ca` (PEM) or, without, the system's.
+fn tls(ca: Option<&[u8]>) -> Result<MakeRustlsConnect> {
+    use rustls_platform_verifier::BuilderVerifierExt as _;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS for the shared database")?;
+    let config = match ca {
+        None => builder
+            .with_platform_verifier()
+            .context("the system's certificate authorities")?
+            .with_no_client_auth(),
+        Some(pem) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in pem::parse_many(pem).context("state.ca_file is not PEM")? {
+                if cert.tag() == "CERTIFICATE" {
+                    roots
+                        .add(cert.contents().to_vec().into())
+                        .context("a certificate in state.ca_file")?;
+                }
+            }
+            anyhow::ensure!(!roots.is_empty(), "state.ca_file holds no certificate");
+            builder.with_root_certificates(roots).with_no_client_auth()
+        }
+    };
+    Ok(MakeRustlsConnect::new(config))
+}
+
 /// A connection from `pool`, or why there is none.
 pub async fn connection(pool: &Pool) -> Result<deadpool_postgres::Object> {
-    pool.get()
-        .await
-        .map_err(|e| anyhow::anyhow!("the shared database is unreachable: {e}"))
+    pool.get().await.map_err(|e| {
+        let cause = match &e {
+            deadpool_postgres::PoolError::Backend(error) => format!("{error:#}"),
+            other => other.to_string(),
+        };
+        anyhow::anyhow!("the shared database is unreachable: {cause}")
+    })
 }
 
 /// Runs `query` within `timeout`: a database that stops answering is an

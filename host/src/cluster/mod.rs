@@ -17,10 +17,13 @@ pub use tasks::PgTasks;
 
 use crate::config::{valid_replica_name, Config};
 use crate::server::Backends;
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The largest `[state] ca_file` read.
+const MAX_CA_BYTES: u64 = 1 << 20;
 
 /// This replica's name: `[cluster] replica`, else the host name and the
 /// process id (made a valid name: no dots).
@@ -70,6 +73,16 @@ pub async fn connect(
         ),
         None => None,
     };
+    let ca = match config.state.ca_file.clone() {
+        Some(path) => Some(
+            tokio::task::spawn_blocking(move || {
+                crate::files::read_regular(&path, MAX_CA_BYTES)
+                    .with_context(|| format!("reading state.ca_file {}", path.display()))
+            })
+            .await??,
+        ),
+        None => None,
+    };
     let timeout = Duration::from_millis(config.state.timeout_ms);
     let target = Target::new(
         url,
@@ -77,6 +90,7 @@ pub async fn connect(
         replica,
         config.state.max_connections,
         timeout,
+        ca.as_deref(),
     )?;
     let pool = target.pool()?;
     let lease = Duration::from_secs(config.cluster.lease_secs);

@@ -37,7 +37,7 @@ impl Postgres {
 
     /// A new empty database on it.
     async fn database(&self, name: &str) -> Target {
-        let admin = Target::new(&self.url, None, "test", 2, Duration::from_secs(10)).unwrap();
+        let admin = Target::new(&self.url, None, "test", 2, Duration::from_secs(10), None).unwrap();
         let pool = admin.pool().unwrap();
         database::connection(&pool)
             .await
@@ -46,7 +46,7 @@ impl Postgres {
             .await
             .unwrap();
         let url = self.url.rsplit_once('/').unwrap().0.to_owned() + "/" + name;
-        let target = Target::new(&url, None, "test", 4, Duration::from_secs(10)).unwrap();
+        let target = Target::new(&url, None, "test", 4, Duration::from_secs(10), None).unwrap();
         database::migrate(&target.pool().unwrap()).await.unwrap();
         target
     }

@@ -5,7 +5,7 @@ use super::defaults as d;
 use super::SecretSource;
 use anyhow::Result;
 use serde::Deserialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `[state]`: the PostgreSQL database replicas share. Without `url`, one
 /// host keeps its state itself (tasks in SQLite, sessions in memory).
@@ -24,6 +24,10 @@ pub struct StateSection {
     pub timeout_ms: u64,
     /// SSE events kept per session stream for resuming on another replica.
     pub max_stream_events: usize,
+    /// PEM certificates of the authorities trusted for the database's TLS
+    /// (default: the system's). Whether TLS is used is the URL's
+    /// `sslmode` (`disable`, `prefer`, the default, or `require`).
+    pub ca_file: Option<PathBuf>,
 }
 
 impl Default for StateSection {
@@ -34,6 +38,7 @@ impl Default for StateSection {
             max_connections: d::STATE_CONNECTIONS,
             timeout_ms: d::STATE_TIMEOUT_MS,
             max_stream_events: d::STATE_STREAM_EVENTS,
+            ca_file: None,
         }
     }
 }
@@ -88,6 +93,9 @@ pub fn valid_replica_name(name: &str) -> bool {
 pub(super) fn check_state(state: &mut StateSection, base: &Path) -> Result<()> {
     if let Some(url) = &state.url {
         check_url(url)?;
+    }
+    if let Some(file) = &mut state.ca_file {
+        *file = base.join(&*file);
     }
     if let Some(source) = &mut state.password {
         anyhow::ensure!(

@@ -139,7 +139,8 @@ pub async fn tend(tasks: Weak<Tasks>) {
         ),
         None => return,
     };
-    let mut tick = tokio::time::interval(every);
+    // The first round after one period, as for the sweep.
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let heard = tokio::select! {

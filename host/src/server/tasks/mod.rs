@@ -429,15 +429,20 @@ pub(super) fn conclusion(wire: Wire, outcome: CallOutcome) -> Conclusion {
 /// Deletes expired tasks now and then, for as long as the tasks exist
 /// (the server spawns it).
 pub async fn sweep(tasks: Weak<Tasks>) {
+    let every = match tasks.upgrade() {
+        Some(tasks) => {
+            (tasks.options.ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60))
+        }
+        None => return,
+    };
+    // The first sweep after one period: a shared store may still be on its
+    // way (its schema being brought up to date).
     loop {
-        let every = match tasks.upgrade() {
-            Some(tasks) => {
-                tasks.purge().await;
-                (tasks.options.ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60))
-            }
-            None => return,
-        };
         tokio::time::sleep(every).await;
+        match tasks.upgrade() {
+            Some(tasks) => tasks.purge().await,
+            None => return,
+        }
     }
 }
 
