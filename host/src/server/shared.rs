@@ -281,7 +281,7 @@ impl Server {
     /// once. For a host that is shutting down ([`Server::stop`]).
     /// Requests still come in on open connections until the load balancer
     /// sees the host unready; draining ends once none has been in progress
-    /// for [`QUIET`].
+    /// for `QUIET` (2 s).
     pub async fn drain(&self, within: Duration) {
         let now = tokio::time::Instant::now;
         let deadline = now() + within;
