@@ -55,9 +55,9 @@ pub struct ClusterSection {
     /// stopped is failed by another once its lease lapses.
     pub lease_secs: u64,
     /// On SIGTERM, how long the calls and tasks in progress may go on
-    /// (the replica answers `/readyz` with 503 and takes no new
-    /// connections meanwhile) before it hands its tasks back and exits, in
-    /// seconds.
+    /// before the replica hands its tasks back and exits, in seconds
+    /// (meanwhile it answers `/readyz` with 503, and stops sooner once
+    /// nothing has been in progress for 2 s).
     pub drain_secs: u64,
     /// When a replica stops, run its unfinished tasks of tools annotated
     /// `idempotentHint: true` again on another replica instead of failing
@@ -130,7 +130,7 @@ pub fn check_url(url: &str) -> Result<()> {
         "state.url must be postgres://USER@HOST[:PORT]/DB"
     );
     anyhow::ensure!(
-        parsed.password().is_none(),
+        parsed.password().is_none() && !parsed.query_pairs().any(|(key, _)| key == "password"),
         "state.url must not hold a password: give it as state.password = {{ file = \"...\" }} or {{ env = \"VAR\" }}"
     );
     anyhow::ensure!(

@@ -156,3 +156,41 @@ fn roots_and_grants_are_checked_with_their_line() {
     let e = format!("{:#}", Config::parse(text, base).unwrap_err());
     assert!(e.contains(r#""auto", "always" or "never""#), "{e}");
 }
+
+#[test]
+fn the_shared_state_takes_no_password_in_its_url_and_replicas_no_dotted_names() {
+    let base = std::path::Path::new("/etc/wasm-mcp");
+    let parse = |text: &str| Config::parse(text, base);
+    let ok = parse(
+        "[state]\nurl = \"postgres://app@db:5432/mcp?sslmode=require\"\npassword = { file = \"pw\" }\n\
+         ca_file = \"ca.pem\"\n[cluster]\nreplica = \"r-1_a\"\n",
+    )
+    .unwrap();
+    assert_eq!(ok.state.ca_file.unwrap(), base.join("ca.pem"));
+    assert_eq!(ok.state.password.unwrap().file.unwrap(), base.join("pw"));
+    for (text, said) in [
+        (
+            "[state]\nurl = \"postgres://app:secret@db/mcp\"",
+            "must not hold a password",
+        ),
+        (
+            "[state]\nurl = \"postgres://app@db/mcp?password=secret\"",
+            "must not hold a password",
+        ),
+        (
+            "[state]\nurl = \"mysql://app@db/mcp\"",
+            "must be postgres://",
+        ),
+        (
+            "[state]\npassword = { file = \"a\", env = \"B\" }",
+            "exactly one of file and env",
+        ),
+        ("[state]\nmax_connections = 0", "max_connections"),
+        ("[cluster]\nreplica = \"r.1\"", "no dot"),
+        ("[cluster]\nreplica = \"\"", "no dot"),
+        ("[cluster]\nlease_secs = 1", "lease_secs"),
+    ] {
+        let error = format!("{:#}", parse(text).unwrap_err());
+        assert!(error.contains(said), "{text}: {error}");
+    }
+}
