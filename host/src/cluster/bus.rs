@@ -149,14 +149,16 @@ async fn listen_once(
             .await
             .map_err(|_| anyhow::anyhow!("connecting timed out"))?
             .context("connecting to listen")?;
-    let (notes, mut heard) = mpsc::unbounded_channel();
+    // Bounded: while this replica is behind, the connection is not read, and
+    // the server holds the notifications.
+    let (notes, mut heard) = mpsc::channel(MAX_OUTGOING);
     // The connection is driven here; what it hears goes to `heard`.
     let driver = tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = messages.next().await {
             match message {
                 Ok(AsyncMessage::Notification(note)) => {
-                    if notes.send(note.payload().to_owned()).is_err() {
+                    if notes.send(note.payload().to_owned()).await.is_err() {
                         return Ok(());
                     }
                 }

@@ -85,9 +85,28 @@ pub struct Catalogue {
     pub templates: Vec<TemplateEntry>,
     /// Prompts.
     pub prompts: Vec<PromptEntry>,
+    /// The plugin set, as one digest (`sha256:…` over each plugin's name
+    /// and component digest): hosts serving the same plugins say the same.
+    pub plugin_set: String,
     tool_index: HashMap<String, usize>,
     resource_index: HashMap<String, usize>,
     prompt_index: HashMap<String, usize>,
+}
+
+/// The digest of `plugins` (sorted by name): `sha256:` over `name=digest`
+/// lines.
+fn plugin_set(plugins: &[PluginEntry]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    for entry in plugins {
+        digest.update(format!("{}={}\n", entry.plugin.name(), entry.plugin.hash()));
+    }
+    let hex: String = digest
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256:{hex}")
 }
 
 impl Catalogue {
@@ -101,6 +120,7 @@ impl Catalogue {
             cat.add_templates(entry);
             cat.add_prompts(entry);
         }
+        cat.plugin_set = plugin_set(&plugins);
         cat.plugins = plugins;
         cat
     }

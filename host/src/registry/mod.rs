@@ -53,7 +53,7 @@ impl Registry {
     pub fn new(runtime: Arc<Runtime>) -> Self {
         Registry {
             runtime,
-            current: RwLock::new(Arc::new(Catalogue::default())),
+            current: RwLock::new(Arc::new(Catalogue::build(Vec::new()))),
             writer: Mutex::new(()),
         }
     }

@@ -232,28 +232,10 @@ impl Server {
         }
     }
 
-    /// The plugin set served, as one digest (`sha256:…` over each plugin's
-    /// name and component digest): replicas serving the same plugins say
-    /// the same.
+    /// The plugin set served, as one digest (made with the catalogue):
+    /// replicas serving the same plugins say the same.
     pub fn plugin_set(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let catalogue = self.registry.catalogue();
-        let mut plugins: Vec<(&str, &str)> = catalogue
-            .plugins
-            .iter()
-            .map(|p| (p.plugin.name(), p.plugin.hash()))
-            .collect();
-        plugins.sort_unstable();
-        let mut digest = Sha256::new();
-        for (name, hash) in plugins {
-            digest.update(format!("{name}={hash}\n"));
-        }
-        let hex: String = digest
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        format!("sha256:{hex}")
+        self.registry.catalogue().plugin_set.clone()
     }
 
     /// What `/readyz` says beyond readiness: the replica's name, the plugin

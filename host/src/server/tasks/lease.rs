@@ -151,7 +151,10 @@ pub async fn tend(tasks: Weak<Tasks>) {
         match heard {
             None | Some(Heard::Missed(_)) => tasks.renew().await,
             Some(Heard::Closed) => return,
-            Some(Heard::Event(ServerEvent::TaskChanged(id))) => tasks.stop_if_over(&id).await,
+            // Only another host ends a task here without stopping it.
+            Some(Heard::Event(ServerEvent::TaskChanged(id))) if tasks.replica.is_some() => {
+                tasks.stop_if_over(&id).await
+            }
             Some(Heard::Event(ServerEvent::TaskAnswered { id, responses })) => {
                 if let Some(live) = tasks.live_task(&id) {
                     let _ = live.take(responses).await;

@@ -56,45 +56,32 @@ impl Tasks {
         self.room_for(new.owner.as_deref()).await?;
         let record = self.record(&id, &new, Status::Working);
         self.store().insert(&record).await.map_err(store_error)?;
-        // Each update is a `tasks/update` request waiting for its reply, so
-        // admission's caps on requests in progress bound this queue.
-        let (updates, updates_rx) = mpsc::unbounded_channel();
-        let live = Arc::new(Live {
-            id: id.clone(),
-            wire: new.wire,
-            owner: new.owner.clone(),
-            requests: Mutex::new(Map::new()),
-            updates,
-            stop: CancellationToken::new(),
-            over: watch::channel(false).0,
-            home,
-            link: execution.link().clone(),
-        });
-        self.live.lock().insert(id, live.clone());
-        tracing::debug!(task = %live.id, tool = %new.target, "task created");
-        tokio::spawn(supervise(self.clone(), live, execution, updates_rx));
+        tracing::debug!(task = %id, tool = %new.target, "task created");
+        self.run_here(id, new.wire, new.owner, home, execution);
         Ok(record)
     }
 
     /// Supervises `execution`, the call of `record` run again here (the
     /// task was claimed from a host that stopped), until it ends.
     pub fn resume(self: &Arc<Self>, record: Record, execution: Execution) {
-        let (updates, updates_rx) = mpsc::unbounded_channel();
-        let live = Arc::new(Live {
-            id: record.id.clone(),
-            wire: record.wire,
-            owner: record.owner.clone(),
-            requests: Mutex::new(Map::new()),
-            updates,
-            stop: CancellationToken::new(),
-            over: watch::channel(false).0,
-            home: None,
-            link: execution.link().clone(),
-        });
-        self.live.lock().insert(record.id, live.clone());
-        self.events
-            .publish(ServerEvent::TaskChanged(live.id.clone()));
-        tokio::spawn(supervise(self.clone(), live, execution, updates_rx));
+        let id = record.id.clone();
+        self.run_here(record.id, record.wire, record.owner, None, execution);
+        self.events.publish(ServerEvent::TaskChanged(id));
+    }
+
+    /// Knows task `id` as running here, and supervises its call to the end.
+    fn run_here(
+        self: &Arc<Self>,
+        id: String,
+        wire: Wire,
+        owner: Option<String>,
+        home: Option<Outbox>,
+        execution: Execution,
+    ) {
+        let (live, updates) = Live::new(id, wire, owner, home, execution.link().clone());
+        let live = Arc::new(live);
+        self.live.lock().insert(live.id.clone(), live.clone());
+        tokio::spawn(supervise(self.clone(), live, execution, updates));
     }
 
     /// Ends claimed task `record` (run again here) with `outcome`.
@@ -112,17 +99,15 @@ impl Tasks {
 
     /// A stand-in for a task that does not run here.
     fn detached(&self, record: &Record) -> Live {
-        Live {
-            id: record.id.clone(),
-            wire: record.wire,
-            owner: record.owner.clone(),
-            requests: Mutex::new(Map::new()),
-            updates: mpsc::unbounded_channel().0,
-            stop: CancellationToken::new(),
-            over: watch::channel(false).0,
-            home: None,
-            link: Link::new(Outbox::discard()).0,
-        }
+        let link = Link::new(Outbox::discard()).0;
+        Live::new(
+            record.id.clone(),
+            record.wire,
+            record.owner.clone(),
+            None,
+            link,
+        )
+        .0
     }
 
     /// Takes over, to run them again here, tasks of hosts that stopped
@@ -410,6 +395,32 @@ impl Drop for Attached {
 }
 
 impl Live {
+    /// Task `id`, whose call sends its messages by `link`, and where its
+    /// `tasks/update`s arrive. Each update is a request waiting for its
+    /// reply (or, from another host, one at a time), so admission's caps on
+    /// requests in progress bound this queue.
+    fn new(
+        id: String,
+        wire: Wire,
+        owner: Option<String>,
+        home: Option<Outbox>,
+        link: Arc<Link>,
+    ) -> (Live, mpsc::UnboundedReceiver<Update>) {
+        let (updates, updates_rx) = mpsc::unbounded_channel();
+        let live = Live {
+            id,
+            wire,
+            owner,
+            requests: Mutex::new(Map::new()),
+            updates,
+            stop: CancellationToken::new(),
+            over: watch::channel(false).0,
+            home,
+            link,
+        };
+        (live, updates_rx)
+    }
+
     /// The task's id.
     pub fn id(&self) -> &str {
         &self.id
