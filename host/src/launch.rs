@@ -61,7 +61,11 @@ pub async fn serve_folder(
             "the plugin folder holds no plugin component (*.wasm): nothing is served until one is added"
         );
     }
-    let options = settings::server_options(&config, notices);
+    let mut options = settings::server_options(&config, notices);
+    let audit = config.audit.clone();
+    options.audit = tokio::task::spawn_blocking(move || crate::server::audit::Audit::open(&audit))
+        .await??
+        .map(Arc::new);
     let replica = crate::cluster::replica_name(&config);
     let server = match crate::cluster::connect(&config, &replica, options.max_sessions).await? {
         Some(shared) => Server::with_backends(registry, options, shared),

@@ -122,6 +122,28 @@ pub fn continue_from(span: &tracing::Span, params: &Map<String, Value>) {
     }
 }
 
+/// The W3C trace id of the request in `span` with `params`: its span's
+/// when traces are on, else the one in `_meta.traceparent`, if valid.
+pub fn trace_id(span: &tracing::Span, params: &Map<String, Value>) -> Option<String> {
+    use opentelemetry::trace::TraceContextExt as _;
+    if ON.load(Ordering::Relaxed) {
+        let context = span.context();
+        let span_context = context.span().span_context().clone();
+        if span_context.is_valid() {
+            return Some(span_context.trace_id().to_string());
+        }
+    }
+    let parent = params.get("_meta")?.get("traceparent")?.as_str()?;
+    let mut parts = parent.split('-');
+    let (_version, id) = (parts.next()?, parts.next()?);
+    let valid = id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && id.bytes().any(|b| b != b'0');
+    valid.then(|| id.to_owned())
+}
+
 /// A request's method as recorded in its span: the protocol's name for it,
 /// or `"other"` for any method outside the protocol's set (whatever a
 /// client sends, the recorded names are few and short).

@@ -36,6 +36,11 @@ pub(super) fn server(server: &ServerSection) -> Result<()> {
     ] {
         anyhow::ensure!(value > 0, "server.{field} must be at least 1");
     }
+    let rate = server.calls_per_sec_per_principal;
+    anyhow::ensure!(
+        rate.is_finite() && (0.0..=1e6).contains(&rate),
+        "server.calls_per_sec_per_principal must be from 0 (no limit) to 1000000"
+    );
     let ceiling = super::defaults::MAX_INSTANCES_CEILING;
     anyhow::ensure!(
         (1..=ceiling).contains(&server.max_instances),
@@ -144,6 +149,33 @@ pub(super) fn plugins(config: &mut Config, text: &str, base: &Path) -> Result<()
             &format!("plugins.{plugin}.limits"),
             &config.limits.with(&section.limits),
         )?;
+        access(plugin, section)?;
+    }
+    Ok(())
+}
+
+/// What plugin `plugin` and its items require of callers, and their rates.
+fn access(plugin: &str, section: &super::PluginSection) -> Result<()> {
+    use super::access::{check_rate, check_requirement};
+    check_requirement(
+        &format!("plugins.{plugin}"),
+        &section.scopes,
+        &section.claims,
+    )?;
+    for (kind, items) in [
+        ("tools", &section.tools),
+        ("prompts", &section.prompts),
+        ("resources", &section.resources),
+    ] {
+        for (name, item) in items {
+            let what = format!("plugins.{plugin}.{kind}.{name:?}");
+            check_requirement(&what, &item.scopes, &item.claims)?;
+            anyhow::ensure!(
+                kind == "tools" || item.calls_per_sec.is_none(),
+                "{what}: calls_per_sec is for tools only"
+            );
+            check_rate(&what, item.calls_per_sec)?;
+        }
     }
     Ok(())
 }
@@ -231,9 +263,20 @@ pub(super) fn http(h: &mut HttpSection, base: &Path) -> Result<()> {
         anyhow::ensure!(value > 0, "http.{field} must be at least 1");
     }
     if let Some(jwt) = h.auth.as_mut().and_then(|a| a.jwt.as_mut()) {
+        let sources = [
+            jwt.secret_env.is_some(),
+            jwt.public_key_file.is_some(),
+            jwt.jwks_url.is_some(),
+            jwt.discovery,
+        ];
         anyhow::ensure!(
-            jwt.secret_env.is_some() != jwt.public_key_file.is_some(),
-            "http.auth.jwt needs exactly one of secret_env and public_key_file"
+            sources.iter().filter(|&&s| s).count() == 1,
+            "http.auth.jwt needs exactly one of secret_env, public_key_file, jwks_url and \
+             discovery = true"
+        );
+        anyhow::ensure!(
+            jwt.jwks_refresh_secs >= 1 && jwt.jwks_timeout_ms >= 1 && jwt.jwks_max_kb >= 1,
+            "http.auth.jwt: jwks_refresh_secs, jwks_timeout_ms and jwks_max_kb must be at least 1"
         );
         if let Some(file) = &mut jwt.public_key_file {
             *file = base.join(&*file);

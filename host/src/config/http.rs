@@ -85,7 +85,9 @@ pub struct AuthSection {
 }
 
 /// `[http.auth.jwt]`: JWTs signed with HS256 (a secret from the
-/// environment) or RS256/ES256 (a PEM public key).
+/// environment), RS256/ES256 (a PEM public key), or any key an identity
+/// provider publishes in its JWKS (RS*, PS*, ES256, ES384, EdDSA). Exactly
+/// one of `secret_env`, `public_key_file`, `jwks_url` and `discovery`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JwtSection {
@@ -97,4 +99,41 @@ pub struct JwtSection {
     pub secret_env: Option<String>,
     /// A PEM public key file (RS256 or ES256); relative to the config file.
     pub public_key_file: Option<PathBuf>,
+    /// The identity provider's JWKS (`https://`, or `http://` on loopback).
+    pub jwks_url: Option<String>,
+    /// Find the JWKS through the issuer's discovery document
+    /// (`ISSUER/.well-known/openid-configuration`).
+    #[serde(default)]
+    pub discovery: bool,
+    /// How often the JWKS is fetched again, in seconds: a key removed from
+    /// it is refused from then on.
+    #[serde(default = "default_jwks_refresh_secs")]
+    pub jwks_refresh_secs: u64,
+    /// A token naming a key not in the JWKS fetches it again, at most once
+    /// in this many seconds.
+    #[serde(default = "default_jwks_min_refresh_secs")]
+    pub jwks_min_refresh_secs: u64,
+    /// The most one fetch of the JWKS (or discovery document) may take,
+    /// in milliseconds.
+    #[serde(default = "default_jwks_timeout_ms")]
+    pub jwks_timeout_ms: u64,
+    /// The largest JWKS (or discovery document) read, in KiB.
+    #[serde(default = "default_jwks_max_kb")]
+    pub jwks_max_kb: usize,
+}
+
+fn default_jwks_refresh_secs() -> u64 {
+    300
+}
+
+fn default_jwks_min_refresh_secs() -> u64 {
+    30
+}
+
+fn default_jwks_timeout_ms() -> u64 {
+    5000
+}
+
+fn default_jwks_max_kb() -> usize {
+    256
 }

@@ -2,6 +2,7 @@
 //! roots and what each plugin may be granted), plugin manifests, and the
 //! policy that grants a plugin what it asks for and the config allows.
 
+mod access;
 mod check;
 mod cluster;
 pub mod defaults;
@@ -10,6 +11,7 @@ mod limits;
 mod manifest;
 mod tasks;
 
+pub use access::{AuditSection, ClaimValues, ItemAccess};
 pub use check::oci_reference;
 pub use cluster::{check_url as check_state_url, valid_replica_name, ClusterSection, StateSection};
 pub use http::{AuthSection, HttpSection, JwtSection};
@@ -53,6 +55,8 @@ pub struct Config {
     pub cluster: ClusterSection,
     /// `[registries."HOST[:PORT]"]`: credentials for OCI registries.
     pub registries: BTreeMap<String, RegistryLogin>,
+    /// `[audit]`
+    pub audit: AuditSection,
 }
 
 /// `[registries."HOST[:PORT]"]`: the login for one OCI registry, named as
@@ -186,6 +190,11 @@ pub struct ServerSection {
     /// The largest token answer a pull reads from a registry's token
     /// service, in KiB.
     pub oci_max_token_kb: usize,
+    /// Calls (into plugins: `tools/call`, `resources/read`, `prompts/get`,
+    /// `completion/complete`) one principal may make per second, with a
+    /// burst of one second's worth; 0: no limit. Over it, a call is
+    /// refused with when to retry (HTTP: 429 and `Retry-After`).
+    pub calls_per_sec_per_principal: f64,
 }
 
 impl Default for ServerSection {
@@ -213,6 +222,7 @@ impl Default for ServerSection {
             oci_max_manifest_kb: defaults::OCI_MAX_MANIFEST_KB,
             oci_max_token_kb: defaults::OCI_MAX_TOKEN_KB,
             handshake_only: false,
+            calls_per_sec_per_principal: 0.0,
         }
     }
 }
@@ -273,6 +283,19 @@ pub struct PluginSection {
     pub source: Option<String>,
     /// Its own signature policy (instead of `[signatures] policy`).
     pub signatures: Option<SignaturePolicy>,
+    /// Scopes a caller's token must carry to see or use anything of it.
+    pub scopes: Vec<String>,
+    /// Claims a caller's token must carry (`groups = "admins"`, or any of
+    /// a list), to see or use anything of it.
+    pub claims: BTreeMap<String, ClaimValues>,
+    /// What one of its tools requires beyond that, by the plugin's own
+    /// name for it, and how often one principal may call it.
+    pub tools: BTreeMap<String, ItemAccess>,
+    /// What one of its prompts requires beyond that.
+    pub prompts: BTreeMap<String, ItemAccess>,
+    /// What one of its resources (by URI) or templates (by URI template)
+    /// requires beyond that.
+    pub resources: BTreeMap<String, ItemAccess>,
 }
 
 /// `[plugins.<name>.secrets] VAR = { file = "..." }` or `{ env = "..." }`:
@@ -338,6 +361,7 @@ impl Config {
         check::registries(&mut config.registries, base)?;
         cluster::check_state(&mut config.state, base)?;
         cluster::check_cluster(&config.cluster)?;
+        access::check_audit(&mut config.audit, base)?;
         Ok(config)
     }
 

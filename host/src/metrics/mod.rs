@@ -95,6 +95,12 @@ pub enum Refusal {
     Sessions,
     /// Every connection has a request in progress (the new one is closed).
     Connections,
+    /// Over a principal's (or a tool's) calls per second (429).
+    Rate,
+    /// A token without the scopes or claims a plugin or tool requires (403).
+    Scope,
+    /// No valid token (401).
+    Unauthenticated,
 }
 
 impl Refusal {
@@ -103,6 +109,9 @@ impl Refusal {
             Refusal::InProgress => "in_progress",
             Refusal::Sessions => "sessions",
             Refusal::Connections => "connections",
+            Refusal::Rate => "rate",
+            Refusal::Scope => "scope",
+            Refusal::Unauthenticated => "unauthenticated",
         }
     }
 }
@@ -216,6 +225,7 @@ pub struct Metrics {
     load_names: parking_lot::Mutex<std::collections::HashSet<String>>,
     refused: Family<ReasonLabels, Counter>,
     dropped: Family<ReasonLabels, Counter>,
+    audit_dropped: Counter,
     instances: Gauge,
     spare_instances: Gauge,
     max_instances: Gauge,
@@ -252,6 +262,7 @@ impl Metrics {
             load_names: Default::default(),
             refused: Family::default(),
             dropped: Family::default(),
+            audit_dropped: Counter::default(),
             instances: Gauge::default(),
             spare_instances: Gauge::default(),
             max_instances: Gauge::default(),
@@ -293,6 +304,11 @@ impl Metrics {
             "notifications_dropped",
             "Notifications dropped, by reason",
             self.dropped.clone(),
+        );
+        r.register(
+            "audit_lines_dropped",
+            "Audit log lines dropped because the writer fell behind ([audit] queue)",
+            self.audit_dropped.clone(),
         );
         r.register(
             "instances",
@@ -432,6 +448,11 @@ impl Metrics {
                 reason: reason.label(),
             })
             .inc();
+    }
+
+    /// Counts an audit line dropped.
+    pub fn audit_dropped(&self) {
+        self.audit_dropped.inc();
     }
 
     /// Counts `count` notifications dropped for `reason`.

@@ -26,6 +26,9 @@ pub enum ErrorCode {
     MissingRequiredClientCapability,
     /// The requested protocol version is not supported (2026-07-28).
     UnsupportedProtocolVersion,
+    /// The caller's token lacks a scope or claim the operator requires
+    /// (`data.scope` names the scopes; HTTP answers 403).
+    Forbidden,
 }
 
 impl ErrorCode {
@@ -41,6 +44,7 @@ impl ErrorCode {
             ErrorCode::HeaderMismatch => -32020,
             ErrorCode::MissingRequiredClientCapability => -32021,
             ErrorCode::UnsupportedProtocolVersion => -32022,
+            ErrorCode::Forbidden => -32003,
         }
     }
 
@@ -56,6 +60,7 @@ impl ErrorCode {
             ErrorCode::HeaderMismatch,
             ErrorCode::MissingRequiredClientCapability,
             ErrorCode::UnsupportedProtocolVersion,
+            ErrorCode::Forbidden,
         ]
         .into_iter()
         .find(|c| c.code() == code)

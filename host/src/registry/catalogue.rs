@@ -246,13 +246,21 @@ impl Catalogue {
     /// The plugin that serves `uri`: a fixed resource first, then the first
     /// template that matches.
     pub fn resource_owner(&self, uri: &str) -> Option<&Arc<LoadedPlugin>> {
+        self.resource_entry(uri).map(|(plugin, _)| plugin)
+    }
+
+    /// The plugin that serves `uri` (as [`Catalogue::resource_owner`]),
+    /// and what serves it there: the URI of a fixed resource, or the URI
+    /// template that matches.
+    pub fn resource_entry(&self, uri: &str) -> Option<(&Arc<LoadedPlugin>, &str)> {
         if let Some(&i) = self.resource_index.get(uri) {
-            return Some(&self.resources[i].plugin);
+            let resource = &self.resources[i];
+            return Some((&resource.plugin, &resource.resource.uri));
         }
         self.templates
             .iter()
             .find(|t| t.matcher.matches(uri))
-            .map(|t| &t.plugin)
+            .map(|t| (&t.plugin, t.template.uri_template.as_str()))
     }
 
     /// The template with exactly this URI template.

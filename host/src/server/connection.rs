@@ -6,7 +6,7 @@
 use super::call::{Client, WaitSlot};
 use super::session::Session;
 use super::session_store::SessionRecord;
-use super::{Outbox, Server};
+use super::{Caller, Outbox, Server};
 use crate::protocol::RequestId;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -56,6 +56,8 @@ pub struct Connection {
     pub(super) ending: AtomicBool,
     /// Who the connection acts for, when the transport authenticated it.
     pub(super) principal: Option<String>,
+    /// Who opened it (the caller of a message without one of its own).
+    pub(super) caller: Arc<Caller>,
     /// Whose tasks this connection sees: its principal's, else its
     /// session's; `None` (stateless and anonymous) sees any task by id.
     pub(super) task_owner: Option<String>,
@@ -66,25 +68,17 @@ pub struct Connection {
 
 impl Connection {
     /// A connection for requests of the stateless revision only: nothing
-    /// is forwarded to it but the answers to its own requests. `principal`
-    /// is who it acts for, when the transport authenticated it.
-    pub fn stateless(server: Arc<Server>, out: Outbox, principal: Option<String>) -> Arc<Self> {
-        let owner = principal.as_ref().map(|p| format!("principal:{p}"));
-        Self::build(
-            server,
-            out,
-            principal,
-            owner,
-            None,
-            None,
-            Session::default(),
-        )
+    /// is forwarded to it but the answers to its own requests. `caller` is
+    /// who it acts for.
+    pub fn stateless(server: Arc<Server>, out: Outbox, caller: Arc<Caller>) -> Arc<Self> {
+        let owner = caller.principal.as_ref().map(|p| format!("principal:{p}"));
+        Self::build(server, out, caller, owner, None, None, Session::default())
     }
 
     pub(super) fn build(
         server: Arc<Server>,
         out: Outbox,
-        principal: Option<String>,
+        caller: Arc<Caller>,
         task_owner: Option<String>,
         counted: Option<crate::metrics::Open>,
         kept_as: Option<String>,
@@ -102,7 +96,8 @@ impl Connection {
             closed: CancellationToken::new(),
             answering: TaskTracker::new(),
             ending: AtomicBool::new(false),
-            principal,
+            principal: caller.principal.clone(),
+            caller,
             task_owner,
             _counted: counted,
         })

@@ -6,7 +6,7 @@ use super::connection::{Connection, SESSION_OWNER};
 use super::methods::{Answer, Answered};
 use super::session::{self, Era, Session, Settled};
 use super::session_store::SessionRecord;
-use super::{events, methods, roots, Outbox, Outgoing, Server};
+use super::{events, methods, roots, Caller, Outbox, Outgoing, Server};
 use crate::protocol::{
     meta, notification, parse_message, Caching, ErrorCode, Incoming, Method, RequestId, RpcError,
 };
@@ -26,9 +26,9 @@ impl Connection {
     /// A new session whose messages go to `out`, acting for `principal`
     /// when the transport authenticated one. Starts forwarding server-wide
     /// events to it.
-    pub fn new(server: Arc<Server>, out: Outbox, principal: Option<String>) -> Arc<Self> {
-        let owner = Some(task_owner(principal.as_deref()));
-        Self::open_session(server, out, principal, owner, None, Session::default())
+    pub fn new(server: Arc<Server>, out: Outbox, caller: Arc<Caller>) -> Arc<Self> {
+        let owner = Some(task_owner(caller.principal.as_deref()));
+        Self::open_session(server, out, caller, owner, None, Session::default())
     }
 
     /// A handshake session's connection that a transport names `id`: what
@@ -42,20 +42,21 @@ impl Connection {
         id: String,
     ) -> Arc<Self> {
         let owner = Some(task_owner(principal.as_deref()));
-        Self::open_session(server, out, principal, owner, Some(id), Session::default())
+        let caller = Arc::new(Caller::with_token(principal, Map::new()));
+        Self::open_session(server, out, caller, owner, Some(id), Session::default())
     }
 
     /// The connection of a kept session, as `record` left it.
     pub fn restored(server: Arc<Server>, out: Outbox, record: &SessionRecord) -> Arc<Self> {
-        let (principal, owner) = (record.principal.clone(), record.task_owner.clone());
-        let id = Some(record.id.clone());
-        Self::open_session(server, out, principal, owner, id, record.session())
+        let caller = Arc::new(Caller::with_token(record.principal.clone(), Map::new()));
+        let (owner, id) = (record.task_owner.clone(), Some(record.id.clone()));
+        Self::open_session(server, out, caller, owner, id, record.session())
     }
 
     fn open_session(
         server: Arc<Server>,
         out: Outbox,
-        principal: Option<String>,
+        caller: Arc<Caller>,
         task_owner: Option<String>,
         kept_as: Option<String>,
         session: Session,
@@ -64,7 +65,7 @@ impl Connection {
         let conn = Self::build(
             server,
             out,
-            principal,
+            caller,
             task_owner,
             Some(counted),
             kept_as,
@@ -82,7 +83,7 @@ impl Connection {
     /// to the connection's own outbox.
     pub fn handle_text(self: &Arc<Self>, text: &str) {
         match parse_message(text) {
-            Ok(message) => self.handle(message, text.len(), self.out.clone()),
+            Ok(message) => self.handle(message, text.len(), self.out.clone(), self.caller.clone()),
             Err((id, error)) => {
                 tracing::warn!("bad message: {}", error.message);
                 self.out.send(error.response(&id));
@@ -90,10 +91,16 @@ impl Connection {
         }
     }
 
-    /// Handles one message, `size` bytes as received. A request runs
-    /// concurrently; its response and the notifications about it go to
-    /// `reply`, which is dropped when the request is done.
-    pub fn handle(self: &Arc<Self>, message: Incoming, size: usize, reply: Outbox) {
+    /// Handles one message, `size` bytes as received, from `caller`. A
+    /// request runs concurrently; its response and the notifications about
+    /// it go to `reply`, which is dropped when the request is done.
+    pub fn handle(
+        self: &Arc<Self>,
+        message: Incoming,
+        size: usize,
+        reply: Outbox,
+        caller: Arc<Caller>,
+    ) {
         match message {
             Incoming::Request { id, method, params } => {
                 // The era and the handshake are settled in arrival order;
@@ -108,16 +115,17 @@ impl Connection {
                     method: Method::parse(&method),
                     catalogue: None,
                 };
-                self.handle_request(id, method, params, settled, size, reply);
+                self.handle_request(id, method, params, settled, size, reply, caller);
             }
             Incoming::Notification { method, params } => self.notification(&method, &params),
             Incoming::Response { id, outcome } => self.answered(id, outcome),
         }
     }
 
-    /// Serves a request whose era and method are `settled` (by
+    /// Serves a request of `caller` whose era and method are `settled` (by
     /// [`Connection::handle`], or by a transport that checked them already:
     /// [`Server::settle_stateless`]), concurrently.
+    #[allow(clippy::too_many_arguments)]
     pub fn handle_request(
         self: &Arc<Self>,
         id: RequestId,
@@ -126,6 +134,7 @@ impl Connection {
         settled: Settled,
         size: usize,
         reply: Outbox,
+        caller: Arc<Caller>,
     ) {
         let Settled {
             era,
@@ -150,6 +159,16 @@ impl Connection {
                 Err(error) => {
                     tracing::warn!(method, "request refused: {}", error.message);
                     crate::metrics::metrics().refused(crate::metrics::Refusal::InProgress);
+                    if let Some(audit) = &self.server.options.audit {
+                        audit.record(&super::audit::Entry {
+                            event: "refused",
+                            principal: caller.principal.as_deref(),
+                            method: parsed.map(Method::as_str),
+                            outcome: "busy",
+                            code: Some(error.code.code()),
+                            ..Default::default()
+                        });
+                    }
                     return reply.send(error.response(&id));
                 }
             };
@@ -165,11 +184,13 @@ impl Connection {
             mcp.request.id = %crate::traces::Excerpt(&id),
         );
         crate::traces::continue_from(&span, &params);
+        let audit_span = span.clone();
         // The instances its call used are torn down after it answered.
         tokio::spawn(
             self.answering.track_future(crate::runtime::answer_first(
                 async move {
                     let _admitted = admitted;
+                    let started = std::time::Instant::now();
                     if catalogue.is_none() && parsed.is_some_and(Method::reads_catalogue) {
                         this.server.until_loaded().await;
                     }
@@ -180,8 +201,20 @@ impl Connection {
                         era: &era,
                         cancel: cancel.clone(),
                         reply: &reply,
+                        caller: &caller,
                     };
                     let outcome = methods::handle(request, &method, parsed, catalogue).await;
+                    if let Some(audit) = &this.server.options.audit {
+                        let served = super::audit::Served {
+                            principal: caller.principal.as_deref(),
+                            method: parsed,
+                            params: &params,
+                            answered: &outcome,
+                            took: started.elapsed(),
+                            span: &audit_span,
+                        };
+                        audit.served(served, &this.server.registry.catalogue());
+                    }
                     let response = this.respond(&id, &era, parsed, outcome);
                     this.untrack(&id);
                     if cancel.is_cancelled() && this.is_ending() {

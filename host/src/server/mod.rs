@@ -2,7 +2,9 @@
 //! [`Connection`] per client that dispatches its messages concurrently.
 //! Knows nothing of how bytes arrive.
 
+pub mod access;
 mod admission;
+pub mod audit;
 pub mod bus;
 mod call;
 mod connection;
@@ -14,6 +16,7 @@ mod methods;
 mod notices;
 mod outbox;
 mod prepared;
+pub mod rates;
 mod request;
 mod rerun;
 mod roots;
@@ -24,6 +27,7 @@ pub mod tasks;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use access::{Caller, Policy};
 pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
 #[cfg(test)]
 pub(crate) use bus::contract::check as bus_contract;

@@ -2,6 +2,7 @@
 //! spliced into every page that lists them: a `tools/list` costs a copy
 //! of the text, not a conversion and a serialization of every item.
 
+use super::access::{Kind, Policy, View};
 use super::convert;
 use super::Server;
 use crate::protocol::{meta, RequestId};
@@ -11,7 +12,12 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, Weak};
+
+/// Views (which items one kind of caller sees) kept per catalogue at
+/// most; beyond, they are made again as needed.
+const MAX_VIEWS: usize = 256;
 
 /// The items of one catalogue as JSON text, in its order (so a page is a
 /// slice of them, as of the catalogue). It does not keep the catalogue
@@ -24,7 +30,14 @@ pub(super) struct PreparedLists {
     resources: Vec<Box<RawValue>>,
     templates: Vec<Box<RawValue>>,
     prompts: Vec<Box<RawValue>>,
+    /// Each item's access rule ([`Policy::rule`]), per list.
+    rules: [Vec<Option<usize>>; 4],
+    /// The items each view sees, per list, made when first listed.
+    views: Mutex<HashMap<ViewKey, Arc<[u32]>>>,
 }
+
+/// A list (by [`List::slot`]) as one view sees it.
+type ViewKey = (usize, View);
 
 /// Which list.
 #[derive(Clone, Copy)]
@@ -49,6 +62,16 @@ impl List {
             List::Prompts => "prompts",
         }
     }
+
+    /// Its place among the lists with rules.
+    fn slot(self) -> usize {
+        match self {
+            List::Tools(_) => 0,
+            List::Resources => 1,
+            List::Templates => 2,
+            List::Prompts => 3,
+        }
+    }
 }
 
 fn texts<T>(items: &[T], render: impl Fn(&T) -> Value) -> Vec<Box<RawValue>> {
@@ -59,8 +82,31 @@ fn texts<T>(items: &[T], render: impl Fn(&T) -> Value) -> Vec<Box<RawValue>> {
 }
 
 impl PreparedLists {
-    fn new(catalogue: &Arc<Catalogue>) -> Self {
+    fn new(catalogue: &Arc<Catalogue>, policy: &Policy) -> Self {
+        let rules = if policy.is_open() {
+            Default::default()
+        } else {
+            let rule = |plugin: &super::super::runtime::LoadedPlugin, kind, name: &str| {
+                policy.rule(plugin.name(), kind, name)
+            };
+            [
+                (catalogue.tools.iter())
+                    .map(|t| rule(&t.plugin, Kind::Tool, &t.tool.name))
+                    .collect(),
+                (catalogue.resources.iter())
+                    .map(|r| rule(&r.plugin, Kind::Resource, &r.resource.uri))
+                    .collect(),
+                (catalogue.templates.iter())
+                    .map(|t| rule(&t.plugin, Kind::Resource, &t.template.uri_template))
+                    .collect(),
+                (catalogue.prompts.iter())
+                    .map(|p| rule(&p.plugin, Kind::Prompt, &p.prompt.name))
+                    .collect(),
+            ]
+        };
         PreparedLists {
+            rules,
+            views: Mutex::default(),
             catalogue: Arc::downgrade(catalogue),
             tools: texts(&catalogue.tools, |t| convert::tool(t, true)),
             tools_without_output: OnceLock::new(),
@@ -76,6 +122,25 @@ impl PreparedLists {
         self.catalogue
             .upgrade()
             .is_some_and(|mine| Arc::ptr_eq(&mine, catalogue))
+    }
+
+    /// The places of the items of `list` that `view` sees.
+    pub(super) fn visible(&self, list: List, view: &View) -> Arc<[u32]> {
+        let key = (list.slot(), view.clone());
+        if let Some(shown) = self.views.lock().get(&key) {
+            return shown.clone();
+        }
+        let rules = &self.rules[list.slot()];
+        let shown: Arc<[u32]> = (0..self.items(list).len())
+            .filter(|&i| view.sees(rules.get(i).copied().flatten()))
+            .map(|i| i as u32)
+            .collect();
+        let mut views = self.views.lock();
+        if views.len() >= MAX_VIEWS {
+            views.clear();
+        }
+        views.insert(key, shown.clone());
+        shown
     }
 
     /// The items of `list` (made by [`Prepared::of`]).
@@ -95,15 +160,20 @@ impl PreparedLists {
 pub(super) struct Prepared(Mutex<Option<Arc<PreparedLists>>>);
 
 impl Prepared {
-    /// The lists of `catalogue`, with `list` made: those made before while
-    /// it is the current one; else made now, once.
-    pub(super) fn of(&self, catalogue: &Arc<Catalogue>, list: List) -> Arc<PreparedLists> {
+    /// The lists of `catalogue` (under `policy`), with `list` made: those
+    /// made before while it is the current one; else made now, once.
+    pub(super) fn of(
+        &self,
+        catalogue: &Arc<Catalogue>,
+        list: List,
+        policy: &Policy,
+    ) -> Arc<PreparedLists> {
         let lists = {
             let mut current = self.0.lock();
             match &*current {
                 Some(lists) if lists.are_of(catalogue) => lists.clone(),
                 _ => {
-                    let lists = Arc::new(PreparedLists::new(catalogue));
+                    let lists = Arc::new(PreparedLists::new(catalogue, policy));
                     *current = Some(lists.clone());
                     lists
                 }
@@ -125,12 +195,29 @@ pub struct Page {
     pub(super) start: usize,
     pub(super) end: usize,
     pub(super) next_cursor: Option<String>,
+    /// The places of the items this caller sees (`None`: all of them);
+    /// `start` and `end` count among these.
+    pub(super) shown: Option<Arc<[u32]>>,
 }
 
 /// What 2026-07-28 adds to a list result.
 struct Shape {
     server_info: Value,
     ttl_ms: u64,
+    /// Lists vary by the caller's authorization: not to be shared.
+    private: bool,
+}
+
+/// The items of a page, by place among all the items.
+struct Picked<'a> {
+    items: &'a [Box<RawValue>],
+    places: &'a [u32],
+}
+
+impl Serialize for Picked<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.places.iter().map(|&i| &self.items[i as usize]))
+    }
 }
 
 struct PageResult<'a> {
@@ -142,8 +229,14 @@ impl Serialize for PageResult<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let page = self.page;
         let mut map = serializer.serialize_map(None)?;
-        let items = &page.lists.items(page.list)[page.start..page.end];
-        map.serialize_entry(page.list.key(), items)?;
+        let items = page.lists.items(page.list);
+        match &page.shown {
+            None => map.serialize_entry(page.list.key(), &items[page.start..page.end])?,
+            Some(shown) => {
+                let places = &shown[page.start..page.end];
+                map.serialize_entry(page.list.key(), &Picked { items, places })?
+            }
+        }
         if let Some(next) = &page.next_cursor {
             map.serialize_entry("nextCursor", next)?;
         }
@@ -157,7 +250,8 @@ impl Serialize for PageResult<'_> {
                 &serde_json::json!({ meta::SERVER_INFO: shape.server_info }),
             )?;
             map.serialize_entry("ttlMs", &shape.ttl_ms)?;
-            map.serialize_entry("cacheScope", "public")?;
+            let scope = if shape.private { "private" } else { "public" };
+            map.serialize_entry("cacheScope", scope)?;
         }
         map.end()
     }
@@ -177,6 +271,7 @@ impl Page {
         let shape = stateless.then(|| Shape {
             server_info: server.server_info(),
             ttl_ms: server.options.list_ttl_ms,
+            private: !server.options.access.is_open(),
         });
         let response = Response {
             jsonrpc: "2.0",
@@ -198,7 +293,7 @@ mod tests {
     /// converted one by one.
     fn pages(server: &Server, list: List, stateless: bool) -> (Vec<Value>, Vec<Value>) {
         let catalogue = server.registry.catalogue();
-        let lists = server.prepared.of(&catalogue, list);
+        let lists = server.prepared.of(&catalogue, list, &Policy::default());
         let len = lists.items(list).len();
         let mut pages = Vec::new();
         let mut cursor = None;
@@ -211,6 +306,7 @@ mod tests {
                 start: range.start,
                 end: range.end,
                 next_cursor: next_cursor.clone(),
+                shown: None,
             };
             pages.push(serde_json::from_str(&page.response(&json!(7), server, stateless)).unwrap());
             match next_cursor {
@@ -283,13 +379,19 @@ mod tests {
 
         // The same catalogue, the same lists; a changed one, new lists.
         let catalogue = registry.catalogue();
-        let first = server.prepared.of(&catalogue, List::Prompts);
+        let first = server
+            .prepared
+            .of(&catalogue, List::Prompts, &Policy::default());
         assert!(Arc::ptr_eq(
             &first,
-            &server.prepared.of(&catalogue, List::Resources)
+            &server
+                .prepared
+                .of(&catalogue, List::Resources, &Policy::default())
         ));
         registry.install(entry(&registry, "more", "notes").await);
-        let changed = server.prepared.of(&registry.catalogue(), List::Prompts);
+        let changed = server
+            .prepared
+            .of(&registry.catalogue(), List::Prompts, &Policy::default());
         assert!(!Arc::ptr_eq(&first, &changed));
         // The lists do not keep a replaced catalogue (and its plugins) alive.
         let weak = Arc::downgrade(&catalogue);

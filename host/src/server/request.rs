@@ -24,9 +24,30 @@ pub struct Request<'a> {
     pub cancel: CancellationToken,
     /// Where its response and the notifications about it go.
     pub reply: &'a Outbox,
+    /// Who made it, and what its token grants.
+    pub caller: &'a Arc<super::Caller>,
 }
 
 impl Request<'_> {
+    /// Refuses the use of item `name` of `kind` of `plugin` (`what` in
+    /// messages) unless the caller's token allows it, then counts the call
+    /// against the caller's (and the tool's) calls per second.
+    pub fn may_use(
+        &self,
+        plugin: &str,
+        kind: super::access::Kind,
+        name: &str,
+        what: &str,
+    ) -> Result<(), crate::protocol::RpcError> {
+        let options = &self.conn.server.options;
+        if let Err(refused) = options.access.check(self.caller, plugin, kind, name, what) {
+            crate::metrics::metrics().refused(crate::metrics::Refusal::Scope);
+            return Err(refused);
+        }
+        let tool = (kind == super::access::Kind::Tool).then_some((plugin, name));
+        options.rates.take(self.caller.principal.as_deref(), tool)
+    }
+
     /// What a plugin call made for this request needs to know of it: from
     /// the session on a handshake revision, from `_meta` on the stateless
     /// one.

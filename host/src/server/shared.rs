@@ -45,6 +45,12 @@ pub struct ServerOptions {
     pub startup_wait: Duration,
     /// Handshake sessions kept at most (the session store's capacity).
     pub max_sessions: usize,
+    /// What callers must carry to see and use each plugin and item.
+    pub access: Arc<super::Policy>,
+    /// Calls per second per principal, and per tool.
+    pub rates: Arc<super::rates::Rates>,
+    /// Where calls and refusals are recorded, if anywhere.
+    pub audit: Option<Arc<super::audit::Audit>>,
 }
 
 impl Default for ServerOptions {
@@ -63,6 +69,9 @@ impl Default for ServerOptions {
             max_sessions: defaults::MAX_SESSIONS,
             notices: Arc::default(),
             startup_wait: Duration::from_millis(defaults::STARTUP_WAIT_MS),
+            access: Arc::default(),
+            rates: Arc::default(),
+            audit: None,
         }
     }
 }
@@ -153,6 +162,11 @@ impl Drop for Loading {
 }
 
 impl Server {
+    /// The audit log, if there is one.
+    pub fn audit(&self) -> Option<&super::audit::Audit> {
+        self.options.audit.as_deref()
+    }
+
     /// A server over `registry`, with its background loops running (the
     /// expiry of parked calls and of tasks).
     pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Arc<Self> {

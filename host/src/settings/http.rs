@@ -1,7 +1,10 @@
 //! The HTTP endpoint's settings: `[http]` and its `[http.auth]`.
 
 use crate::config::{AuthSection, Config, HttpSection, JwtSection};
-use crate::transport::http::{Auth, ConnectionLimits, Guard, HttpOptions, JwtCheck, SessionLimits};
+use crate::transport::http::{
+    check_jwks_url, Auth, ConnectionLimits, Guard, HttpOptions, JwksSource, JwtCheck, Location,
+    SessionLimits,
+};
 use anyhow::{Context as _, Result};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -105,9 +108,36 @@ fn auth_of(section: &HttpSection, auth: &AuthSection, local: SocketAddr) -> Resu
     ))
 }
 
-/// `[http.auth.jwt]`: an HS256 secret from the environment, or a PEM
-/// public key file.
+/// `[http.auth.jwt]`: an HS256 secret from the environment, a PEM public
+/// key file, or an identity provider's JWKS (at its URL, or found through
+/// the issuer's discovery document).
 fn jwt_check(jwt: &JwtSection) -> Result<JwtCheck> {
+    let location = match (&jwt.jwks_url, jwt.discovery) {
+        (Some(url), _) => {
+            check_jwks_url("http.auth.jwt.jwks_url", url)?;
+            Some(Location::Jwks(url.clone()))
+        }
+        (None, true) => {
+            let url = format!(
+                "{}/.well-known/openid-configuration",
+                jwt.issuer.trim_end_matches('/')
+            );
+            check_jwks_url("http.auth.jwt.issuer (for discovery)", &url)?;
+            Some(Location::Discovery(url))
+        }
+        (None, false) => None,
+    };
+    if let Some(location) = location {
+        let source = JwksSource {
+            location,
+            issuer: jwt.issuer.clone(),
+            timeout: Duration::from_millis(jwt.jwks_timeout_ms),
+            max_bytes: jwt.jwks_max_kb << 10,
+            refresh: Duration::from_secs(jwt.jwks_refresh_secs),
+            min_refresh: Duration::from_secs(jwt.jwks_min_refresh_secs),
+        };
+        return JwtCheck::published(source, &jwt.audience);
+    }
     match (&jwt.secret_env, &jwt.public_key_file) {
         (Some(var), _) => {
             let secret = std::env::var(var)
@@ -123,6 +153,8 @@ fn jwt_check(jwt: &JwtSection) -> Result<JwtCheck> {
                 .with_context(|| format!("reading {}", file.display()))?;
             JwtCheck::public_key(&pem, &jwt.issuer, &jwt.audience)
         }
-        (None, None) => anyhow::bail!("http.auth.jwt needs secret_env or public_key_file"),
+        (None, None) => anyhow::bail!(
+            "http.auth.jwt needs secret_env, public_key_file, jwks_url or discovery = true"
+        ),
     }
 }

@@ -68,6 +68,8 @@ pub fn server_options(config: &Config, notices: Arc<Notices>) -> ServerOptions {
         startup_wait: Duration::from_millis(server.startup_wait_ms),
         max_sessions: config.http.max_sessions,
         notices,
+        access: Arc::new(crate::server::Policy::of(config)),
+        rates: Arc::new(crate::server::rates::Rates::of(config)),
         ..ServerOptions::default()
     }
 }

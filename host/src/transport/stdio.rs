@@ -51,7 +51,11 @@ pub async fn serve_lines<R>(
 where
     R: AsyncRead + Unpin,
 {
-    let conn = Connection::new(server.clone(), out.clone(), None);
+    let conn = Connection::new(
+        server.clone(),
+        out.clone(),
+        crate::server::Caller::operator(),
+    );
     let mut reader = BufReader::new(input);
     let mut line = Vec::new();
     loop {

@@ -5,6 +5,7 @@ use crate::protocol::params::{self, Params};
 use crate::protocol::ErrorCode;
 use crate::registry::Catalogue;
 use crate::runtime::completions;
+use crate::server::access::Kind;
 use crate::server::call;
 use crate::server::call::outcome::{failed_request, plugin_error};
 use crate::server::{convert, Outcome};
@@ -37,6 +38,12 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
                     format!("Unknown prompt: {}", clip(name)),
                 ))
             })?;
+            request.may_use(
+                entry.plugin.name(),
+                Kind::Prompt,
+                &entry.prompt.name,
+                &format!("prompt {}", clip(name)),
+            )?;
             (
                 &entry.plugin,
                 completions::Reference::Prompt(entry.prompt.name.clone()),
@@ -50,6 +57,12 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
                     format!("Unknown resource template: {}", clip(uri)),
                 ))
             })?;
+            request.may_use(
+                entry.plugin.name(),
+                Kind::Resource,
+                uri,
+                &format!("resource template {}", clip(uri)),
+            )?;
             (
                 &entry.plugin,
                 completions::Reference::ResourceTemplate(uri.to_owned()),

@@ -139,8 +139,14 @@ fn unless_late(request: &Request<'_>, text: String) -> String {
 fn page(request: &Request<'_>, catalogue: &Arc<Catalogue>, list: List) -> Result<Page, RpcError> {
     let cursor = Params(request.params).optional_str("cursor")?;
     let server = &request.conn.server;
-    let lists = server.prepared.of(catalogue, list);
-    let len = lists.items(list).len();
+    let policy = &server.options.access;
+    let lists = server.prepared.of(catalogue, list, policy);
+    let shown = policy
+        .view(request.caller)
+        .map(|view| lists.visible(list, &view));
+    let len = shown
+        .as_ref()
+        .map_or_else(|| lists.items(list).len(), |shown| shown.len());
     let (range, next_cursor) =
         pagination::bounds(len, cursor, server.options.page_size).map_err(params::invalid)?;
     Ok(Page {
@@ -149,6 +155,7 @@ fn page(request: &Request<'_>, catalogue: &Arc<Catalogue>, list: List) -> Result
         start: range.start,
         end: range.end,
         next_cursor,
+        shown,
     })
 }
 

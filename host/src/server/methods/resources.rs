@@ -6,6 +6,7 @@ use crate::protocol::params::{self, Params};
 use crate::protocol::{Method, RpcError};
 use crate::registry::Catalogue;
 use crate::runtime::types;
+use crate::server::access::Kind;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
 use crate::server::call::{self, Ended, RequestScope, Run, Target};
 use crate::server::{convert, Outcome};
@@ -26,6 +27,21 @@ pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Outcome {
             "a subscribed URI may have at most {MAX_SUBSCRIBED_URI} bytes"
         )));
     }
+    drop(session);
+    // What the caller may not read, it may not follow either.
+    let catalogue = request.conn.server.registry.catalogue();
+    if let Some((owner, served_as)) = catalogue.resource_entry(uri) {
+        let what = format!("resource {}", clip(uri));
+        let access = &request.conn.server.options.access;
+        access.check(
+            request.caller,
+            owner.name(),
+            Kind::Resource,
+            served_as,
+            &what,
+        )?;
+    }
+    let mut session = request.conn.session();
     if session.subscriptions.len() >= MAX_SUBSCRIPTIONS && !session.subscriptions.contains(uri) {
         return Err(invalid(format!(
             "a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources"
@@ -46,7 +62,13 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         )
         .with_data(json!({ "uri": clip(uri) }))
     };
-    let owner = catalogue.resource_owner(uri).ok_or_else(not_found)?;
+    let (owner, served_as) = catalogue.resource_entry(uri).ok_or_else(not_found)?;
+    request.may_use(
+        owner.name(),
+        Kind::Resource,
+        served_as,
+        &format!("resource {}", clip(uri)),
+    )?;
     let plugin = owner.clone();
     let (target, code) = (uri.to_owned(), era.resource_not_found());
     let target_of_call = Target {

@@ -5,6 +5,7 @@ use super::{clip, invalid, unless_late, Request};
 use crate::protocol::Params;
 use crate::protocol::{ErrorCode, Method, ResultType, RpcError};
 use crate::registry::{schema_limits, Catalogue, ToolEntry};
+use crate::server::access::Kind;
 use crate::server::call::{self, call_plugin, tool_answer, Reply, Run, Target};
 use crate::server::tasks::{NewTask, Rerun, Wire};
 use crate::server::{convert, Outcome};
@@ -32,6 +33,12 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             format!("Unknown tool: {}", clip(name)),
         ))
     })?;
+    request.may_use(
+        entry.plugin.name(),
+        Kind::Tool,
+        &entry.tool.name,
+        &format!("tool {}", clip(name)),
+    )?;
     let argument_tool_errors = request.era.argument_errors_are_tool_errors();
     match check_arguments(entry, name, arguments).await {
         Ok(()) => {}

@@ -14,7 +14,7 @@ mod options;
 mod quota;
 mod record;
 mod store;
-mod wire;
+pub(crate) mod wire;
 
 pub use lease::tend;
 pub use live::{Attached, Live};

@@ -11,7 +11,7 @@ use super::responses::{
 use super::sessions::{self, HttpSession};
 use super::App;
 use crate::protocol::{meta, parse_message, ErrorCode, Incoming, Method, Revision, RpcError};
-use crate::server::{Connection, Outbox};
+use crate::server::{Caller, Connection, Outbox};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::sse::Event;
@@ -28,10 +28,16 @@ const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// POST: one JSON-RPC message.
 pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    let principal = match app.admit(&headers) {
-        Ok(p) => p,
+    let caller = match app.admit(&headers).await {
+        Ok(caller) => caller,
         Err(refused) => return *refused,
     };
+    let response = message(&app, &headers, caller, body).await;
+    app.challenged(response)
+}
+
+/// One JSON-RPC message of `caller`, admitted.
+async fn message(app: &App, headers: &HeaderMap, caller: Arc<Caller>, body: Bytes) -> Response {
     let json_body = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -46,7 +52,7 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
             &Value::Null,
         );
     }
-    if !accepts(&headers, "application/json") && !accepts(&headers, "text/event-stream") {
+    if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             RpcError::new(
@@ -75,7 +81,7 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         Incoming::Request { id, .. } => id.clone(),
         _ => Value::Null,
     };
-    let header_version = match headers::header(&headers, &PROTOCOL_VERSION) {
+    let header_version = match headers::header(headers, &PROTOCOL_VERSION) {
         Ok(v) => v,
         Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
     };
@@ -98,9 +104,9 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         _ => false,
     };
     if body_is_stateless || header_version.is_some_and(is_stateless) {
-        stateless(&app, &headers, principal, message, size).await
+        stateless(app, headers, caller, message, size).await
     } else {
-        stateful(&app, &headers, principal, message, size).await
+        stateful(app, headers, caller, message, size).await
     }
 }
 
@@ -109,7 +115,7 @@ pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: 
 async fn stateless(
     app: &App,
     headers: &HeaderMap,
-    principal: Option<String>,
+    caller: Arc<Caller>,
     message: Incoming,
     size: usize,
 ) -> Response {
@@ -133,8 +139,8 @@ async fn stateless(
         Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
     };
     let (reply, messages) = Outbox::new();
-    let conn = Connection::stateless(app.server.clone(), Outbox::discard(), principal);
-    conn.handle_request(id.clone(), method, params, settled, size, reply);
+    let conn = Connection::stateless(app.server.clone(), Outbox::discard(), caller.clone());
+    conn.handle_request(id.clone(), method, params, settled, size, reply, caller);
     answer(
         messages,
         &id,
@@ -149,10 +155,11 @@ async fn stateless(
 async fn stateful(
     app: &App,
     headers: &HeaderMap,
-    principal: Option<String>,
+    caller: Arc<Caller>,
     message: Incoming,
     size: usize,
 ) -> Response {
+    let principal = caller.principal.clone();
     let id = match &message {
         Incoming::Request { id, .. } => id.clone(),
         _ => Value::Null,
@@ -188,7 +195,9 @@ async fn stateful(
     };
     let _busy = session.busy();
     let Incoming::Request { id, method, params } = message else {
-        session.conn.handle(message, size, Outbox::discard());
+        session
+            .conn
+            .handle(message, size, Outbox::discard(), caller);
         return StatusCode::ACCEPTED.into_response();
     };
     let (reply, messages) = Outbox::new();
@@ -200,6 +209,7 @@ async fn stateful(
         },
         size,
         reply,
+        caller,
     );
     let priming = session
         .conn
@@ -228,7 +238,7 @@ async fn stateful(
 /// The session a GET or DELETE names (held here, or taken up from the
 /// session store); `Err` is the answer to send.
 async fn named_session(app: &App, headers: &HeaderMap) -> Result<Arc<HttpSession>, Box<Response>> {
-    let principal = app.admit(headers)?;
+    let principal = app.admit(headers).await?.principal.clone();
     let version = headers::header(headers, &PROTOCOL_VERSION).ok().flatten();
     let session_id = headers::header(headers, &SESSION_ID).ok().flatten();
     let revision = version.and_then(Revision::parse);

@@ -41,13 +41,14 @@ impl Drop for Hangup {
 
 /// GET /sse: the event stream.
 pub(super) async fn open(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let principal = match app.admit(&headers) {
-        Ok(p) => p,
+    let caller = match app.admit(&headers).await {
+        Ok(caller) => caller,
         Err(refused) => return *refused,
     };
+    let principal = caller.principal.clone();
     let (out, messages) = Outbox::new();
     let id = random_id();
-    let conn = Connection::new(app.server.clone(), out, principal.clone());
+    let conn = Connection::new(app.server.clone(), out, caller);
     app.legacy_table()
         .insert(id.clone(), LegacyConnection { conn, principal });
     let endpoint = Event::default()
@@ -83,8 +84,8 @@ pub(super) async fn message(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let principal = match app.admit(&headers) {
-        Ok(p) => p,
+    let principal = match app.admit(&headers).await {
+        Ok(caller) => caller.principal.clone(),
         Err(refused) => return *refused,
     };
     let conn = app

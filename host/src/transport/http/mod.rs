@@ -19,12 +19,12 @@ mod sessions;
 #[cfg(test)]
 mod tests;
 
-pub use auth::{Auth, JwtCheck};
+pub use auth::{check_jwks_url, Auth, JwksSource, JwtCheck, Location};
 pub use guard::Guard;
 pub use listener::ConnectionLimits;
 pub use sessions::SessionLimits;
 
-use crate::server::{Server, ServerEvent};
+use crate::server::{Caller, Server, ServerEvent};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -104,9 +104,9 @@ pub struct App {
 }
 
 impl App {
-    /// Checks Host/Origin and the bearer token; the principal the request
-    /// acts for (`None` without authentication), or the refusal to send.
-    fn admit(&self, headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
+    /// Checks Host/Origin and the bearer token; who the request acts for
+    /// (anonymous without authentication), or the refusal to send.
+    async fn admit(&self, headers: &HeaderMap) -> Result<Arc<Caller>, Box<Response>> {
         if let Err((status, why)) = self.guard.check(headers) {
             tracing::warn!("refused a request: {why}");
             let what = if status == StatusCode::FORBIDDEN {
@@ -124,12 +124,44 @@ impl App {
             )));
         }
         match &self.auth {
-            None => Ok(None),
+            None => Ok(Caller::anonymous()),
             Some(auth) => auth
                 .authenticate(headers)
-                .map(Some)
-                .map_err(|denied| Box::new(auth.challenge(&denied))),
+                .await
+                .map(Arc::new)
+                .map_err(|denied| {
+                    crate::metrics::metrics().refused(crate::metrics::Refusal::Unauthenticated);
+                    if let Some(audit) = self.server.audit() {
+                        audit.record(&crate::server::audit::Entry {
+                            event: "refused",
+                            outcome: "unauthenticated",
+                            ..Default::default()
+                        });
+                    }
+                    Box::new(auth.challenge(&denied))
+                }),
         }
+    }
+
+    /// `response` with the challenge of a 403 that names the scopes the
+    /// request needed (the server's `Forbidden` answer).
+    fn challenged(&self, mut response: Response) -> Response {
+        if response.status() != StatusCode::FORBIDDEN {
+            return response;
+        }
+        let Some(scope) = response.extensions_mut().remove::<responses::NeedsScope>() else {
+            return response;
+        };
+        let challenge = match &self.auth {
+            Some(auth) => auth.insufficient_scope(&scope.0),
+            None => format!("Bearer error=\"insufficient_scope\", scope=\"{}\"", scope.0),
+        };
+        if let Ok(value) = http::HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(http::header::WWW_AUTHENTICATE, value);
+        }
+        response
     }
 
     fn legacy_table(&self) -> parking_lot::MutexGuard<'_, HashMap<String, LegacyConnection>> {
@@ -155,7 +187,7 @@ async fn ready(State(app): State<Arc<App>>) -> Response {
 /// The metrics, for a client the endpoint would admit (the same Host,
 /// Origin and bearer checks).
 async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = app.admit(&headers) {
+    if let Err(refused) = app.admit(&headers).await {
         return *refused;
     }
     ops::metrics(app.server.clone()).await

@@ -103,8 +103,14 @@ pub(super) fn status_for(code: ErrorCode) -> StatusCode {
         ErrorCode::InvalidParams | ErrorCode::InternalError | ErrorCode::ResourceNotFound => {
             StatusCode::OK
         }
+        ErrorCode::Forbidden => StatusCode::FORBIDDEN,
     }
 }
+
+/// The scopes a refused request needed (space-separated), carried from
+/// the answer to where the endpoint adds its challenge.
+#[derive(Clone)]
+pub(super) struct NeedsScope(pub String);
 
 /// When an error response says to retry, in whole seconds.
 pub(super) fn retry_after(message: &Value) -> Option<u64> {
@@ -137,6 +143,17 @@ pub(super) fn json_answer(message: Outgoing, stateless: bool) -> Response {
             Json(message),
         )
             .into_response();
+    }
+    if message["error"]["code"].as_i64() == Some(ErrorCode::Forbidden.code()) {
+        // Refused for its token's scopes on every revision, as the
+        // authorization spec says.
+        let scope = message["error"]["data"]["scope"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let mut response = (StatusCode::FORBIDDEN, Json(message)).into_response();
+        response.extensions_mut().insert(NeedsScope(scope));
+        return response;
     }
     let status = if stateless {
         status_of(&message)

@@ -1,27 +1,43 @@
 //! Optional bearer authentication: static tokens, or JWTs checked for
-//! signature, expiry, issuer and audience. A request without a valid token
+//! signature, expiry, issuer and audience (against a secret, a public-key
+//! file, or an identity provider's JWKS). A request without a valid token
 //! gets 401 with a `WWW-Authenticate` challenge that points at the RFC 9728
 //! protected-resource metadata.
 
+mod jwks;
+
+use jwks::Jwks;
+pub use jwks::{check_url as check_jwks_url, JwksSource, Location};
+
+use crate::server::Caller;
 use anyhow::{Context as _, Result};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// The keys a JWT may be signed with.
+enum Keys {
+    /// One key, for one algorithm.
+    Fixed(DecodingKey, Algorithm),
+    /// An identity provider's published set.
+    Published(Arc<Jwks>),
+}
 
 /// How a JWT is checked.
 pub struct JwtCheck {
-    key: DecodingKey,
-    validation: Validation,
+    keys: Keys,
+    issuer: String,
+    audience: String,
 }
 
 impl JwtCheck {
     /// Checks HS256 tokens signed with `secret`.
     pub fn hs256(secret: &[u8], issuer: &str, audience: &str) -> Self {
         Self::new(
-            DecodingKey::from_secret(secret),
-            Algorithm::HS256,
+            Keys::Fixed(DecodingKey::from_secret(secret), Algorithm::HS256),
             issuer,
             audience,
         )
@@ -36,18 +52,72 @@ impl JwtCheck {
                 Algorithm::ES256,
             ),
         };
-        Ok(Self::new(key, algorithm, issuer, audience))
+        Ok(Self::new(Keys::Fixed(key, algorithm), issuer, audience))
     }
 
-    fn new(key: DecodingKey, algorithm: Algorithm, issuer: &str, audience: &str) -> Self {
+    /// Checks tokens against the keys an identity provider publishes
+    /// (fetched from now on, and kept fresh while the check lives).
+    pub fn published(source: JwksSource, audience: &str) -> Result<Self> {
+        let issuer = source.issuer.clone();
+        let jwks = Jwks::new(source)?;
+        jwks.keep_fresh();
+        Ok(Self::new(Keys::Published(jwks), &issuer, audience))
+    }
+
+    fn new(keys: Keys, issuer: &str, audience: &str) -> Self {
+        JwtCheck {
+            keys,
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+        }
+    }
+
+    fn validation(&self, algorithm: Algorithm) -> Validation {
         let mut validation = Validation::new(algorithm);
-        validation.set_issuer(&[issuer]);
-        validation.set_audience(&[audience]);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         // A token is good from its `nbf` on, not before.
         validation.validate_nbf = true;
-        JwtCheck { key, validation }
+        validation
     }
+
+    /// The claims of `token`, if it is valid.
+    async fn claims(&self, token: &str) -> Result<Map<String, Value>, String> {
+        let header = jsonwebtoken::decode_header(token).map_err(|e| e.to_string())?;
+        let decode = |key: &DecodingKey, algorithm| {
+            jsonwebtoken::decode::<Map<String, Value>>(token, key, &self.validation(algorithm))
+                .map(|data| data.claims)
+                .map_err(|e| e.to_string())
+        };
+        let jwks = match &self.keys {
+            Keys::Fixed(key, algorithm) => return decode(key, *algorithm),
+            Keys::Published(jwks) => jwks,
+        };
+        let held = jwks.held();
+        let held = if find(&held.keys, &header).is_some() {
+            held
+        } else {
+            jwks.refreshed(&held).await
+        };
+        let key = find(&held.keys, &header).ok_or_else(|| match &header.kid {
+            Some(kid) => format!(
+                "no key {:?} for {:?} in the JWKS",
+                crate::text::excerpt(kid),
+                header.alg
+            ),
+            None => format!("no key for {:?} in the JWKS", header.alg),
+        })?;
+        decode(&key.key, header.alg)
+    }
+}
+
+/// The key of `keys` that `header` names (by `kid`, or the first for its
+/// algorithm when it names none).
+fn find<'k>(keys: &'k [jwks::Key], header: &jsonwebtoken::Header) -> Option<&'k jwks::Key> {
+    keys.iter().find(|key| {
+        key.algorithms.contains(&header.alg) && (header.kid.is_none() || key.kid == header.kid)
+    })
 }
 
 /// Who may call the server.
@@ -96,8 +166,8 @@ impl Auth {
         }
     }
 
-    /// The principal a request acts for.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<String, Denied> {
+    /// Who a request acts for, and what its token grants.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Denied> {
         let value = headers
             .get(http::header::AUTHORIZATION)
             .ok_or(Denied::Missing)?
@@ -115,16 +185,32 @@ impl Auth {
                 .iter()
                 .map(|b| format!("{b:02x}"))
                 .collect();
-            return Ok(format!("token:{hex}"));
+            return Ok(Caller::with_token(Some(format!("token:{hex}")), Map::new()));
         }
         if let Some(jwt) = &self.jwt {
-            let data = jsonwebtoken::decode::<Value>(token, &jwt.key, &jwt.validation)
+            let claims = jwt
+                .claims(token)
+                .await
                 .map_err(|e| Denied::Invalid(format!("the token was rejected: {e}")))?;
-            let issuer = data.claims["iss"].as_str().unwrap_or_default();
-            let subject = data.claims["sub"].as_str().unwrap_or_default();
-            return Ok(format!("jwt:{issuer}#{subject}"));
+            let issuer = claims["iss"].as_str().unwrap_or_default();
+            let subject = claims["sub"].as_str().unwrap_or_default();
+            let principal = format!("jwt:{issuer}#{subject}");
+            return Ok(Caller::with_token(Some(principal), claims));
         }
         Err(Denied::Invalid("unknown token".into()))
+    }
+
+    /// The `WWW-Authenticate` challenge of a 403 for a token without the
+    /// scopes (`scope`, space-separated) a request needs.
+    pub fn insufficient_scope(&self, scope: &str) -> String {
+        let mut challenge = format!(
+            "Bearer error=\"insufficient_scope\", resource_metadata=\"{}\"",
+            self.metadata_url
+        );
+        if !scope.is_empty() {
+            challenge.push_str(&format!(", scope=\"{scope}\""));
+        }
+        challenge
     }
 
     /// The 401 answer to a refused request.
@@ -161,8 +247,8 @@ mod tests {
         h
     }
 
-    #[test]
-    fn static_tokens_and_jwts_name_their_principal() {
+    #[tokio::test]
+    async fn static_tokens_and_jwts_name_their_principal() {
         let auth = Auth::new(
             &["s3cret".into()],
             Some(JwtCheck::hs256(b"key", "https://issuer", "https://mcp")),
@@ -172,10 +258,13 @@ mod tests {
         );
         assert!(auth
             .authenticate(&bearer("s3cret"))
+            .await
+            .unwrap()
+            .principal
             .unwrap()
             .starts_with("token:"));
         assert!(matches!(
-            auth.authenticate(&HeaderMap::new()),
+            auth.authenticate(&HeaderMap::new()).await,
             Err(Denied::Missing)
         ));
         let exp = std::time::SystemTime::now()
@@ -193,14 +282,19 @@ mod tests {
         };
         assert_eq!(
             auth.authenticate(&bearer(&sign("https://issuer", "https://mcp")))
+                .await
+                .unwrap()
+                .principal
                 .unwrap(),
             "jwt:https://issuer#ada"
         );
         assert!(auth
             .authenticate(&bearer(&sign("https://other", "https://mcp")))
+            .await
             .is_err());
         assert!(auth
             .authenticate(&bearer(&sign("https://issuer", "https://elsewhere")))
+            .await
             .is_err());
         // Not valid before an hour from now: refused.
         let early = encode(
@@ -210,6 +304,6 @@ mod tests {
             &EncodingKey::from_secret(b"key"),
         )
         .unwrap();
-        assert!(auth.authenticate(&bearer(&early)).is_err());
+        assert!(auth.authenticate(&bearer(&early)).await.is_err());
     }
 }

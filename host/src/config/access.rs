@@ -1,0 +1,126 @@
+//! Who may use what: scopes and claims a plugin (and one tool, resource or
+//! prompt of it) requires of a caller's token, call rates, and `[audit]`.
+
+use anyhow::Result;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A claim's required value: one string, or any of several.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ClaimValues {
+    /// This value.
+    One(String),
+    /// Any of these.
+    Any(Vec<String>),
+}
+
+impl ClaimValues {
+    /// The accepted values.
+    pub fn values(&self) -> &[String] {
+        match self {
+            ClaimValues::One(one) => std::slice::from_ref(one),
+            ClaimValues::Any(any) => any,
+        }
+    }
+}
+
+/// `[plugins.<name>.tools.<tool>]` (and `prompts`, `resources`): what one
+/// item requires beyond what its plugin does.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ItemAccess {
+    /// Scopes the caller's token must carry, all of them.
+    pub scopes: Vec<String>,
+    /// Claims the caller's token must carry with one of the values given.
+    pub claims: BTreeMap<String, ClaimValues>,
+    /// Calls of this tool per second, per principal (tools only; `None`:
+    /// no limit of its own).
+    pub calls_per_sec: Option<f64>,
+}
+
+/// `[audit]`: one JSON line per call and per refused request.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditSection {
+    /// Where the lines go: a file (relative to the config file), `-` for
+    /// stderr; absent: no audit log.
+    pub file: Option<PathBuf>,
+    /// A file is rotated when it reaches this size, in MiB.
+    pub max_file_mb: u64,
+    /// Rotated files kept (`FILE.1` the newest).
+    pub keep_files: u32,
+    /// Lines waiting to be written at most; beyond, lines are dropped and
+    /// counted (`wasm_mcp_audit_dropped_total`).
+    pub queue: usize,
+}
+
+impl Default for AuditSection {
+    fn default() -> Self {
+        AuditSection {
+            file: None,
+            max_file_mb: 100,
+            keep_files: 5,
+            queue: 8192,
+        }
+    }
+}
+
+/// A scope as RFC 6749 §3.3 allows one (it goes into `WWW-Authenticate`).
+fn check_scope(what: &str, scope: &str) -> Result<()> {
+    anyhow::ensure!(
+        !scope.is_empty()
+            && scope
+                .bytes()
+                .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b)),
+        "{what}: scope {scope:?} is not a valid OAuth scope (printable ASCII, no spaces, \
+         quotes or backslashes)"
+    );
+    Ok(())
+}
+
+/// Checks what `what` requires.
+pub(super) fn check_requirement(
+    what: &str,
+    scopes: &[String],
+    claims: &BTreeMap<String, ClaimValues>,
+) -> Result<()> {
+    for scope in scopes {
+        check_scope(what, scope)?;
+    }
+    for (claim, values) in claims {
+        anyhow::ensure!(!claim.is_empty(), "{what}: a claim name is empty");
+        anyhow::ensure!(
+            !values.values().is_empty(),
+            "{what}: claims.{claim} lists no value"
+        );
+    }
+    Ok(())
+}
+
+/// Checks a call rate.
+pub(super) fn check_rate(what: &str, rate: Option<f64>) -> Result<()> {
+    if let Some(rate) = rate {
+        anyhow::ensure!(
+            rate.is_finite() && rate > 0.0 && rate <= 1e6,
+            "{what}: calls_per_sec must be above 0 and at most 1000000 (leave it out for no limit)"
+        );
+    }
+    Ok(())
+}
+
+/// Checks `[audit]`, making its file absolute.
+pub(super) fn check_audit(audit: &mut AuditSection, base: &Path) -> Result<()> {
+    anyhow::ensure!(
+        audit.max_file_mb >= 1,
+        "audit.max_file_mb must be at least 1"
+    );
+    anyhow::ensure!(audit.queue >= 1, "audit.queue must be at least 1");
+    if let Some(file) = &mut audit.file {
+        if file.as_os_str() != "-" && file.is_relative() {
+            *file = base.join(&*file);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,417 @@
+//! The audit log: one JSON line per call into a plugin and per refused
+//! request (time, principal, plugin, what was called, outcome, duration,
+//! trace id, and a digest of the arguments, never their values), written
+//! by a thread of its own to a file (rotated by size) or to stderr. Lines
+//! wait in a bounded queue; when the writer falls behind, new lines are
+//! dropped and counted (`wasm_mcp_audit_lines_dropped_total`), and no
+//! request ever waits for the log.
+
+use crate::config::AuditSection;
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// One line.
+#[derive(Debug, Default, Serialize)]
+pub struct Entry<'a> {
+    /// What happened: `"call"` or `"refused"`.
+    pub event: &'static str,
+    /// Who asked (absent: an anonymous or local caller).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<&'a str>,
+    /// The MCP method.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<&'a str>,
+    /// The plugin it went to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<&'a str>,
+    /// The tool or prompt name, or the resource URI, as the client sent it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<&'a str>,
+    /// `ok`, `tool_error`, `error`, or why it was refused
+    /// (`unauthenticated`, `forbidden`, `rate_limited`, `busy`).
+    pub outcome: &'a str,
+    /// The JSON-RPC error code, for an error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<i64>,
+    /// How long it took, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    /// The W3C trace id of the request, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// `sha256:` of the arguments as JSON text, when there were any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments_sha256: Option<String>,
+}
+
+/// The log's writer end.
+pub struct Audit {
+    lines: SyncSender<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Audit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Audit")
+    }
+}
+
+/// `sha256:` over `value` as JSON text.
+pub fn digest(value: &Value) -> String {
+    let mut hasher = Sha256::new();
+    // Written straight into the hash: no copy of big arguments.
+    let _ = serde_json::to_writer(HashWriter(&mut hasher), value);
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
+
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where lines are written.
+enum Sink {
+    Stderr,
+    File {
+        path: PathBuf,
+        file: std::io::BufWriter<std::fs::File>,
+        written: u64,
+        max: u64,
+        keep: u32,
+    },
+}
+
+fn open_append(path: &PathBuf) -> Result<(std::fs::File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("opening the audit log {}", path.display()))?;
+    let metadata = file.metadata()?;
+    anyhow::ensure!(
+        metadata.is_file(),
+        "the audit log {} is not a regular file",
+        path.display()
+    );
+    Ok((file, metadata.len()))
+}
+
+impl Sink {
+    fn write(&mut self, line: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sink::Stderr => std::io::stderr().lock().write_all(line),
+            Sink::File {
+                path,
+                file,
+                written,
+                max,
+                keep,
+            } => {
+                if *written > 0 && *written + line.len() as u64 > *max {
+                    file.flush()?;
+                    rotate(path, *keep)?;
+                    let (fresh, _) = open_append(path).map_err(std::io::Error::other)?;
+                    *file = std::io::BufWriter::new(fresh);
+                    *written = 0;
+                }
+                file.write_all(line)?;
+                *written += line.len() as u64;
+                Ok(())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Stderr => Ok(()),
+            Sink::File { file, .. } => file.flush(),
+        }
+    }
+}
+
+/// `FILE` → `FILE.1` → … → `FILE.keep` (the oldest dropped).
+fn rotate(path: &std::path::Path, keep: u32) -> std::io::Result<()> {
+    let numbered = |n: u32| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".{n}"));
+        PathBuf::from(name)
+    };
+    if keep == 0 {
+        return std::fs::remove_file(path);
+    }
+    for n in (1..keep).rev() {
+        let from = numbered(n);
+        if from.exists() {
+            std::fs::rename(&from, numbered(n + 1))?;
+        }
+    }
+    std::fs::rename(path, numbered(1))
+}
+
+impl Audit {
+    /// The log `section` asks for (`None`: no `file`), its writer started.
+    pub fn open(section: &AuditSection) -> Result<Option<Self>> {
+        let Some(path) = &section.file else {
+            return Ok(None);
+        };
+        let mut sink = if path.as_os_str() == "-" {
+            Sink::Stderr
+        } else {
+            let (file, written) = open_append(path)?;
+            Sink::File {
+                path: path.clone(),
+                file: std::io::BufWriter::new(file),
+                written,
+                max: section.max_file_mb << 20,
+                keep: section.keep_files,
+            }
+        };
+        let (lines, queue) = mpsc::sync_channel::<Vec<u8>>(section.queue);
+        std::thread::Builder::new()
+            .name("audit-log".into())
+            .spawn(move || {
+                while let Ok(line) = queue.recv() {
+                    let mut result = sink.write(&line);
+                    // Whatever else is waiting goes in the same flush.
+                    while let (Ok(()), Ok(line)) = (&result, queue.try_recv()) {
+                        result = sink.write(&line);
+                    }
+                    if let Err(error) = result.and_then(|()| sink.flush()) {
+                        tracing::error!("writing the audit log failed: {error}");
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                }
+            })
+            .context("starting the audit log's writer")?;
+        Ok(Some(Audit { lines }))
+    }
+
+    /// Adds `entry` (stamped with the time now), or drops it (counted)
+    /// when the writer is behind.
+    pub fn record(&self, entry: &Entry<'_>) {
+        #[derive(Serialize)]
+        struct Stamped<'a> {
+            time: String,
+            #[serde(flatten)]
+            entry: &'a Entry<'a>,
+        }
+        let ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
+        let stamped = Stamped {
+            time: super::tasks::wire::timestamp(ms),
+            entry,
+        };
+        let mut line = serde_json::to_vec(&stamped).expect("audit entries serialize");
+        line.push(b'\n');
+        match self.lines.try_send(line) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                crate::metrics::metrics().audit_dropped()
+            }
+        }
+    }
+}
+
+/// The outcome of an answered request as the log says it, and whether it
+/// was a refusal.
+fn outcome_of(answered: &super::methods::Answered) -> (&'static str, bool, Option<i64>) {
+    use crate::protocol::ErrorCode;
+    match answered {
+        Ok(Some(super::methods::Answer::Json(result)))
+            if result.get("isError") == Some(&Value::Bool(true)) =>
+        {
+            ("tool_error", false, None)
+        }
+        Ok(_) => ("ok", false, None),
+        Err(error) if error.code == ErrorCode::Forbidden => {
+            ("forbidden", true, Some(error.code.code()))
+        }
+        Err(error)
+            if error
+                .data
+                .as_ref()
+                .is_some_and(|d| d.get("retryAfterMs").is_some()) =>
+        {
+            ("rate_limited", true, Some(error.code.code()))
+        }
+        Err(error) => ("error", false, Some(error.code.code())),
+    }
+}
+
+/// What a request of `method` (with `params`) names, and the plugin that
+/// serves it in `catalogue`.
+fn target_of<'p>(
+    method: crate::protocol::Method,
+    params: &'p serde_json::Map<String, Value>,
+    catalogue: &'p crate::registry::Catalogue,
+) -> (Option<&'p str>, Option<&'p str>) {
+    use crate::protocol::Method;
+    let str_of = |v: Option<&'p Value>| v.and_then(Value::as_str);
+    match method {
+        Method::CallTool => {
+            let name = str_of(params.get("name"));
+            (
+                name,
+                name.and_then(|n| catalogue.tool(n))
+                    .map(|e| e.plugin.name()),
+            )
+        }
+        Method::GetPrompt => {
+            let name = str_of(params.get("name"));
+            (
+                name,
+                name.and_then(|n| catalogue.prompt(n))
+                    .map(|e| e.plugin.name()),
+            )
+        }
+        Method::ReadResource | Method::Subscribe => {
+            let uri = str_of(params.get("uri"));
+            (
+                uri,
+                uri.and_then(|u| catalogue.resource_owner(u))
+                    .map(|p| p.name()),
+            )
+        }
+        Method::Complete => {
+            let reference = params.get("ref");
+            let name = str_of(reference.and_then(|r| r.get("name")));
+            let uri = str_of(reference.and_then(|r| r.get("uri")));
+            let plugin = match (name, uri) {
+                (Some(n), _) => catalogue.prompt(n).map(|e| e.plugin.name()),
+                (None, Some(u)) => catalogue.template(u).map(|e| e.plugin.name()),
+                _ => None,
+            };
+            (name.or(uri), plugin)
+        }
+        _ => (None, None),
+    }
+}
+
+/// What the log records of one answered request: the calls into plugins,
+/// and any request refused for its token or its rate.
+pub(super) struct Served<'a> {
+    pub principal: Option<&'a str>,
+    pub method: Option<crate::protocol::Method>,
+    pub params: &'a serde_json::Map<String, Value>,
+    pub answered: &'a super::methods::Answered,
+    pub took: Duration,
+    pub span: &'a tracing::Span,
+}
+
+impl Audit {
+    /// Records `served` if it is a call or a refusal.
+    pub(super) fn served(&self, served: Served<'_>, catalogue: &crate::registry::Catalogue) {
+        use crate::protocol::Method;
+        let (outcome, refused, code) = outcome_of(served.answered);
+        let call = matches!(
+            served.method,
+            Some(Method::CallTool | Method::ReadResource | Method::GetPrompt | Method::Complete)
+        );
+        if !call && !refused {
+            return;
+        }
+        let (target, plugin) = match served.method {
+            Some(method) => target_of(method, served.params, catalogue),
+            None => (None, None),
+        };
+        let arguments = served
+            .params
+            .get("arguments")
+            .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()));
+        self.record(&Entry {
+            event: if refused { "refused" } else { "call" },
+            principal: served.principal,
+            method: served.method.map(crate::protocol::Method::as_str),
+            plugin,
+            target: target.map(|t| crate::text::head(t, MAX_TARGET_BYTES)),
+            outcome,
+            code,
+            duration_ms: Some(served.took.as_secs_f64() * 1000.0),
+            trace_id: crate::traces::trace_id(served.span, served.params),
+            arguments_sha256: arguments.map(digest),
+        });
+    }
+}
+
+/// The most bytes of a name or URI a client sent that a line keeps.
+const MAX_TARGET_BYTES: usize = 512;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lines_are_json_rotated_by_size_and_never_hold_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let section = AuditSection {
+            file: Some(path.clone()),
+            max_file_mb: 1,
+            keep_files: 2,
+            queue: 100_000,
+        };
+        let audit = Audit::open(&section).unwrap().unwrap();
+        let arguments = json!({ "password": "hunter2" });
+        let target = "x".repeat(1000);
+        for _ in 0..3000 {
+            audit.record(&Entry {
+                event: "call",
+                principal: Some("jwt:https://idp#ada"),
+                method: Some("tools/call"),
+                plugin: Some("files"),
+                target: Some(&target),
+                outcome: "ok",
+                duration_ms: Some(1.5),
+                arguments_sha256: Some(digest(&arguments)),
+                ..Entry::default()
+            });
+        }
+        drop(audit);
+        // The writer ends once the queue is drained.
+        let rotated = |n| PathBuf::from(format!("{}.{n}", path.display()));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut total = 0;
+        while std::time::Instant::now() < deadline {
+            total = [path.clone(), rotated(1), rotated(2)]
+                .iter()
+                .filter_map(|p| std::fs::read_to_string(p).ok())
+                .map(|text| text.lines().count())
+                .sum::<usize>();
+            if total >= 2000 && rotated(2).exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(rotated(2).exists() && !rotated(3).exists());
+        assert!(std::fs::metadata(&path).unwrap().len() <= 1 << 20);
+        assert!(total >= 2000, "{total}");
+        let text = std::fs::read_to_string(rotated(1)).unwrap();
+        assert!(!text.contains("hunter2"));
+        let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(line["event"], "call");
+        assert_eq!(line["arguments_sha256"], digest(&arguments));
+        assert!(line["time"].as_str().unwrap().ends_with('Z'));
+    }
+}
