@@ -259,6 +259,8 @@ def test_reload_errors_reach_clients_without_host_paths(tmp_path, host_env):
     try:
         host.initialize()
         host.request("logging/setLevel", {"level": "error"})
+        # Listing waits for the first load: what follows is a reload.
+        assert host.request("tools/list")["result"]["tools"]
         (folder / "hello.wasm").write_bytes(b"garbage")
         while True:
             message = host.read(timeout=60)
