@@ -292,3 +292,30 @@ def test_calls_per_second_and_the_audit_log(http_host_factory, two_plugins, host
     rated = [line for line in metrics(host, token["carol"]).splitlines()
              if line.startswith('wasm_mcp_requests_refused_total{reason="rate"}')]
     assert rated and float(rated[0].split()[-1]) >= 2
+
+
+def test_tool_search_finds_only_what_the_caller_may_call(
+        http_host_factory, two_plugins, host_env, tmp_path, idp):
+    key = idp.add("k", "ES256")
+    host = start(http_host_factory, two_plugins, host_env, tmp_path, idp, "jwks_url = \"" + idp.issuer + "/jwks\"",
+                 rest=POLICY, server="tool_search = true")
+    user = idp.token(key, subject="user", scope="hello:use")
+    counter = idp.token(key, subject="counter", scope="hello:use hello:count")
+    nobody = idp.token(key, subject="nobody")
+    assert tool_names(modern(host, 1, "tools/list", **bearer(nobody))) == ["search_tools", "call_tool"]
+    assert tool_names(modern(host, 2, "tools/list", **bearer(user))) == ["search_tools", "call_tool", "greet", "add"]
+
+    def search(token, query):
+        reply = modern(host, 3, "tools/call", {"name": "search_tools", "arguments": {"query": query}}, **bearer(token))
+        assert reply.status == 200, reply.raw
+        return [t["name"] for t in reply.json()["result"]["structuredContent"]["tools"]]
+
+    assert "countdown" not in search(user, "count down with progress")
+    assert search(counter, "count down with progress")[0] == "countdown"
+    assert search(nobody, "say hello") == []
+    # Calling through call_tool is checked as a call of the tool itself.
+    through = {"name": "call_tool", "arguments": {"name": "countdown", "arguments": {"steps": 1}}}
+    refused = modern(host, 4, "tools/call", through, **bearer(user))
+    assert refused.status == 403 and 'scope="hello:count hello:use"' in refused.headers["www-authenticate"]
+    allowed = modern(host, 5, "tools/call", through, **bearer(counter))
+    assert allowed.status == 200 and "counted down from 1" in json.dumps(allowed.json())

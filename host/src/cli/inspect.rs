@@ -129,10 +129,38 @@ async fn inspect_file(file: PathBuf, config: Config) -> Result<()> {
         }
     }
     match loader.load_file(&file).await {
-        Ok(entry) => print_offers(&entry),
+        Ok(entry) => {
+            print_offers(&entry);
+            print_listing_cost(&entry);
+        }
         Err(e) => println!("not servable: {e:#}"),
     }
     Ok(())
+}
+
+/// Bytes of JSON a model reads per token, about (English text and JSON
+/// with common tokenizers); the estimates below divide by it.
+const BYTES_PER_TOKEN: usize = 4;
+
+/// What the plugin's tools cost a model that is handed `tools/list`, as
+/// an estimate in tokens, and what tool search costs instead.
+fn print_listing_cost(entry: &wasm_mcp::registry::PluginEntry) {
+    let catalogue = wasm_mcp::registry::Catalogue::build(vec![entry.clone()]);
+    let tools: Vec<serde_json::Value> = catalogue
+        .tools
+        .iter()
+        .map(|t| wasm_mcp::server::convert::tool(t, true))
+        .collect();
+    let bytes = serde_json::json!({ "tools": tools }).to_string().len();
+    let search = serde_json::json!({ "tools": wasm_mcp::server::search::definitions() })
+        .to_string()
+        .len();
+    println!(
+        "listing costs ~{} tokens ({bytes} bytes of tools/list JSON, about {BYTES_PER_TOKEN} bytes a token); \
+         with [server] tool_search = \"only\" a host lists ~{} tokens whatever its plugins",
+        bytes.div_ceil(BYTES_PER_TOKEN),
+        search.div_ceil(BYTES_PER_TOKEN)
+    );
 }
 
 /// `title` (unless empty), then each item indented, after `tag`.

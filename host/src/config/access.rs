@@ -40,6 +40,32 @@ pub struct ItemAccess {
     pub calls_per_sec: Option<f64>,
 }
 
+/// `[server] tool_search`: `false` (the default), `true` (the host offers
+/// `search_tools` and `call_tool` beside every tool) or `"only"` (instead
+/// of listing the tools).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ToolSearchSetting {
+    /// Off, or beside every tool.
+    Flag(bool),
+    /// Instead of listing the tools.
+    Only(OnlyWord),
+}
+
+impl Default for ToolSearchSetting {
+    fn default() -> Self {
+        ToolSearchSetting::Flag(false)
+    }
+}
+
+/// The word `"only"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum OnlyWord {
+    /// `"only"`.
+    #[serde(rename = "only")]
+    Only,
+}
+
 /// `[audit]`: one JSON line per call and per refused request.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]

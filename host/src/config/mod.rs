@@ -11,7 +11,7 @@ mod limits;
 mod manifest;
 mod tasks;
 
-pub use access::{AuditSection, ClaimValues, ItemAccess};
+pub use access::{AuditSection, ClaimValues, ItemAccess, ToolSearchSetting};
 pub use check::oci_reference;
 pub use cluster::{check_url as check_state_url, valid_replica_name, ClusterSection, StateSection};
 pub use http::{AuthSection, HttpSection, JwtSection};
@@ -195,6 +195,9 @@ pub struct ServerSection {
     /// burst of one second's worth; 0: no limit. Over it, a call is
     /// refused with when to retry (HTTP: 429 and `Retry-After`).
     pub calls_per_sec_per_principal: f64,
+    /// Offer tool search: `true` beside the tools, `"only"` instead of
+    /// listing them (for catalogues too big to hand a model whole).
+    pub tool_search: ToolSearchSetting,
 }
 
 impl Default for ServerSection {
@@ -223,6 +226,7 @@ impl Default for ServerSection {
             oci_max_token_kb: defaults::OCI_MAX_TOKEN_KB,
             handshake_only: false,
             calls_per_sec_per_principal: 0.0,
+            tool_search: ToolSearchSetting::default(),
         }
     }
 }

@@ -270,7 +270,12 @@ fn target_of<'p>(
     let str_of = |v: Option<&'p Value>| v.and_then(Value::as_str);
     match method {
         Method::CallTool => {
-            let name = str_of(params.get("name"));
+            let mut name = str_of(params.get("name"));
+            if name == Some(super::search::CALL) && catalogue.tool(super::search::CALL).is_none() {
+                // Through tool search: the tool it called.
+                let inner = params.get("arguments").and_then(|a| a.get("name"));
+                name = str_of(inner).or(name);
+            }
             (
                 name,
                 name.and_then(|n| catalogue.tool(n))

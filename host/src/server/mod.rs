@@ -20,6 +20,7 @@ pub mod rates;
 mod request;
 mod rerun;
 mod roots;
+pub mod search;
 mod session;
 pub mod session_store;
 mod shared;

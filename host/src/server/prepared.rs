@@ -2,11 +2,11 @@
 //! spliced into every page that lists them: a `tools/list` costs a copy
 //! of the text, not a conversion and a serialization of every item.
 
-use super::access::{Kind, Policy, View};
-use super::convert;
-use super::Server;
+use super::access::{Kind, View};
+use super::search::{self, ToolSearch};
+use super::{convert, Server, ServerOptions};
 use crate::protocol::{meta, RequestId};
-use crate::registry::Catalogue;
+use crate::registry::{Catalogue, ToolEntry};
 use parking_lot::Mutex;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -30,8 +30,12 @@ pub(super) struct PreparedLists {
     resources: Vec<Box<RawValue>>,
     templates: Vec<Box<RawValue>>,
     prompts: Vec<Box<RawValue>>,
-    /// Each item's access rule ([`Policy::rule`]), per list.
+    /// Each item's access rule ([`super::Policy::rule`]), per list.
     rules: [Vec<Option<usize>>; 4],
+    /// Whether the tools list starts with the search tools (and which).
+    search: ToolSearch,
+    /// The tools, indexed for tool search, made when first searched.
+    index: OnceLock<search::Index>,
     /// The items each view sees, per list, made when first listed.
     views: Mutex<HashMap<ViewKey, Arc<[u32]>>>,
 }
@@ -81,17 +85,67 @@ fn texts<T>(items: &[T], render: impl Fn(&T) -> Value) -> Vec<Box<RawValue>> {
         .collect()
 }
 
+/// The tools `tools/list` shows of `catalogue` (after the search tools,
+/// when offered): all of them; those without a search tool's name; or none.
+fn listed_tools(catalogue: &Catalogue, search: ToolSearch) -> Vec<&ToolEntry> {
+    match search {
+        ToolSearch::Off => catalogue.tools.iter().collect(),
+        ToolSearch::Offered => {
+            let (shadowed, listed): (Vec<_>, Vec<_>) = catalogue
+                .tools
+                .iter()
+                .partition(|t| search::is_reserved(&t.name));
+            for tool in shadowed {
+                tracing::warn!(
+                    plugin = tool.plugin.name(),
+                    "tool {} is not served while [server] tool_search is on: the host's search \
+                     tools use its name",
+                    tool.name
+                );
+            }
+            listed
+        }
+        ToolSearch::Only => Vec::new(),
+    }
+}
+
+/// The tools as listed, with `outputSchema` or not.
+fn tool_texts(catalogue: &Catalogue, search: ToolSearch, output: bool) -> Vec<Box<RawValue>> {
+    let extra = if search.is_on() {
+        search::definitions().to_vec()
+    } else {
+        Vec::new()
+    };
+    let mut texts = texts(&extra, Clone::clone);
+    texts.extend(
+        listed_tools(catalogue, search)
+            .into_iter()
+            .map(|t| raw(&convert::tool(t, output))),
+    );
+    texts
+}
+
+fn raw(value: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).expect("JSON values serialize")
+}
+
 impl PreparedLists {
-    fn new(catalogue: &Arc<Catalogue>, policy: &Policy) -> Self {
+    fn new(catalogue: &Arc<Catalogue>, options: &ServerOptions) -> Self {
+        let (policy, search) = (&*options.access, options.tool_search);
         let rules = if policy.is_open() {
             Default::default()
         } else {
-            let rule = |plugin: &super::super::runtime::LoadedPlugin, kind, name: &str| {
+            let rule = |plugin: &crate::runtime::LoadedPlugin, kind, name: &str| {
                 policy.rule(plugin.name(), kind, name)
             };
+            let extra = if search.is_on() { 2 } else { 0 };
             [
-                (catalogue.tools.iter())
-                    .map(|t| rule(&t.plugin, Kind::Tool, &t.tool.name))
+                std::iter::repeat_n(None, extra)
+                    .chain(
+                        listed_tools(catalogue, search)
+                            .into_iter()
+                            .map(|t| rule(&t.plugin, Kind::Tool, &t.tool.name)),
+                    )
                     .collect(),
                 (catalogue.resources.iter())
                     .map(|r| rule(&r.plugin, Kind::Resource, &r.resource.uri))
@@ -106,14 +160,22 @@ impl PreparedLists {
         };
         PreparedLists {
             rules,
+            search,
+            index: OnceLock::new(),
             views: Mutex::default(),
             catalogue: Arc::downgrade(catalogue),
-            tools: texts(&catalogue.tools, |t| convert::tool(t, true)),
+            tools: tool_texts(catalogue, search, true),
             tools_without_output: OnceLock::new(),
             resources: texts(&catalogue.resources, |r| convert::resource(&r.resource)),
             templates: texts(&catalogue.templates, |t| convert::template(&t.template)),
             prompts: texts(&catalogue.prompts, |p| convert::prompt(&p.name, &p.prompt)),
         }
+    }
+
+    /// The catalogue's tools indexed for tool search (`catalogue` is the
+    /// one these lists are of).
+    pub(super) fn index(&self, catalogue: &Catalogue) -> &search::Index {
+        self.index.get_or_init(|| search::Index::of(catalogue))
     }
 
     /// Whether these are the lists of `catalogue`. (While the weak
@@ -160,20 +222,20 @@ impl PreparedLists {
 pub(super) struct Prepared(Mutex<Option<Arc<PreparedLists>>>);
 
 impl Prepared {
-    /// The lists of `catalogue` (under `policy`), with `list` made: those
-    /// made before while it is the current one; else made now, once.
+    /// The lists of `catalogue` (as `options` say), with `list` made:
+    /// those made before while it is the current one; else made now, once.
     pub(super) fn of(
         &self,
         catalogue: &Arc<Catalogue>,
         list: List,
-        policy: &Policy,
+        options: &ServerOptions,
     ) -> Arc<PreparedLists> {
         let lists = {
             let mut current = self.0.lock();
             match &*current {
                 Some(lists) if lists.are_of(catalogue) => lists.clone(),
                 _ => {
-                    let lists = Arc::new(PreparedLists::new(catalogue, policy));
+                    let lists = Arc::new(PreparedLists::new(catalogue, options));
                     *current = Some(lists.clone());
                     lists
                 }
@@ -182,7 +244,7 @@ impl Prepared {
         if let List::Tools(false) = list {
             lists
                 .tools_without_output
-                .get_or_init(|| texts(&catalogue.tools, |t| convert::tool(t, false)));
+                .get_or_init(|| tool_texts(catalogue, lists.search, false));
         }
         lists
     }
@@ -293,7 +355,9 @@ mod tests {
     /// converted one by one.
     fn pages(server: &Server, list: List, stateless: bool) -> (Vec<Value>, Vec<Value>) {
         let catalogue = server.registry.catalogue();
-        let lists = server.prepared.of(&catalogue, list, &Policy::default());
+        let lists = server
+            .prepared
+            .of(&catalogue, list, &ServerOptions::default());
         let len = lists.items(list).len();
         let mut pages = Vec::new();
         let mut cursor = None;
@@ -381,17 +445,19 @@ mod tests {
         let catalogue = registry.catalogue();
         let first = server
             .prepared
-            .of(&catalogue, List::Prompts, &Policy::default());
+            .of(&catalogue, List::Prompts, &ServerOptions::default());
         assert!(Arc::ptr_eq(
             &first,
             &server
                 .prepared
-                .of(&catalogue, List::Resources, &Policy::default())
+                .of(&catalogue, List::Resources, &ServerOptions::default())
         ));
         registry.install(entry(&registry, "more", "notes").await);
-        let changed = server
-            .prepared
-            .of(&registry.catalogue(), List::Prompts, &Policy::default());
+        let changed = server.prepared.of(
+            &registry.catalogue(),
+            List::Prompts,
+            &ServerOptions::default(),
+        );
         assert!(!Arc::ptr_eq(&first, &changed));
         // The lists do not keep a replaced catalogue (and its plugins) alive.
         let weak = Arc::downgrade(&catalogue);

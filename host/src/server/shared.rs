@@ -51,6 +51,8 @@ pub struct ServerOptions {
     pub rates: Arc<super::rates::Rates>,
     /// Where calls and refusals are recorded, if anywhere.
     pub audit: Option<Arc<super::audit::Audit>>,
+    /// Whether the host offers tool search.
+    pub tool_search: super::search::ToolSearch,
 }
 
 impl Default for ServerOptions {
@@ -72,6 +74,7 @@ impl Default for ServerOptions {
             access: Arc::default(),
             rates: Arc::default(),
             audit: None,
+            tool_search: Default::default(),
         }
     }
 }

@@ -7,7 +7,9 @@ mod http;
 pub use http::http_options;
 
 use crate::config::Config;
+use crate::config::ToolSearchSetting;
 use crate::runtime::RuntimeConfig;
+use crate::server::search::ToolSearch;
 use crate::server::tasks::{TaskOptions, TaskQuotas};
 use crate::server::{AdmissionLimits, Notices, ServerOptions};
 use anyhow::Result;
@@ -70,6 +72,11 @@ pub fn server_options(config: &Config, notices: Arc<Notices>) -> ServerOptions {
         notices,
         access: Arc::new(crate::server::Policy::of(config)),
         rates: Arc::new(crate::server::rates::Rates::of(config)),
+        tool_search: match server.tool_search {
+            ToolSearchSetting::Flag(false) => ToolSearch::Off,
+            ToolSearchSetting::Flag(true) => ToolSearch::Offered,
+            ToolSearchSetting::Only(_) => ToolSearch::Only,
+        },
         ..ServerOptions::default()
     }
 }

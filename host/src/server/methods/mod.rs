@@ -10,6 +10,7 @@ mod prompts;
 mod resources;
 mod subscriptions;
 pub(super) mod tasks;
+mod tool_search;
 mod tools;
 
 use super::prepared::{List, Page};
@@ -140,7 +141,7 @@ fn page(request: &Request<'_>, catalogue: &Arc<Catalogue>, list: List) -> Result
     let cursor = Params(request.params).optional_str("cursor")?;
     let server = &request.conn.server;
     let policy = &server.options.access;
-    let lists = server.prepared.of(catalogue, list, policy);
+    let lists = server.prepared.of(catalogue, list, &server.options);
     let shown = policy
         .view(request.caller)
         .map(|view| lists.visible(list, &view));

@@ -7,6 +7,7 @@ use crate::protocol::{ErrorCode, Method, ResultType, RpcError};
 use crate::registry::{schema_limits, Catalogue, ToolEntry};
 use crate::server::access::Kind;
 use crate::server::call::{self, call_plugin, tool_answer, Reply, Run, Target};
+use crate::server::search;
 use crate::server::tasks::{NewTask, Rerun, Wire};
 use crate::server::{convert, Outcome};
 use serde_json::{json, Map, Value};
@@ -18,7 +19,7 @@ const MAX_REPORTED_PROBLEMS: usize = 16;
 /// `tools/call`: checks the arguments against the tool's schema (a
 /// mismatch is a tool execution error from 2025-11-25 on, a protocol error
 /// before), then runs the call as its plan says.
-pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> Outcome {
     let params = request.params;
     let name = Params(params).str("name")?;
     // Borrowed from the request, not copied: an object, or absent.
@@ -27,6 +28,9 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         None => &none,
         Some(_) => &params["arguments"],
     };
+    if request.conn.server.options.tool_search.is_on() && search::is_reserved(name) {
+        return super::tool_search::call(request, catalogue, name, arguments).await;
+    }
     let entry = catalogue.tool(name).ok_or_else(|| {
         invalid(unless_late(
             request,
