@@ -15,7 +15,7 @@ import pytest
 
 from conftest import PLUGINS, modern_meta
 from identity import IdentityProvider
-from test_http_transport import call, modern, open_session, post
+from test_http_transport import BASE_HEADERS, call, modern, open_session, post, request
 
 
 @pytest.fixture
@@ -319,3 +319,48 @@ def test_tool_search_finds_only_what_the_caller_may_call(
     assert refused.status == 403 and 'scope="hello:count hello:use"' in refused.headers["www-authenticate"]
     allowed = modern(host, 5, "tools/call", through, **bearer(counter))
     assert allowed.status == 200 and "counted down from 1" in json.dumps(allowed.json())
+
+
+def test_profiles_at_their_own_paths_and_by_claim(http_host_factory, two_plugins, host_env, tmp_path, idp):
+    key = idp.add("k", "RS256")
+    rest = ('[profiles.greeter]\ninclude = ["hello.greet", "notes.*"]\n'
+            '[profiles.quiet]\nexclude = ["notes.*", "hello.countdown"]\npath = "/quiet"\n')
+    host = start(http_host_factory, two_plugins, host_env, tmp_path, idp,
+                 "jwks_url = \"" + idp.issuer + "/jwks\"\n", rest=rest)
+    # profile_claim sits in [http.auth], written by start(): add it there.
+    host.close()
+    config = tmp_path / "access.toml"
+    config.write_text(config.read_text().replace("[http.auth]\n", '[http.auth]\nprofile_claim = "mcp_profile"\n'))
+    host = http_host_factory(two_plugins, env=dict(host_env, WASM_MCP_CONFIG=str(config)))
+    plain = bearer(idp.token(key))
+
+    def at(path, id_, method, params=None, headers=plain):
+        params = dict(params or {}, _meta=modern_meta())
+        extra = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+        if "name" in params or "uri" in params:
+            extra["Mcp-Name"] = params.get("name") or params.get("uri")
+        body = {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+        return request(host, "POST", body, dict(BASE_HEADERS, **extra, **headers), path=path)
+
+    assert tool_names(at("/mcp", 1, "tools/list")) == ["greet", "add", "countdown"]
+    assert tool_names(at("/mcp/greeter", 2, "tools/list")) == ["greet"]
+    assert tool_names(at("/quiet", 3, "tools/list")) == ["greet", "add"]
+    assert at("/quiet", 4, "resources/list").json()["result"]["resources"] == []
+    assert [r["uri"] for r in at("/mcp/greeter", 5, "resources/list").json()["result"]["resources"]] == \
+        ["notes://index"]
+    refused = at("/mcp/greeter", 6, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    assert refused.json()["error"]["code"] == -32602
+    assert "not offered here (profile greeter)" in refused.json()["error"]["message"]
+    assert at("/mcp/greeter", 7, "tools/call", {"name": "greet", "arguments": {"name": "p"}}).status == 200
+    # A session opened on a profile's path is served that profile.
+    session = open_session(host, **plain)
+    listed = request(host, "POST", {"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}},
+                     dict(BASE_HEADERS, **{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"},
+                          **plain), path="/quiet")
+    assert tool_names(listed) == ["greet", "add"]
+
+    # Chosen by the token's claim on the main path.
+    greeter = bearer(idp.token(key, mcp_profile="greeter"))
+    assert tool_names(at("/mcp", 9, "tools/list", headers=greeter)) == ["greet"]
+    unknown = bearer(idp.token(key, mcp_profile="no-such-profile"))
+    assert tool_names(at("/mcp", 10, "tools/list", headers=unknown)) == []

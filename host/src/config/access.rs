@@ -40,6 +40,45 @@ pub struct ItemAccess {
     pub calls_per_sec: Option<f64>,
 }
 
+/// `[profiles.<name>]`: a named set of tools (and resources and prompts),
+/// served at an HTTP path of its own or chosen by a token claim.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProfileSection {
+    /// `PLUGIN.NAME` patterns (`*` matches any run of characters) of what
+    /// it offers; empty: everything. NAME is a tool's or prompt's name (the
+    /// plugin's own), or a resource's URI or a template's URI template.
+    pub include: Vec<String>,
+    /// Patterns of what it leaves out (after `include`).
+    pub exclude: Vec<String>,
+    /// Where it is served over HTTP (default: `[http] path` then `/NAME`).
+    pub path: Option<String>,
+}
+
+/// Checks `[profiles.NAME]`.
+pub(super) fn check_profile(name: &str, profile: &ProfileSection) -> Result<()> {
+    anyhow::ensure!(
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+        "profiles.{name:?}: a profile's name is letters, digits, - and _"
+    );
+    for pattern in profile.include.iter().chain(&profile.exclude) {
+        anyhow::ensure!(
+            pattern.contains('.') && !pattern.starts_with('.'),
+            "profiles.{name}: {pattern:?} is not a PLUGIN.NAME pattern (like \"files.*\")"
+        );
+    }
+    if let Some(path) = &profile.path {
+        anyhow::ensure!(
+            path.starts_with('/') && !path.contains(['?', '#', '{', '}', '*', ':']),
+            "profiles.{name}.path {path:?} must be a plain absolute path"
+        );
+    }
+    Ok(())
+}
+
 /// `[server] tool_search`: `false` (the default), `true` (the host offers
 /// `search_tools` and `call_tool` beside every tool) or `"only"` (instead
 /// of listing the tools).

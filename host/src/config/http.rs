@@ -82,6 +82,9 @@ pub struct AuthSection {
     pub authorization_servers: Vec<String>,
     /// `[http.auth.jwt]`: accept JWTs.
     pub jwt: Option<JwtSection>,
+    /// A token claim naming the `[profiles]` entry the caller is served on
+    /// the main path (a name not in `[profiles]` offers nothing).
+    pub profile_claim: Option<String>,
 }
 
 /// `[http.auth.jwt]`: JWTs signed with HS256 (a secret from the

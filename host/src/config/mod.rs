@@ -11,7 +11,7 @@ mod limits;
 mod manifest;
 mod tasks;
 
-pub use access::{AuditSection, ClaimValues, ItemAccess, ToolSearchSetting};
+pub use access::{AuditSection, ClaimValues, ItemAccess, ProfileSection, ToolSearchSetting};
 pub use check::oci_reference;
 pub use cluster::{check_url as check_state_url, valid_replica_name, ClusterSection, StateSection};
 pub use http::{AuthSection, HttpSection, JwtSection};
@@ -57,6 +57,8 @@ pub struct Config {
     pub registries: BTreeMap<String, RegistryLogin>,
     /// `[audit]`
     pub audit: AuditSection,
+    /// `[profiles.<name>]`: named sets of tools.
+    pub profiles: BTreeMap<String, ProfileSection>,
 }
 
 /// `[registries."HOST[:PORT]"]`: the login for one OCI registry, named as
@@ -366,6 +368,9 @@ impl Config {
         cluster::check_state(&mut config.state, base)?;
         cluster::check_cluster(&config.cluster)?;
         access::check_audit(&mut config.audit, base)?;
+        for (name, profile) in &config.profiles {
+            access::check_profile(name, profile)?;
+        }
         Ok(config)
     }
 

@@ -20,6 +20,8 @@ pub struct Caller {
     /// Who it is, when the transport authenticated it.
     pub principal: Option<String>,
     grants: Grants,
+    /// The named set of tools it is served, if any.
+    profile: Option<Arc<Profile>>,
 }
 
 #[derive(Debug, Clone)]
@@ -40,6 +42,7 @@ impl Caller {
             Arc::new(Caller {
                 principal: None,
                 grants: Grants::Everything,
+                profile: None,
             })
         });
         OPERATOR.clone()
@@ -75,6 +78,21 @@ impl Caller {
                 scopes,
                 claims: Arc::new(claims),
             },
+            profile: None,
+        }
+    }
+
+    /// The caller, served `profile`.
+    pub fn in_profile(mut self, profile: Arc<Profile>) -> Caller {
+        self.profile = Some(profile);
+        self
+    }
+
+    /// The string value of claim `name` of its token, if it has one.
+    pub fn claim(&self, name: &str) -> Option<&str> {
+        match &self.grants {
+            Grants::Everything => None,
+            Grants::Token { claims, .. } => claims.get(name).and_then(Value::as_str),
         }
     }
 
@@ -84,6 +102,7 @@ impl Caller {
         Arc::new(Caller {
             principal,
             grants: Grants::Everything,
+            profile: None,
         })
     }
 
@@ -112,6 +131,77 @@ impl Caller {
             Some(other) => matches(other),
             None => false,
         }
+    }
+}
+
+/// A `*` pattern over `PLUGIN.NAME`.
+#[derive(Debug)]
+struct Glob(Vec<String>);
+
+impl Glob {
+    fn new(pattern: &str) -> Self {
+        Glob(pattern.split('*').map(str::to_owned).collect())
+    }
+
+    /// Whether `text` matches: the parts in order, the first at the start
+    /// and the last at the end (linear in `text`).
+    fn matches(&self, text: &str) -> bool {
+        let parts = &self.0;
+        let (first, last) = (&parts[0], &parts[parts.len() - 1]);
+        if parts.len() == 1 {
+            return text == first;
+        }
+        if !text.starts_with(first.as_str()) || text.len() < first.len() + last.len() {
+            return false;
+        }
+        let mut rest = &text[first.len()..text.len() - last.len()];
+        if !text.ends_with(last.as_str()) {
+            return false;
+        }
+        for part in &parts[1..parts.len() - 1] {
+            match rest.find(part.as_str()) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+/// A named set of tools, resources and prompts (`[profiles.NAME]`).
+#[derive(Debug)]
+pub struct Profile {
+    /// Its name.
+    pub name: String,
+    include: Vec<Glob>,
+    exclude: Vec<Glob>,
+}
+
+impl Profile {
+    /// The profile `name` as `section` describes it.
+    pub fn new(name: &str, section: &crate::config::ProfileSection) -> Self {
+        Profile {
+            name: name.to_owned(),
+            include: section.include.iter().map(|p| Glob::new(p)).collect(),
+            exclude: section.exclude.iter().map(|p| Glob::new(p)).collect(),
+        }
+    }
+
+    /// A profile that offers nothing (for a token naming no profile
+    /// configured).
+    pub fn empty(name: &str) -> Self {
+        Profile {
+            name: name.to_owned(),
+            include: Vec::new(),
+            exclude: vec![Glob::new("*")],
+        }
+    }
+
+    /// Whether it offers item `name` of `plugin`.
+    pub fn includes(&self, plugin: &str, name: &str) -> bool {
+        let full = format!("{plugin}.{name}");
+        (self.include.is_empty() || self.include.iter().any(|g| g.matches(&full)))
+            && !self.exclude.iter().any(|g| g.matches(&full))
     }
 }
 
@@ -171,17 +261,41 @@ struct PluginRules {
 pub struct Policy {
     requirements: Vec<Requirement>,
     plugins: HashMap<String, PluginRules>,
+    profiles: BTreeMap<String, Arc<Profile>>,
 }
 
-/// Which of a policy's requirements one caller meets: callers with the
-/// same view see the same lists.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct View(Vec<bool>);
+/// Which of a policy's requirements one caller meets, and the profile it
+/// is served: callers with the same view see the same lists.
+#[derive(Debug, Clone)]
+pub struct View {
+    met: Vec<bool>,
+    profile: Option<Arc<Profile>>,
+}
+
+impl PartialEq for View {
+    fn eq(&self, other: &Self) -> bool {
+        self.met == other.met
+            && self.profile.as_ref().map(|p| &p.name) == other.profile.as_ref().map(|p| &p.name)
+    }
+}
+
+impl Eq for View {}
+
+impl std::hash::Hash for View {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.met.hash(state);
+        self.profile.as_ref().map(|p| &p.name).hash(state);
+    }
+}
 
 impl Policy {
     /// The requirements `config` sets (none: everyone may use everything).
     pub fn of(config: &Config) -> Self {
         let mut policy = Policy::default();
+        for (name, section) in &config.profiles {
+            let profile = Arc::new(Profile::new(name, section));
+            policy.profiles.insert(name.clone(), profile);
+        }
         for (plugin, section) in &config.plugins {
             let mut base = Requirement::default();
             base.add(&section.scopes, &section.claims);
@@ -221,9 +335,25 @@ impl Policy {
         }
     }
 
-    /// Whether every caller sees everything (no requirements at all).
+    /// Whether every caller sees everything (no requirements and no
+    /// profiles).
     pub fn is_open(&self) -> bool {
-        self.requirements.is_empty()
+        self.requirements.is_empty() && self.profiles.is_empty()
+    }
+
+    /// Whether lists vary by the caller's token (not only by the path).
+    pub fn varies_by_token(&self) -> bool {
+        !self.requirements.is_empty()
+    }
+
+    /// The profile named `name`, if configured.
+    pub fn profile(&self, name: &str) -> Option<Arc<Profile>> {
+        self.profiles.get(name).cloned()
+    }
+
+    /// The profiles, by name.
+    pub fn profiles(&self) -> impl Iterator<Item = &Arc<Profile>> {
+        self.profiles.values()
     }
 
     /// The rule (requirement index) of item `name` of `kind` of `plugin`;
@@ -239,12 +369,15 @@ impl Policy {
 
     /// What `caller` may see; `None` when it sees everything.
     pub fn view(&self, caller: &Caller) -> Option<View> {
-        if self.is_open() || matches!(caller.grants, Grants::Everything) {
+        let everything =
+            self.requirements.is_empty() || matches!(caller.grants, Grants::Everything);
+        if everything && caller.profile.is_none() {
             return None;
         }
-        Some(View(
-            self.requirements.iter().map(|r| r.met_by(caller)).collect(),
-        ))
+        Some(View {
+            met: self.requirements.iter().map(|r| r.met_by(caller)).collect(),
+            profile: caller.profile.clone(),
+        })
     }
 
     /// Refuses `caller` the use of item `name` of `kind` of `plugin`
@@ -258,6 +391,14 @@ impl Policy {
         name: &str,
         what: &str,
     ) -> Result<(), RpcError> {
+        if let Some(profile) = &caller.profile {
+            if !profile.includes(plugin, name) {
+                return Err(RpcError::invalid_params(format!(
+                    "{what} is not offered here (profile {})",
+                    profile.name
+                )));
+            }
+        }
         let Some(rule) = self.rule(plugin, kind, name) else {
             return Ok(());
         };
@@ -289,9 +430,13 @@ impl Policy {
 }
 
 impl View {
-    /// Whether an item under `rule` is seen.
-    pub fn sees(&self, rule: Option<usize>) -> bool {
-        rule.is_none_or(|i| self.0[i])
+    /// Whether item `name` of `plugin`, under `rule`, is seen.
+    pub fn sees(&self, rule: Option<usize>, plugin: &str, name: &str) -> bool {
+        rule.is_none_or(|i| self.met.get(i).copied().unwrap_or(true))
+            && self
+                .profile
+                .as_ref()
+                .is_none_or(|profile| profile.includes(plugin, name))
     }
 }
 
@@ -353,13 +498,43 @@ mod tests {
         );
         assert_ne!(view(&reader), view(&writer));
         let rule = policy.rule("files", Kind::Tool, "write");
-        assert!(view(&writer).sees(rule) && !view(&reader).sees(rule));
+        assert!(view(&writer).sees(rule, "files", "write"));
+        assert!(!view(&reader).sees(rule, "files", "write"));
         assert!(policy.view(&Caller::operator()).is_none());
         assert!(policy_of(
             r#"[plugins.x.tools.t]
             calls_per_sec = 1"#
         )
         .is_open());
+    }
+
+    #[test]
+    fn profiles_include_then_exclude_by_pattern() {
+        let policy = policy_of(
+            r#"
+            [profiles.files]
+            include = ["filesystem.*", "time.now"]
+            exclude = ["filesystem.write*"]
+            [profiles.all]
+            "#,
+        );
+        let files = policy.profile("files").unwrap();
+        assert!(files.includes("filesystem", "read_file"));
+        assert!(!files.includes("filesystem", "write_file"));
+        assert!(files.includes("time", "now") && !files.includes("time", "nowhere"));
+        assert!(!files.includes("hello", "greet"));
+        assert!(policy.profile("all").unwrap().includes("hello", "greet"));
+        assert!(!Profile::empty("x").includes("hello", "greet"));
+        let caller = Caller::with_token(None, Map::new()).in_profile(files);
+        let refused = policy.check(&caller, "hello", Kind::Tool, "greet", "tool greet");
+        assert_eq!(refused.unwrap_err().code, ErrorCode::InvalidParams);
+        assert!(policy
+            .check(&caller, "filesystem", Kind::Tool, "read_file", "t")
+            .is_ok());
+        let view = policy.view(&caller).unwrap();
+        assert!(view.sees(None, "filesystem", "read_file") && !view.sees(None, "hello", "greet"));
+        assert!(Glob::new("a*b*c").matches("a-b-c") && !Glob::new("a*b*c").matches("ac"));
+        assert!(Glob::new("*").matches("") && Glob::new("ab*").matches("ab"));
     }
 
     #[test]

@@ -30,14 +30,32 @@ pub(super) struct PreparedLists {
     resources: Vec<Box<RawValue>>,
     templates: Vec<Box<RawValue>>,
     prompts: Vec<Box<RawValue>>,
-    /// Each item's access rule ([`super::Policy::rule`]), per list.
-    rules: [Vec<Option<usize>>; 4],
+    /// Each item's access rule, per list (none without a policy).
+    rules: [Vec<ItemRule>; 4],
     /// Whether the tools list starts with the search tools (and which).
     search: ToolSearch,
     /// The tools, indexed for tool search, made when first searched.
     index: OnceLock<search::Index>,
     /// The items each view sees, per list, made when first listed.
     views: Mutex<HashMap<ViewKey, Arc<[u32]>>>,
+}
+
+/// Who sees one listed item.
+struct ItemRule {
+    /// Its requirement ([`super::Policy::rule`]).
+    rule: Option<usize>,
+    /// Its plugin and its name there, for profiles (`None`: a host tool,
+    /// in every profile).
+    id: Option<(String, String)>,
+}
+
+impl ItemRule {
+    fn of(policy: &super::Policy, plugin: &str, kind: Kind, name: &str) -> Self {
+        ItemRule {
+            rule: policy.rule(plugin, kind, name),
+            id: Some((plugin.to_owned(), name.to_owned())),
+        }
+    }
 }
 
 /// A list (by [`List::slot`]) as one view sees it.
@@ -136,11 +154,16 @@ impl PreparedLists {
             Default::default()
         } else {
             let rule = |plugin: &crate::runtime::LoadedPlugin, kind, name: &str| {
-                policy.rule(plugin.name(), kind, name)
+                ItemRule::of(policy, plugin.name(), kind, name)
             };
             let extra = if search.is_on() { 2 } else { 0 };
+            let host_tool = || ItemRule {
+                rule: None,
+                id: None,
+            };
             [
-                std::iter::repeat_n(None, extra)
+                std::iter::repeat_with(host_tool)
+                    .take(extra)
                     .chain(
                         listed_tools(catalogue, search)
                             .into_iter()
@@ -194,7 +217,12 @@ impl PreparedLists {
         }
         let rules = &self.rules[list.slot()];
         let shown: Arc<[u32]> = (0..self.items(list).len())
-            .filter(|&i| view.sees(rules.get(i).copied().flatten()))
+            .filter(|&i| {
+                rules.get(i).is_none_or(|item| match &item.id {
+                    Some((plugin, name)) => view.sees(item.rule, plugin, name),
+                    None => true,
+                })
+            })
             .map(|i| i as u32)
             .collect();
         let mut views = self.views.lock();

@@ -165,6 +165,11 @@ impl Drop for Loading {
 }
 
 impl Server {
+    /// Who may see and use what.
+    pub fn policy(&self) -> &super::Policy {
+        &self.options.access
+    }
+
     /// The audit log, if there is one.
     pub fn audit(&self) -> Option<&super::audit::Audit> {
         self.options.audit.as_deref()

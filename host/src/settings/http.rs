@@ -32,7 +32,22 @@ pub fn http_options(
         );
     }
     let secs = Duration::from_secs;
+    let mut profile_paths = Vec::new();
+    for (name, profile) in &config.profiles {
+        let path = profile
+            .path
+            .clone()
+            .unwrap_or_else(|| format!("{}/{name}", section.path.trim_end_matches('/')));
+        anyhow::ensure!(
+            path != section.path && profile_paths.iter().all(|(p, _)| *p != path),
+            "profiles.{name}: its path {path} is already served"
+        );
+        profile_paths.push((path, name.clone()));
+    }
+    let profile_claim = section.auth.as_ref().and_then(|a| a.profile_claim.clone());
     Ok(HttpOptions {
+        profile_paths,
+        profile_claim,
         path: section.path.clone(),
         json_response: section.json_response || json_response,
         legacy_sse: section.legacy_sse || legacy_sse,

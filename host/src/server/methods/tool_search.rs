@@ -55,7 +55,9 @@ fn search_tools(
         let tool = &catalogue.tools[i];
         !search::is_reserved(&tool.name)
             && view.as_ref().is_none_or(|view| {
-                view.sees(policy.rule(tool.plugin.name(), Kind::Tool, &tool.tool.name))
+                let plugin = tool.plugin.name();
+                let rule = policy.rule(plugin, Kind::Tool, &tool.tool.name);
+                view.sees(rule, plugin, &tool.tool.name)
             })
     };
     let found: Vec<Value> = lists

@@ -11,6 +11,7 @@ use super::responses::{
 use super::sessions::{self, HttpSession};
 use super::App;
 use crate::protocol::{meta, parse_message, ErrorCode, Incoming, Method, Revision, RpcError};
+use crate::server::access::Profile;
 use crate::server::{Caller, Connection, Outbox};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -27,11 +28,24 @@ use std::sync::Arc;
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// POST: one JSON-RPC message.
-pub(super) async fn post(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    let caller = match app.admit(&headers).await {
+pub(super) async fn post(state: State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    post_in(state, headers, body, None).await
+}
+
+/// POST on the path of `profile` (`None`: the main one).
+pub(super) async fn post_in(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Bytes,
+    profile: Option<Arc<Profile>>,
+) -> Response {
+    let mut caller = match app.admit(&headers).await {
         Ok(caller) => caller,
         Err(refused) => return *refused,
     };
+    if let Some(profile) = profile {
+        caller = Arc::new((*caller).clone().in_profile(profile));
+    }
     let response = message(&app, &headers, caller, body).await;
     app.challenged(response)
 }

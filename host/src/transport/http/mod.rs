@@ -69,6 +69,11 @@ pub struct HttpOptions {
     /// before the host exits (`None`: it exits at once). A replica drains;
     /// a host on its own does not.
     pub drain: Option<Duration>,
+    /// The `[profiles]` and their paths: path, profile name.
+    pub profile_paths: Vec<(String, String)>,
+    /// The token claim naming the profile a caller is served on the main
+    /// path.
+    pub profile_claim: Option<String>,
 }
 
 impl Default for HttpOptions {
@@ -88,6 +93,8 @@ impl Default for HttpOptions {
             sessions: SessionLimits::default(),
             connections: ConnectionLimits::default(),
             drain: None,
+            profile_paths: Vec::new(),
+            profile_claim: None,
         }
     }
 }
@@ -101,6 +108,7 @@ pub struct App {
     resume_grace: Duration,
     guard: Guard,
     auth: Option<Auth>,
+    profile_claim: Option<String>,
 }
 
 impl App {
@@ -128,7 +136,7 @@ impl App {
             Some(auth) => auth
                 .authenticate(headers)
                 .await
-                .map(Arc::new)
+                .map(|caller| Arc::new(self.profiled(caller)))
                 .map_err(|denied| {
                     crate::metrics::metrics().refused(crate::metrics::Refusal::Unauthenticated);
                     if let Some(audit) = self.server.audit() {
@@ -141,6 +149,24 @@ impl App {
                     Box::new(auth.challenge(&denied))
                 }),
         }
+    }
+
+    /// `caller`, served the profile its token's claim names (if the claim
+    /// is configured and the token has it; a name not configured offers
+    /// nothing).
+    fn profiled(&self, caller: Caller) -> Caller {
+        let Some(claim) = &self.profile_claim else {
+            return caller;
+        };
+        let Some(name) = caller.claim(claim) else {
+            return caller;
+        };
+        let profile = self
+            .server
+            .policy()
+            .profile(name)
+            .unwrap_or_else(|| Arc::new(crate::server::access::Profile::empty(name)));
+        caller.in_profile(profile)
     }
 
     /// `response` with the challenge of a 403 that names the scopes the
@@ -207,6 +233,7 @@ pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
         resume_grace: options.resume_grace,
         guard: options.guard,
         auth: options.auth,
+        profile_claim: options.profile_claim,
     });
     let mut router = Router::new()
         .route(ops::HEALTH_PATH, get(ops::health))
@@ -218,6 +245,20 @@ pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
                 .get(endpoint::get)
                 .delete(endpoint::delete),
         );
+    for (path, name) in &options.profile_paths {
+        let Some(profile) = app.server.policy().profile(name) else {
+            continue;
+        };
+        let post = move |state, headers, body| {
+            endpoint::post_in(state, headers, body, Some(profile.clone()))
+        };
+        router = router.route(
+            path,
+            axum::routing::post(post)
+                .get(endpoint::get)
+                .delete(endpoint::delete),
+        );
+    }
     if options.legacy_sse {
         router = router
             .route(legacy_sse::STREAM_PATH, get(legacy_sse::open))
