@@ -230,7 +230,7 @@ class HttpHost(HostLog):
         )
         self._start_log()
         line = self.proc.stdout.readline().decode().strip()
-        assert line.startswith("http://"), f"no URL on stdout: {line!r}\n{self.log()[-3000:]}"
+        assert line.startswith(("http://", "https://")), f"no URL on stdout: {line!r}\n{self.log()[-3000:]}"
         #: The MCP endpoint, e.g. http://127.0.0.1:41234/mcp.
         self.url = line
         #: host:port

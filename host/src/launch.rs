@@ -120,7 +120,12 @@ pub async fn serve_folder(
         settings::http_options(&config, local, http.json_response, http.legacy_sse)
     })
     .await??;
-    let url = format!("http://{local}{}", options.path);
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let url = format!("{scheme}://{local}{}", options.path);
     tracing::info!(plugins = %dir.display(), %url, "serving Streamable HTTP");
     // One line on stdout says where, for scripts that picked port 0.
     println!("{url}");

@@ -262,6 +262,16 @@ pub(super) fn http(h: &mut HttpSection, base: &Path) -> Result<()> {
     ] {
         anyhow::ensure!(value > 0, "http.{field} must be at least 1");
     }
+    anyhow::ensure!(
+        h.tls_cert_file.is_some() == h.tls_key_file.is_some(),
+        "http: tls_cert_file and tls_key_file go together"
+    );
+    for file in [&mut h.tls_cert_file, &mut h.tls_key_file]
+        .into_iter()
+        .flatten()
+    {
+        *file = base.join(&*file);
+    }
     if let Some(jwt) = h.auth.as_mut().and_then(|a| a.jwt.as_mut()) {
         let sources = [
             jwt.secret_env.is_some(),

@@ -44,6 +44,11 @@ pub struct HttpSection {
     pub max_sessions_per_principal: usize,
     /// `[http.auth]`: bearer authentication; absent means none.
     pub auth: Option<AuthSection>,
+    /// Serve HTTPS: the certificate chain (PEM), read again when it
+    /// changes; relative to the config file. With `tls_key_file`.
+    pub tls_cert_file: Option<PathBuf>,
+    /// The certificate's private key (PEM); relative to the config file.
+    pub tls_key_file: Option<PathBuf>,
 }
 
 impl Default for HttpSection {
@@ -66,6 +71,8 @@ impl Default for HttpSection {
             max_sessions: super::defaults::MAX_SESSIONS,
             max_sessions_per_principal: 1_000,
             auth: None,
+            tls_cert_file: None,
+            tls_key_file: None,
         }
     }
 }

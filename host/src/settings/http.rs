@@ -1,6 +1,7 @@
 //! The HTTP endpoint's settings: `[http]` and its `[http.auth]`.
 
 use crate::config::{AuthSection, Config, HttpSection, JwtSection};
+use crate::transport::http::tls::TlsFiles;
 use crate::transport::http::{
     check_jwks_url, Auth, ConnectionLimits, Guard, HttpOptions, JwksSource, JwtCheck, Location,
     SessionLimits,
@@ -30,6 +31,12 @@ pub fn http_options(
             "serving HTTP beyond loopback without authentication: anyone who can reach \
              this address can call every plugin (set [http.auth])"
         );
+    } else if section.tls_cert_file.is_none() && !local.ip().is_loopback() {
+        tracing::warn!(
+            address = %local,
+            "serving plain HTTP beyond loopback: bearer tokens cross the network in clear \
+             text unless a TLS proxy is in front (or set [http] tls_cert_file and tls_key_file)"
+        );
     }
     let secs = Duration::from_secs;
     let mut profile_paths = Vec::new();
@@ -45,7 +52,15 @@ pub fn http_options(
         profile_paths.push((path, name.clone()));
     }
     let profile_claim = section.auth.as_ref().and_then(|a| a.profile_claim.clone());
+    let tls = match (&section.tls_cert_file, &section.tls_key_file) {
+        (Some(cert), Some(key)) => Some(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        _ => None,
+    };
     Ok(HttpOptions {
+        tls,
         profile_paths,
         profile_claim,
         path: section.path.clone(),
@@ -103,10 +118,14 @@ fn auth_of(section: &HttpSection, auth: &AuthSection, local: SocketAddr) -> Resu
         "http.public_url is needed with http.auth when listening on {local}: \
          the authorization metadata must name the URL clients use"
     );
-    let resource = section
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{local}{}", section.path));
+    let resource = section.public_url.clone().unwrap_or_else(|| {
+        let scheme = if section.tls_cert_file.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{local}{}", section.path)
+    });
     let origin = url::Url::parse(&resource)
         .with_context(|| format!("http.public_url {resource:?} is not a URL"))?;
     let metadata_url = format!(

@@ -49,11 +49,16 @@ impl Default for ConnectionLimits {
     }
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves.
+/// Requests one HTTP/2 connection may have in progress at once.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 128;
+
+/// Serves `router` on `listener` (over TLS with `tls`) until `shutdown`
+/// resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     limits: ConnectionLimits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) {
     let table = Arc::new(Table::new(limits.max_connections));
@@ -86,6 +91,7 @@ pub async fn serve(
             slot,
             router.clone(),
             limits.clone(),
+            tls.clone(),
         ));
     }
     reaper.abort();
@@ -96,13 +102,24 @@ async fn serve_connection(
     slot: Slot,
     router: Router,
     limits: ConnectionLimits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
     let close = slot.close.clone();
+    let header_timeout = limits.header_timeout;
     let slot = Arc::new(slot);
     let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
         let busy = Busy::new(slot.clone());
         let body_timeout = limits.body_timeout;
-        let request = request.map(|body| Body::new(DeadlineBody::new(body, body_timeout)));
+        let mut request = request.map(|body| Body::new(DeadlineBody::new(body, body_timeout)));
+        // HTTP/2 names the host in `:authority`: the checks read `Host`.
+        if request.version() == http::Version::HTTP_2
+            && !request.headers().contains_key(http::header::HOST)
+        {
+            let authority = request.uri().authority().map(|a| a.as_str().to_owned());
+            if let Some(value) = authority.and_then(|a| http::HeaderValue::from_str(&a).ok()) {
+                request.headers_mut().insert(http::header::HOST, value);
+            }
+        }
         let router = router.clone();
         async move {
             let response = router.oneshot(request).await?;
@@ -111,10 +128,42 @@ async fn serve_connection(
             )
         }
     });
-    let connection = hyper::server::conn::http1::Builder::new()
+    let Some(tls) = tls else {
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .serve_connection(TokioIo::new(stream), service);
+        tokio::select! {
+            _ = connection => {}
+            () = close.notified() => {}
+        }
+        return;
+    };
+    // The handshake is held to the deadline of a request's headers.
+    let handshake = tokio::time::timeout(header_timeout, tls.accept(stream));
+    let stream = tokio::select! {
+        done = handshake => match done {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(error)) => {
+                tracing::debug!("a TLS handshake failed: {error}");
+                return;
+            }
+            Err(_) => return,
+        },
+        () = close.notified() => return,
+    };
+    let mut builder =
+        hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+    builder
+        .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .serve_connection(TokioIo::new(stream), service);
+        .header_read_timeout(header_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .keep_alive_interval(Some(Duration::from_secs(20)));
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::select! {
         _ = connection => {}
         () = close.notified() => {}

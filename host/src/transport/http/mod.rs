@@ -18,6 +18,7 @@ mod responses;
 mod sessions;
 #[cfg(test)]
 mod tests;
+pub mod tls;
 
 pub use auth::{check_jwks_url, Auth, JwksSource, JwtCheck, Location};
 pub use guard::Guard;
@@ -69,6 +70,8 @@ pub struct HttpOptions {
     /// before the host exits (`None`: it exits at once). A replica drains;
     /// a host on its own does not.
     pub drain: Option<Duration>,
+    /// Serve HTTPS with this certificate and key (`None`: plain HTTP).
+    pub tls: Option<tls::TlsFiles>,
     /// The `[profiles]` and their paths: path, profile name.
     pub profile_paths: Vec<(String, String)>,
     /// The token claim naming the profile a caller is served on the main
@@ -95,6 +98,7 @@ impl Default for HttpOptions {
             drain: None,
             profile_paths: Vec::new(),
             profile_claim: None,
+            tls: None,
         }
     }
 }
@@ -311,6 +315,10 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let connections = options.connections.clone();
     let drain = options.drain;
+    let tls = match options.tls.clone() {
+        Some(files) => Some(tls::acceptor(files).await.map_err(std::io::Error::other)?),
+        None => None,
+    };
     let (router, _app) = router(server.clone(), options);
     // Open event streams never end by themselves, so shutdown does not
     // wait for them.
@@ -325,7 +333,7 @@ pub async fn serve(
             server.drain(within).await;
         }
     };
-    listener::serve(listener, router, connections, stopping).await;
+    listener::serve(listener, router, connections, tls, stopping).await;
     server.publish(ServerEvent::Shutdown);
     Ok(())
 }

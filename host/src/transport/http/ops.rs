@@ -96,5 +96,12 @@ pub fn router(server: Arc<Server>) -> Router {
 /// default connection limits (deadlines for slow clients, a connection cap).
 pub async fn serve(server: Arc<Server>, listener: tokio::net::TcpListener) {
     let limits = super::ConnectionLimits::default();
-    super::listener::serve(listener, router(server), limits, std::future::pending()).await;
+    super::listener::serve(
+        listener,
+        router(server),
+        limits,
+        None,
+        std::future::pending(),
+    )
+    .await;
 }
