@@ -96,16 +96,6 @@ impl Caller {
         }
     }
 
-    /// The caller of a request the host makes itself for `principal` (a
-    /// task run again): it was allowed when the task was asked for.
-    pub fn on_behalf_of(principal: Option<String>) -> Arc<Caller> {
-        Arc::new(Caller {
-            principal,
-            grants: Grants::Everything,
-            profile: None,
-        })
-    }
-
     fn has_scope(&self, scope: &str) -> bool {
         match &self.grants {
             Grants::Everything => true,

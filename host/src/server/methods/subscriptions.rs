@@ -7,6 +7,7 @@ use crate::protocol::params;
 use crate::protocol::{meta, notification, RpcError};
 use crate::runtime::host_types::ListKind;
 use crate::server::events::{list_changed_method, served_by};
+use crate::server::access::Kind;
 use crate::server::tasks::Wire;
 use crate::server::{Heard, Outbox, Outcome, ServerEvent};
 use serde_json::{json, Map, Value};
@@ -96,6 +97,16 @@ async fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
             "at most {MAX_SUBSCRIPTIONS} resourceSubscriptions of at most {MAX_SUBSCRIBED_URI} bytes each"
         )));
     }
+    // What the caller may not read, it does not follow (and is not told
+    // it does).
+    let catalogue = request.conn.server.registry.catalogue();
+    let access = &request.conn.server.options.access;
+    filter.uris.retain(|uri| match catalogue.resource_entry(uri) {
+        Some((owner, served_as)) => access
+            .check(request.caller, owner.name(), Kind::Resource, served_as, uri)
+            .is_ok(),
+        None => true,
+    });
     for (key, on) in [
         ("toolsListChanged", filter.tools),
         ("promptsListChanged", filter.prompts),
