@@ -51,7 +51,9 @@ impl Caller {
     /// A caller over the network with no token (none was required): it
     /// may use what requires nothing.
     pub fn anonymous() -> Arc<Caller> {
-        Arc::new(Caller::with_token(None, Map::new()))
+        static ANONYMOUS: std::sync::LazyLock<Arc<Caller>> =
+            std::sync::LazyLock::new(|| Arc::new(Caller::with_token(None, Map::new())));
+        ANONYMOUS.clone()
     }
 
     /// `principal`, whose token carries `claims`: its scopes are the

@@ -100,10 +100,13 @@ enum Sink {
 
 fn open_append(path: &PathBuf) -> Result<(std::fs::File, u64)> {
     use std::os::unix::fs::OpenOptionsExt as _;
+    // Non-blocking: a FIFO without a reader fails at once instead of
+    // hanging the start (and is refused below with one).
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
         .with_context(|| format!("opening the audit log {}", path.display()))?;
     let metadata = file.metadata()?;

@@ -68,6 +68,9 @@ impl Rates {
         principal: Option<&str>,
         tool: Option<(&str, &str)>,
     ) -> Result<(), RpcError> {
+        if self.per_principal.is_none() && self.per_tool.is_empty() {
+            return Ok(());
+        }
         let tool_rate = tool.and_then(|(plugin, tool)| {
             self.per_tool
                 .get(&(plugin.to_owned(), tool.to_owned()))
