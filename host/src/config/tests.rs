@@ -194,3 +194,46 @@ fn the_shared_state_takes_no_password_in_its_url_and_replicas_no_dotted_names() 
         assert!(error.contains(said), "{text}: {error}");
     }
 }
+
+#[test]
+fn access_profiles_tool_search_audit_and_tls_are_checked() {
+    let here = Path::new(".");
+    let c = Config::parse(
+        "[server]\ntool_search = \"only\"\ncalls_per_sec_per_principal = 2.5\n\
+         [plugins.p]\nscopes = [\"a:b\"]\nclaims = { groups = [\"x\", \"y\"] }\n\
+         [plugins.p.tools.t]\nscopes = [\"c\"]\ncalls_per_sec = 1\n\
+         [profiles.files]\ninclude = [\"p.*\"]\n\
+         [audit]\nfile = \"audit.jsonl\"\n\
+         [http]\ntls_cert_file = \"c.pem\"\ntls_key_file = \"k.pem\"\n",
+        here,
+    )
+    .unwrap();
+    assert_eq!(
+        c.server.tool_search,
+        super::ToolSearchSetting::Only(super::access::OnlyWord::Only)
+    );
+    assert_eq!(c.plugins["p"].tools["t"].calls_per_sec, Some(1.0));
+    assert_eq!(c.audit.file.as_deref(), Some(Path::new("./audit.jsonl")));
+    assert_eq!(c.http.tls_key_file.as_deref(), Some(Path::new("./k.pem")));
+    for (bad, says) in [
+        ("[server]\ntool_search = \"some\"\n", "tool_search"),
+        ("[server]\ncalls_per_sec_per_principal = -1\n", "calls_per_sec_per_principal"),
+        ("[plugins.p]\nscopes = [\"two words\"]\n", "not a valid OAuth scope"),
+        ("[plugins.p]\nscopes = [\"quo\\\"te\"]\n", "not a valid OAuth scope"),
+        ("[plugins.p]\nclaims = { groups = [] }\n", "lists no value"),
+        ("[plugins.p.tools.t]\ncalls_per_sec = 0\n", "calls_per_sec must be above 0"),
+        ("[plugins.p.prompts.q]\ncalls_per_sec = 1\n", "for tools only"),
+        ("[profiles.\"a b\"]\n", "a profile's name"),
+        ("[profiles.x]\ninclude = [\"nodot\"]\n", "PLUGIN.NAME pattern"),
+        ("[profiles.x]\npath = \"mcp\"\n", "plain absolute path"),
+        ("[http]\ntls_cert_file = \"c.pem\"\n", "go together"),
+        ("[audit]\nmax_file_mb = 0\n", "max_file_mb"),
+        (
+            "[http.auth.jwt]\nissuer = \"i\"\naudience = \"a\"\nsecret_env = \"S\"\ndiscovery = true\n",
+            "exactly one of",
+        ),
+    ] {
+        let e = error(bad);
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
