@@ -236,29 +236,46 @@ impl Audit {
     }
 }
 
-/// The outcome of an answered request as the log says it, and whether it
-/// was a refusal.
-fn outcome_of(answered: &super::methods::Answered) -> (&'static str, bool, Option<i64>) {
-    use crate::protocol::ErrorCode;
-    match answered {
-        Ok(Some(super::methods::Answer::Json(result)))
-            if result.get("isError") == Some(&Value::Bool(true)) =>
-        {
-            ("tool_error", false, None)
+/// What came of a request, as the log says it.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome {
+    /// `ok`, `tool_error`, `error`, `forbidden`, `rate_limited`.
+    pub label: &'static str,
+    /// Whether the request was refused (for its token or its rate).
+    pub refused: bool,
+    /// The JSON-RPC error code, for an error.
+    pub code: Option<i64>,
+}
+
+impl Outcome {
+    /// A request answered with `result` (none: cancelled, or no answer).
+    pub fn answered(result: Option<&Value>) -> Self {
+        let tool_error = result.is_some_and(|r| r.get("isError") == Some(&Value::Bool(true)));
+        Outcome {
+            label: if tool_error { "tool_error" } else { "ok" },
+            refused: false,
+            code: None,
         }
-        Ok(_) => ("ok", false, None),
-        Err(error) if error.code == ErrorCode::Forbidden => {
-            ("forbidden", true, Some(error.code.code()))
+    }
+
+    /// A request answered with `error`.
+    pub fn failed(error: &crate::protocol::RpcError) -> Self {
+        use crate::protocol::ErrorCode;
+        let code = Some(error.code.code());
+        let rate = error
+            .data
+            .as_ref()
+            .is_some_and(|d| d.get("retryAfterMs").is_some());
+        let (label, refused) = match error.code {
+            ErrorCode::Forbidden => ("forbidden", true),
+            _ if rate => ("rate_limited", true),
+            _ => ("error", false),
+        };
+        Outcome {
+            label,
+            refused,
+            code,
         }
-        Err(error)
-            if error
-                .data
-                .as_ref()
-                .is_some_and(|d| d.get("retryAfterMs").is_some()) =>
-        {
-            ("rate_limited", true, Some(error.code.code()))
-        }
-        Err(error) => ("error", false, Some(error.code.code())),
     }
 }
 
@@ -322,7 +339,7 @@ pub(super) struct Served<'a> {
     pub principal: Option<&'a str>,
     pub method: Option<crate::protocol::Method>,
     pub params: &'a serde_json::Map<String, Value>,
-    pub answered: &'a super::methods::Answered,
+    pub outcome: Outcome,
     pub took: Duration,
     pub span: &'a tracing::Span,
 }
@@ -331,7 +348,11 @@ impl Audit {
     /// Records `served` if it is a call or a refusal.
     pub(super) fn served(&self, served: Served<'_>, catalogue: &crate::registry::Catalogue) {
         use crate::protocol::Method;
-        let (outcome, refused, code) = outcome_of(served.answered);
+        let Outcome {
+            label: outcome,
+            refused,
+            code,
+        } = served.outcome;
         let call = matches!(
             served.method,
             Some(Method::CallTool | Method::ReadResource | Method::GetPrompt | Method::Complete)

@@ -209,7 +209,13 @@ impl Connection {
                             principal: caller.principal.as_deref(),
                             method: parsed,
                             params: &params,
-                            answered: &outcome,
+                            outcome: match &outcome {
+                                Ok(Some(Answer::Json(result))) => {
+                                    super::audit::Outcome::answered(Some(result))
+                                }
+                                Ok(_) => super::audit::Outcome::answered(None),
+                                Err(error) => super::audit::Outcome::failed(error),
+                            },
                             took: started.elapsed(),
                             span: &audit_span,
                         };
