@@ -404,3 +404,26 @@ def test_closing_a_stateless_request_cancels_it(http_host_factory, hello_folder,
     conn.close()  # and the client goes away
     log = host.wait_for_log("request cancelled", timeout=60)
     assert "step 100 of 100" not in log
+
+
+def test_tasks_requests_may_leave_out_mcp_name_but_never_get_it_wrong(http_host_factory, hello_folder):
+    host = http_host_factory(hello_folder)
+    meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}}})
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tasks/get",
+            "params": {"taskId": "no-such-task", "_meta": meta}}
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tasks/get"}
+    # Without Mcp-Name (clients in the field): served, here as an unknown task.
+    missing = post(host, body, **headers)
+    assert missing.status == 200 and missing.json()["error"]["code"] != -32020, missing.raw
+    assert "no-such-task" in missing.json()["error"]["message"]
+    # A wrong one: refused as a header mismatch.
+    wrong = post(host, body, **headers, **{"Mcp-Name": "another-task"})
+    assert wrong.status == 400 and wrong.json()["error"]["code"] == -32020
+    # Other methods still need it.
+    call_body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                 "params": {"name": "greet", "arguments": {"name": "x"}, "_meta": modern_meta()}}
+    refused = post(host, call_body, **{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"})
+    assert refused.status == 400 and refused.json()["error"]["code"] == -32020
+    metrics = request(host, "GET", path="/metrics", headers={}).raw.decode()
+    assert 'wasm_mcp_lenient_requests_total{reason="task_without_mcp_name"} 1' in metrics

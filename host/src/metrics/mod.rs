@@ -116,6 +116,22 @@ impl Refusal {
     }
 }
 
+/// Why a request that bends a rule was served all the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lenience {
+    /// A stateless `tasks/*` request without the `Mcp-Name` header
+    /// (clients in the field only lately began to send it).
+    TaskWithoutMcpName,
+}
+
+impl Lenience {
+    fn label(self) -> &'static str {
+        match self {
+            Lenience::TaskWithoutMcpName => "task_without_mcp_name",
+        }
+    }
+}
+
 /// Where notifications were dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dropped {
@@ -226,6 +242,7 @@ pub struct Metrics {
     refused: Family<ReasonLabels, Counter>,
     dropped: Family<ReasonLabels, Counter>,
     audit_dropped: Counter,
+    lenient: Family<ReasonLabels, Counter>,
     instances: Gauge,
     spare_instances: Gauge,
     max_instances: Gauge,
@@ -263,6 +280,7 @@ impl Metrics {
             refused: Family::default(),
             dropped: Family::default(),
             audit_dropped: Counter::default(),
+            lenient: Family::default(),
             instances: Gauge::default(),
             spare_instances: Gauge::default(),
             max_instances: Gauge::default(),
@@ -304,6 +322,11 @@ impl Metrics {
             "notifications_dropped",
             "Notifications dropped, by reason",
             self.dropped.clone(),
+        );
+        r.register(
+            "lenient_requests",
+            "Requests served although they bent a rule clients in the field bend, by reason",
+            self.lenient.clone(),
         );
         r.register(
             "audit_lines_dropped",
@@ -444,6 +467,15 @@ impl Metrics {
     /// Counts a request refused for `reason`.
     pub fn refused(&self, reason: Refusal) {
         self.refused
+            .get_or_create(&ReasonLabels {
+                reason: reason.label(),
+            })
+            .inc();
+    }
+
+    /// Counts a request served leniently, for `reason`.
+    pub fn lenient(&self, reason: Lenience) {
+        self.lenient
             .get_or_create(&ReasonLabels {
                 reason: reason.label(),
             })

@@ -182,6 +182,18 @@ impl Method {
         )
     }
 
+    /// Whether it is one of the `tasks/*` methods.
+    pub fn is_task_method(self) -> bool {
+        matches!(
+            self,
+            Method::GetTask
+                | Method::TaskResult
+                | Method::ListTasks
+                | Method::CancelTask
+                | Method::UpdateTask
+        )
+    }
+
     /// The param that names what the request is about (a tool or prompt
     /// name, a resource URI, a task id): what the `Mcp-Name` header says.
     pub fn name_param(self) -> Option<&'static str> {

@@ -83,13 +83,19 @@ pub fn validate(
         }
         Some(_) => {}
     }
-    let name_field = crate::protocol::Method::parse(method).and_then(|m| m.name_param());
-    if let Some(field) = name_field {
+    let parsed = crate::protocol::Method::parse(method);
+    if let Some(field) = parsed.and_then(|m| m.name_param()) {
         let body = params
             .get(field)
             .and_then(Value::as_str)
             .unwrap_or_default();
         let Some(raw) = header(headers, &NAME)? else {
+            // Clients only lately began to send it on tasks/*: one missing
+            // there is accepted (and counted); a wrong one never is.
+            if parsed.is_some_and(crate::protocol::Method::is_task_method) {
+                crate::metrics::metrics().lenient(crate::metrics::Lenience::TaskWithoutMcpName);
+                return check_mirrored(headers, params, mirrored);
+            }
             return Err(mismatch("the Mcp-Name header is required".into()));
         };
         let value = decode(raw).map_err(|e| mismatch(format!("Mcp-Name header: {e}")))?;
@@ -99,6 +105,15 @@ pub fn validate(
             )));
         }
     }
+    check_mirrored(headers, params, mirrored)
+}
+
+/// The `Mcp-Param-*` headers of the tool parameters `mirrored`.
+fn check_mirrored(
+    headers: &HeaderMap,
+    params: &Map<String, Value>,
+    mirrored: &[HeaderParameter],
+) -> Result<(), RpcError> {
     if !mirrored.is_empty() {
         let arguments = params.get("arguments").unwrap_or(&Value::Null);
         for parameter in mirrored {
