@@ -143,13 +143,15 @@ impl Glob {
         if parts.len() == 1 {
             return text == first;
         }
-        if !text.starts_with(first.as_str()) || text.len() < first.len() + last.len() {
+        // Both ends checked before slicing: the cuts then fall on
+        // character boundaries, and the two ends do not overlap.
+        if text.len() < first.len() + last.len()
+            || !text.starts_with(first.as_str())
+            || !text.ends_with(last.as_str())
+        {
             return false;
         }
         let mut rest = &text[first.len()..text.len() - last.len()];
-        if !text.ends_with(last.as_str()) {
-            return false;
-        }
         for part in &parts[1..parts.len() - 1] {
             match rest.find(part.as_str()) {
                 Some(at) => rest = &rest[at + part.len()..],
@@ -333,19 +335,9 @@ impl Policy {
         self.requirements.is_empty() && self.profiles.is_empty()
     }
 
-    /// Whether lists vary by the caller's token (not only by the path).
-    pub fn varies_by_token(&self) -> bool {
-        !self.requirements.is_empty()
-    }
-
     /// The profile named `name`, if configured.
     pub fn profile(&self, name: &str) -> Option<Arc<Profile>> {
         self.profiles.get(name).cloned()
-    }
-
-    /// The profiles, by name.
-    pub fn profiles(&self) -> impl Iterator<Item = &Arc<Profile>> {
-        self.profiles.values()
     }
 
     /// The rule (requirement index) of item `name` of `kind` of `plugin`;
@@ -527,6 +519,11 @@ mod tests {
         assert!(view.sees(None, "filesystem", "read_file") && !view.sees(None, "hello", "greet"));
         assert!(Glob::new("a*b*c").matches("a-b-c") && !Glob::new("a*b*c").matches("ac"));
         assert!(Glob::new("*").matches("") && Glob::new("ab*").matches("ab"));
+        // Names are the plugins' own: any text, never a panic.
+        assert!(!Glob::new("x*é").matches("xab€"));
+        assert!(!Glob::new("€*x").matches("€"));
+        assert!(Glob::new("p.*é").matches("p.café"));
+        assert!(!Glob::new("aa*aa").matches("aaa"));
     }
 
     #[test]
