@@ -364,3 +364,20 @@ def test_profiles_at_their_own_paths_and_by_claim(http_host_factory, two_plugins
     assert tool_names(at("/mcp", 9, "tools/list", headers=greeter)) == ["greet"]
     unknown = bearer(idp.token(key, mcp_profile="no-such-profile"))
     assert tool_names(at("/mcp", 10, "tools/list", headers=unknown)) == []
+
+
+def test_a_rule_naming_what_a_plugin_does_not_offer_is_pointed_out(http_host_factory, two_plugins, host_env, tmp_path):
+    cache = host_env["WASM_MCP_CONFIG"].rsplit("/", 1)[0]
+    config = tmp_path / "typo.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache}"\n'
+                      '[plugins.hello.tools.gret]\nscopes = ["hello:use"]\n'
+                      '[plugins.hello.tools.add]\ncalls_per_sec = 5\n'
+                      '[plugins.notes.resources."notes://note/{id}"]\nscopes = ["notes:read"]\n')
+    host = http_host_factory(two_plugins, env=dict(host_env, WASM_MCP_CONFIG=str(config)))
+    log = host.wait_for_log("the config names what plugin hello does not offer", timeout=60)
+    line = next(l for l in log.splitlines() if "does not offer" in l)
+    assert 'plugins.hello.tools."gret"' in line
+    assert '"add"' not in line
+    # Names that match stay quiet, templates included.
+    tool_names(modern(host, 1, "tools/list"))
+    assert "plugin notes does not offer" not in host.log()

@@ -403,3 +403,31 @@ def test_a_plugin_that_does_not_load_is_listed_as_failing_until_it_does(tmp_path
             time.sleep(0.2)
     finally:
         host.close()
+
+
+def test_every_list_keeps_its_order_across_reloads(tmp_path, host_env):
+    """The lists are in a deterministic order (plugins by name, then each
+    plugin's own order), whatever order the plugins loaded or reloaded in."""
+    host = start(tmp_path, host_env, "wordcount", "notes", "hello")
+    lists = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
+    try:
+        before = {method: host.request(method)["result"] for method in lists}
+        assert [t["name"] for t in before["tools/list"]["tools"]][:3] == ["greet", "add", "countdown"]
+        # hello leaves and comes back: it is listed first again, not last.
+        moved = tmp_path.parent / "hello.wasm.away"
+        os.replace(tmp_path / "hello.wasm", moved)
+        notifications_until(host, {LIST_CHANGED["tools"]})
+        os.replace(moved, tmp_path / "hello.wasm")
+        notifications_until(host, {LIST_CHANGED["tools"]})
+        # notes is rebuilt (same lists, new bytes): nothing moves either.
+        replace_atomically(tmp_path / "notes.wasm", rebuilt("notes", "order"))
+        host.wait_for_log("plugin reloaded", timeout=60)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            after = {method: host.request(method)["result"] for method in lists}
+            if after == before:
+                break
+            time.sleep(0.2)
+        assert after == before
+    finally:
+        host.close()

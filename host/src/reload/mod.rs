@@ -173,6 +173,7 @@ async fn update(server: &Server, loader: &Loader, path: &Path, occasion: Occasio
         Ok(reload) => {
             if matches!(reload, Reload::Added(_) | Reload::Replaced(_)) {
                 crate::metrics::metrics().plugin_load(&name, true);
+                server.warn_unknown_items(&name);
             }
             server.notices().set(&notice, None);
             if occasion == Occasion::Change || server.announces_first_loads() {

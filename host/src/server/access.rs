@@ -256,6 +256,9 @@ pub struct Policy {
     requirements: Vec<Requirement>,
     plugins: HashMap<String, PluginRules>,
     profiles: BTreeMap<String, Arc<Profile>>,
+    /// Every item the config names, by plugin (to say which a plugin does
+    /// not offer).
+    named: BTreeMap<String, Vec<(Kind, String)>>,
 }
 
 /// Which of a policy's requirements one caller meets, and the profile it
@@ -303,6 +306,8 @@ impl Policy {
                 (Kind::Resource, &section.resources),
             ] {
                 for (name, item) in items {
+                    let named = policy.named.entry(plugin.clone()).or_default();
+                    named.push((kind, name.clone()));
                     if item.scopes.is_empty() && item.claims.is_empty() {
                         continue;
                     }
@@ -333,6 +338,24 @@ impl Policy {
     /// profiles).
     pub fn is_open(&self) -> bool {
         self.requirements.is_empty() && self.profiles.is_empty()
+    }
+
+    /// The items the config names for `plugin` that it does not offer
+    /// (`offers` says whether it offers one), as `kind.name` texts: a typo
+    /// there would otherwise go unnoticed.
+    pub fn unknown_items(&self, plugin: &str, offers: impl Fn(Kind, &str) -> bool) -> Vec<String> {
+        let kind_name = |kind| match kind {
+            Kind::Tool => "tools",
+            Kind::Prompt => "prompts",
+            Kind::Resource => "resources",
+        };
+        self.named
+            .get(plugin)
+            .into_iter()
+            .flatten()
+            .filter(|(kind, name)| !offers(*kind, name))
+            .map(|(kind, name)| format!("{}.{name:?}", kind_name(*kind)))
+            .collect()
     }
 
     /// The profile named `name`, if configured.
@@ -485,6 +508,12 @@ mod tests {
         assert!(view(&writer).sees(rule, "files", "write"));
         assert!(!view(&reader).sees(rule, "files", "write"));
         assert!(policy.view(&Caller::operator()).is_none());
+        let unknown =
+            policy.unknown_items("files", |kind, name| kind == Kind::Tool && name == "write");
+        assert_eq!(unknown, Vec::<String>::new());
+        let unknown = policy.unknown_items("files", |_, _| false);
+        assert_eq!(unknown, ["tools.\"write\""]);
+        assert_eq!(policy.unknown_items("open", |_, _| false), ["tools.\"t\""]);
         assert!(policy_of(
             r#"[plugins.x.tools.t]
             calls_per_sec = 1"#

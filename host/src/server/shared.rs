@@ -488,6 +488,36 @@ impl Server {
         }
     }
 
+    /// Warns of the items the config names for `plugin` (access rules,
+    /// rates) that the version just loaded does not offer.
+    pub fn warn_unknown_items(&self, plugin: &str) {
+        use super::access::Kind;
+        let catalogue = self.registry.catalogue();
+        let Some(entry) = catalogue.plugin(plugin) else {
+            return;
+        };
+        let listing = &entry.listing;
+        let unknown = self
+            .options
+            .access
+            .unknown_items(plugin, |kind, name| match kind {
+                Kind::Tool => listing.tools.iter().any(|t| t.name == name),
+                Kind::Prompt => listing.prompts.iter().any(|p| p.name == name),
+                Kind::Resource => {
+                    listing.resources.iter().any(|r| r.uri == name)
+                        || listing.templates.iter().any(|t| t.uri_template == name)
+                }
+            });
+        if !unknown.is_empty() {
+            tracing::warn!(
+                plugin,
+                "the config names what plugin {plugin} does not offer: plugins.{plugin}.{} \
+                 (its rules and rates apply to nothing)",
+                unknown.join(", ")
+            );
+        }
+    }
+
     /// Logs an error server-side (`detail`, which may name host paths) and
     /// tells every session that set a log level `summary` (which must not).
     pub fn log_error(&self, logger: &str, detail: String, summary: String) {
