@@ -21,6 +21,7 @@ pub mod runtime;
 pub mod scaffold;
 pub mod server;
 pub mod settings;
+pub mod skills;
 pub mod text;
 pub mod traces;
 pub mod transport;

@@ -15,6 +15,9 @@ pub(super) fn server(server: &ServerSection) -> Result<()> {
     for (field, value) in [
         ("page_size", server.page_size as u64),
         ("max_plugin_mb", server.max_plugin_mb),
+        ("skills_per_plugin", server.skills_per_plugin as u64),
+        ("skill_file_kb", server.skill_file_kb),
+        ("skills_mb", server.skills_mb),
         (
             "max_requests_per_connection",
             server.max_requests_per_connection as u64,

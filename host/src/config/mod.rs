@@ -155,6 +155,12 @@ pub struct ServerSection {
     pub input_timeout_ms: u64,
     /// The largest plugin component file read, in MiB.
     pub max_plugin_mb: u64,
+    /// Skills one plugin may ship (in `NAME.skills`).
+    pub skills_per_plugin: usize,
+    /// The largest file of a skill, in KiB.
+    pub skill_file_kb: u64,
+    /// All the skills of one plugin together (held in memory), in MiB.
+    pub skills_mb: u64,
     /// Requests in progress on one connection (stdio, an HTTP session).
     pub max_requests_per_connection: usize,
     /// Requests in progress for one principal (all unauthenticated
@@ -213,6 +219,9 @@ impl Default for ServerSection {
             watch: true,
             input_timeout_ms: defaults::INPUT_TIMEOUT_MS,
             max_plugin_mb: 256,
+            skills_per_plugin: 64,
+            skill_file_kb: 4096,
+            skills_mb: 32,
             max_requests_per_connection: 1024,
             max_requests_per_principal: 4096,
             max_requests: 16384,
