@@ -46,6 +46,12 @@ pub enum Method {
     CancelTask,
     /// `tasks/update` (2026-07-28).
     UpdateTask,
+    /// `skills/list` (the Skills extension).
+    ListSkills,
+    /// `skills/get` (the Skills extension).
+    GetSkill,
+    /// `resources/directory/read` (the Skills extension).
+    ReadDirectory,
 }
 
 /// Which revisions a method exists on.
@@ -72,7 +78,7 @@ pub enum Caching {
 
 impl Method {
     /// Every method.
-    pub const ALL: [Method; 20] = [
+    pub const ALL: [Method; 23] = [
         Method::Initialize,
         Method::Ping,
         Method::Discover,
@@ -93,6 +99,9 @@ impl Method {
         Method::ListTasks,
         Method::CancelTask,
         Method::UpdateTask,
+        Method::ListSkills,
+        Method::GetSkill,
+        Method::ReadDirectory,
     ];
 
     /// The method named `name`, if this server serves it.
@@ -123,6 +132,9 @@ impl Method {
             Method::ListTasks => "tasks/list",
             Method::CancelTask => "tasks/cancel",
             Method::UpdateTask => "tasks/update",
+            Method::ListSkills => "skills/list",
+            Method::GetSkill => "skills/get",
+            Method::ReadDirectory => "resources/directory/read",
         }
     }
 
@@ -156,6 +168,8 @@ impl Method {
             | Method::ListPrompts
             | Method::ListResources
             | Method::ListResourceTemplates
+            | Method::ListSkills
+            | Method::GetSkill
             | Method::Discover => Caching::List,
             Method::ReadResource => Caching::Private,
             _ => Caching::None,
@@ -179,6 +193,9 @@ impl Method {
                 | Method::ListPrompts
                 | Method::GetPrompt
                 | Method::Complete
+                | Method::ListSkills
+                | Method::GetSkill
+                | Method::ReadDirectory
         )
     }
 

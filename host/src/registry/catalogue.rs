@@ -5,13 +5,19 @@
 //! - a tool or prompt keeps its own name unless an earlier plugin already
 //!   uses it; then it is offered as `<plugin>.<name>` and a warning is logged;
 //! - a resource URI or template that an earlier plugin already serves is
-//!   dropped from the later plugin, with a warning.
+//!   dropped from the later plugin, with a warning;
+//! - a plugin's skills are served under `skill://<plugin>/`, so they never
+//!   collide with another plugin's; each skill file is also a resource.
 
 use super::uri_template::UriTemplate;
 use crate::protocol::{header_parameters, HeaderParameter};
 use crate::runtime::{prompts, resources, tools, Listing, LoadedPlugin};
+use crate::skills::{Skill, SkillFile, Skills};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// The scheme of the URIs the host serves skills at.
+const SKILL_SCHEME: &str = "skill://";
 
 /// A tool as offered to clients.
 pub struct ToolEntry {
@@ -39,6 +45,17 @@ pub struct ResourceEntry {
     /// The plugin's description.
     pub resource: resources::Resource,
     /// The plugin that serves it.
+    pub plugin: Arc<LoadedPlugin>,
+    /// For a file of one of the plugin's skills, the file: the host
+    /// serves it, not the plugin.
+    pub skill_file: Option<Arc<SkillFile>>,
+}
+
+/// A skill as offered to clients.
+pub struct SkillEntry {
+    /// The skill.
+    pub skill: Arc<Skill>,
+    /// The plugin that ships it.
     pub plugin: Arc<LoadedPlugin>,
 }
 
@@ -69,6 +86,8 @@ pub struct PluginEntry {
     pub plugin: Arc<LoadedPlugin>,
     /// What it listed at load.
     pub listing: Arc<Listing>,
+    /// The skills it ships.
+    pub skills: Arc<Skills>,
 }
 
 /// Everything offered, in a deterministic order. Immutable: a change builds
@@ -85,12 +104,15 @@ pub struct Catalogue {
     pub templates: Vec<TemplateEntry>,
     /// Prompts.
     pub prompts: Vec<PromptEntry>,
+    /// Skills, in plugin order then by name.
+    pub skills: Vec<SkillEntry>,
     /// The plugin set, as one digest (`sha256:…` over each plugin's name
     /// and component digest): hosts serving the same plugins say the same.
     pub plugin_set: String,
     tool_index: HashMap<String, usize>,
     resource_index: HashMap<String, usize>,
     prompt_index: HashMap<String, usize>,
+    skill_index: HashMap<String, usize>,
 }
 
 /// The digest of `plugins` (sorted by name): `sha256:` over `name=digest`
@@ -119,6 +141,7 @@ impl Catalogue {
             cat.add_resources(entry);
             cat.add_templates(entry);
             cat.add_prompts(entry);
+            cat.add_skills(entry);
         }
         cat.plugin_set = plugin_set(&plugins);
         cat.plugins = plugins;
@@ -165,6 +188,10 @@ impl Catalogue {
     fn add_resources(&mut self, entry: &PluginEntry) {
         let plugin = &entry.plugin;
         for resource in &entry.listing.resources {
+            if resource.uri.starts_with(SKILL_SCHEME) {
+                tracing::warn!(plugin = plugin.name(), uri = %resource.uri, "resource dropped: skill:// URIs are the host's (ship skills in a .skills folder)");
+                continue;
+            }
             if let Some(&i) = self.resource_index.get(&resource.uri) {
                 tracing::warn!(
                     plugin = plugin.name(), uri = %resource.uri,
@@ -177,7 +204,52 @@ impl Catalogue {
             self.resources.push(ResourceEntry {
                 resource: resource.clone(),
                 plugin: plugin.clone(),
+                skill_file: None,
             });
+        }
+    }
+
+    /// The skills of `entry`, and each of their files as a resource (after
+    /// every plugin's own resources of the same plugin; a URI the plugin
+    /// itself serves keeps the plugin's).
+    fn add_skills(&mut self, entry: &PluginEntry) {
+        let plugin = &entry.plugin;
+        for skill in &entry.skills.skills {
+            self.skill_index
+                .insert(skill.uri.clone(), self.skills.len());
+            self.skills.push(SkillEntry {
+                skill: skill.clone(),
+                plugin: plugin.clone(),
+            });
+            for file in &skill.files {
+                if self.resource_index.contains_key(&file.uri) {
+                    tracing::warn!(plugin = plugin.name(), uri = %file.uri, "skill file not listed as a resource: the URI is taken");
+                    continue;
+                }
+                let is_manifest = file.uri == skill.uri;
+                let resource = resources::Resource {
+                    uri: file.uri.clone(),
+                    name: if is_manifest {
+                        skill.name.clone()
+                    } else {
+                        file.path.clone()
+                    },
+                    title: None,
+                    description: is_manifest.then(|| skill.description().to_owned()),
+                    mime_type: Some(file.mime.to_owned()),
+                    size: Some(file.bytes.len() as u64),
+                    annotations: None,
+                    icons: Vec::new(),
+                    meta: None,
+                };
+                self.resource_index
+                    .insert(file.uri.clone(), self.resources.len());
+                self.resources.push(ResourceEntry {
+                    resource,
+                    plugin: plugin.clone(),
+                    skill_file: Some(file.clone()),
+                });
+            }
         }
     }
 
@@ -185,6 +257,10 @@ impl Catalogue {
     fn add_templates(&mut self, entry: &PluginEntry) {
         let plugin = &entry.plugin;
         for template in &entry.listing.templates {
+            if template.uri_template.starts_with(SKILL_SCHEME) {
+                tracing::warn!(plugin = plugin.name(), template = %template.uri_template, "resource template dropped: skill:// URIs are the host's (ship skills in a .skills folder)");
+                continue;
+            }
             if let Some(other) = self
                 .templates
                 .iter()
@@ -261,6 +337,16 @@ impl Catalogue {
             .iter()
             .find(|t| t.matcher.matches(uri))
             .map(|t| (&t.plugin, t.template.uri_template.as_str()))
+    }
+
+    /// The skill whose `SKILL.md` is at `uri`.
+    pub fn skill(&self, uri: &str) -> Option<&SkillEntry> {
+        self.skill_index.get(uri).map(|&i| &self.skills[i])
+    }
+
+    /// The resource entry listed at exactly `uri`.
+    pub fn listed_resource(&self, uri: &str) -> Option<&ResourceEntry> {
+        self.resource_index.get(uri).map(|&i| &self.resources[i])
     }
 
     /// The template with exactly this URI template.

@@ -10,13 +10,14 @@ mod uri_template;
 pub(crate) mod tests;
 
 pub use catalogue::{
-    compile_input_schema, Catalogue, PluginEntry, PromptEntry, ResourceEntry, TemplateEntry,
-    ToolEntry,
+    compile_input_schema, Catalogue, PluginEntry, PromptEntry, ResourceEntry, SkillEntry,
+    TemplateEntry, ToolEntry,
 };
 pub use uri_template::UriTemplate;
 
 use crate::runtime::host_types::ListKind;
 use crate::runtime::{ComponentSource, Grants, LoadedPlugin, Runtime};
+use crate::skills::Skills;
 use anyhow::{Context as _, Result};
 use parking_lot::{Mutex, RwLock};
 use std::sync::Arc;
@@ -95,13 +96,15 @@ impl Registry {
         Ok(PluginEntry {
             plugin,
             listing: Arc::new(listing),
+            skills: Arc::default(),
         })
     }
 
-    /// Brings plugin `name` up to date with `version` (its component and
-    /// grants; `None` when it is gone): loads it when new or changed, drops
-    /// it when gone. A version that does not load leaves the registry as
-    /// it was and is an error.
+    /// Brings plugin `name` up to date with `version` (its component,
+    /// grants and skills; `None` when it is gone): loads it when new or
+    /// changed, takes new skills without loading it again, drops it when
+    /// gone. A version that does not load leaves the registry as it was
+    /// and is an error.
     ///
     /// To be serving soon, a component not compiled before is built by the
     /// baseline compiler first and replaced, silently, by its optimised
@@ -109,10 +112,10 @@ impl Registry {
     pub async fn update_plugin(
         self: &Arc<Self>,
         name: &str,
-        version: Option<(ComponentSource, Grants)>,
+        version: Option<(ComponentSource, Grants, Arc<Skills>)>,
     ) -> Result<Reload> {
         let loaded = self.catalogue().plugin(name).map(|e| e.plugin.clone());
-        let Some((source, grants)) = version else {
+        let Some((source, grants, skills)) = version else {
             return Ok(match self.remove(name) {
                 Some(change) => {
                     tracing::info!(plugin = name, "plugin removed");
@@ -125,12 +128,15 @@ impl Registry {
             .as_ref()
             .is_some_and(|p| p.hash() == source.hash() && *p.grants() == grants)
         {
-            return Ok(Reload::Unchanged);
+            return Ok(self
+                .reskilled(name, skills)
+                .map_or(Reload::Unchanged, Reload::Replaced));
         }
         let started = std::time::Instant::now();
-        let entry = self
+        let mut entry = self
             .load(name, source.clone(), grants.clone(), true)
             .await?;
+        entry.skills = skills;
         tracing::debug!(
             plugin = name,
             load_ms = started.elapsed().as_secs_f64() * 1e3,
@@ -186,6 +192,7 @@ impl Registry {
             Arc::ptr_eq(&current.plugin, quick).then(|| PluginEntry {
                 plugin: optimized,
                 listing: current.listing.clone(),
+                skills: current.skills.clone(),
             })
         })
         .is_some()
@@ -212,6 +219,19 @@ impl Registry {
             same_version.then(|| PluginEntry {
                 plugin: current.plugin.clone(),
                 listing: entry.listing,
+                skills: current.skills.clone(),
+            })
+        })
+    }
+
+    /// Gives plugin `name` the skills `skills` unless it has them already
+    /// (by digest).
+    fn reskilled(&self, name: &str, skills: Arc<Skills>) -> Option<Change> {
+        self.replace_entry(name, |current| {
+            (current.skills.digest != skills.digest).then(|| PluginEntry {
+                plugin: current.plugin.clone(),
+                listing: current.listing.clone(),
+                skills,
             })
         })
     }
@@ -276,6 +296,7 @@ fn log_loaded(entry: &PluginEntry, what: &str) {
         resources = l.resources.len(),
         templates = l.templates.len(),
         prompts = l.prompts.len(),
+        skills = entry.skills.skills.len(),
         "{what}"
     );
 }
@@ -303,6 +324,12 @@ pub fn changed_lists(old: &Catalogue, new: &Catalogue) -> Vec<ListKind> {
             c.templates
                 .iter()
                 .map(|t| t.template.clone())
+                .collect::<Vec<_>>(),
+            // A skill file's bytes may change and its listing not.
+            c.plugins
+                .iter()
+                .filter(|p| !p.skills.skills.is_empty())
+                .map(|p| (p.plugin.name().to_owned(), p.skills.digest.clone()))
                 .collect::<Vec<_>>(),
         )
     };

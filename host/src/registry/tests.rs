@@ -114,7 +114,7 @@ async fn a_change_names_exactly_the_lists_that_differ() {
 #[tokio::test]
 async fn an_update_adds_keeps_replaces_and_removes_and_a_bad_version_changes_nothing() {
     let registry = registry();
-    let hello = || async { Some((component("hello").await, Grants::default())) };
+    let hello = || async { Some((component("hello").await, Grants::default(), Arc::default())) };
     let added = registry.update_plugin("p", hello().await).await.unwrap();
     assert!(matches!(added, Reload::Added(ref c) if c.lists == [ListKind::Tools]));
     assert!(matches!(
@@ -125,6 +125,7 @@ async fn an_update_adds_keeps_replaces_and_removes_and_a_bad_version_changes_not
     let broken = Some((
         ComponentSource::new(b"\0asm not a component".to_vec()),
         Grants::default(),
+        Arc::default(),
     ));
     assert!(registry.update_plugin("p", broken).await.is_err());
     assert_eq!(
@@ -132,12 +133,53 @@ async fn an_update_adds_keeps_replaces_and_removes_and_a_bad_version_changes_not
         "p"
     );
 
-    let notes = Some((component("notes").await, Grants::default()));
+    // New skills, the same component: taken without a reload.
+    let folder = tempfile::tempdir().unwrap();
+    let skill = folder.path().join("greeting");
+    std::fs::create_dir(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: greeting\ndescription: Greets\n---\n",
+    )
+    .unwrap();
+    let skills = Arc::new(crate::skills::read_folder(
+        folder.path(),
+        "p",
+        &Default::default(),
+    ));
+    let loaded = registry.catalogue().plugin("p").unwrap().plugin.clone();
+    let (source, grants) = (component("hello").await, Grants::default());
+    let reskilled = registry
+        .update_plugin("p", Some((source, grants, skills.clone())))
+        .await
+        .unwrap();
+    assert!(matches!(reskilled, Reload::Replaced(ref c) if c.lists == [ListKind::Resources]));
+    let catalogue = registry.catalogue();
+    assert!(Arc::ptr_eq(&catalogue.plugin("p").unwrap().plugin, &loaded));
+    assert_eq!(
+        catalogue
+            .skill("skill://p/greeting/SKILL.md")
+            .unwrap()
+            .skill
+            .name,
+        "greeting"
+    );
+    assert!(catalogue
+        .resource_entry("skill://p/greeting/SKILL.md")
+        .is_some());
+    let again = Some((component("hello").await, Grants::default(), skills));
+    assert!(matches!(
+        registry.update_plugin("p", again).await.unwrap(),
+        Reload::Unchanged
+    ));
+
+    let notes = Some((component("notes").await, Grants::default(), Arc::default()));
     let replaced = registry.update_plugin("p", notes).await.unwrap();
     let everything = [ListKind::Tools, ListKind::Resources, ListKind::Prompts];
     assert!(matches!(replaced, Reload::Replaced(ref c) if c.lists == everything));
     assert!(registry.catalogue().tool("greet").is_none());
 
+    assert!(registry.catalogue().skills.is_empty());
     let removed = registry.update_plugin("p", None).await.unwrap();
     assert!(
         matches!(removed, Reload::Removed(ref c) if c.lists == [ListKind::Resources, ListKind::Prompts])

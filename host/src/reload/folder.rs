@@ -3,13 +3,19 @@
 
 use crate::config::Manifest;
 use crate::runtime::ComponentSource;
+use crate::skills::{Limits, Skills};
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 
-/// Reads a component file and its manifest, checked (regular files, at
-/// most `limit` bytes) and off the async workers; `None` when the
-/// component file does not exist.
-pub async fn read_plugin(path: &Path, limit: u64) -> Result<Option<(ComponentSource, Manifest)>> {
+/// Reads a component file, its manifest and (with `skills`' limits) its
+/// skills (`NAME.skills` beside it), checked (regular files, at most
+/// `limit` bytes; skills as [`crate::skills`] bounds them) and off the
+/// async workers; `None` when the component file does not exist.
+pub async fn read_plugin(
+    path: &Path,
+    limit: u64,
+    skills: Option<Limits>,
+) -> Result<Option<(ComponentSource, Manifest, Skills)>> {
     let path = path.to_owned();
     tokio::task::spawn_blocking(move || {
         let bytes = match crate::files::read_regular(&path, limit) {
@@ -18,9 +24,20 @@ pub async fn read_plugin(path: &Path, limit: u64) -> Result<Option<(ComponentSou
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         let manifest = Manifest::beside(&path)?;
-        Ok(Some((ComponentSource::new(bytes), manifest)))
+        let name = plugin_name(&path)?;
+        let skills = match skills {
+            Some(limits) => crate::skills::read_folder(&skills_folder(&path), &name, &limits),
+            None => Skills::default(),
+        };
+        Ok(Some((ComponentSource::new(bytes), manifest, skills)))
     })
     .await?
+}
+
+/// The skills folder of the component at `path`: `NAME.skills` beside
+/// `NAME.wasm`.
+pub fn skills_folder(path: &Path) -> PathBuf {
+    path.with_extension(&crate::skills::FOLDER_SUFFIX[1..])
 }
 
 /// The name of a hidden file beside plugin `name` in `folder`, where its
@@ -78,9 +95,22 @@ pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// The component a changed file belongs to: itself for `*.wasm`, the
-/// component beside it for a manifest (`*.toml`); `None` for anything else.
-pub fn component_of(path: &Path) -> Option<PathBuf> {
+/// The component a changed file in plugin folder `dir` belongs to:
+/// itself for `*.wasm`, the component beside it for a manifest (`*.toml`)
+/// or a skills folder (`NAME.skills`, and anything within it); `None` for
+/// anything else.
+pub fn component_of(dir: &Path, path: &Path) -> Option<PathBuf> {
+    let first = path.strip_prefix(dir).ok()?.components().next()?;
+    let top = dir.join(first);
+    let skills = top
+        .extension()
+        .is_some_and(|x| x == &crate::skills::FOLDER_SUFFIX[1..]);
+    if skills && !is_hidden(&top) {
+        return Some(top.with_extension("wasm"));
+    }
+    if top != path {
+        return None;
+    }
     if is_plugin_file(path) {
         return Some(path.to_owned());
     }
@@ -92,11 +122,13 @@ pub fn component_of(path: &Path) -> Option<PathBuf> {
 /// Whether `path` names a plugin component: `*.wasm`, not hidden (editors
 /// and copy tools write hidden temporary files).
 pub fn is_plugin_file(path: &Path) -> bool {
-    let hidden = path
-        .file_name()
+    !is_hidden(path) && path.extension().is_some_and(|x| x == "wasm")
+}
+
+fn is_hidden(path: &Path) -> bool {
+    path.file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with('.'));
-    !hidden && path.extension().is_some_and(|x| x == "wasm")
+        .is_some_and(|n| n.starts_with('.'))
 }
 
 /// A plugin's name: its file stem, which must be letters, digits, `-` or `_`.

@@ -6,6 +6,10 @@ use super::{Decision, Policy};
 use crate::config::Manifest;
 use crate::registry::{PluginEntry, Registry, Reload};
 use crate::runtime::{ComponentSource, Grants};
+use crate::skills::Skills;
+
+/// A plugin's component, grants and skills, as read.
+type Version = (ComponentSource, Grants, Arc<Skills>);
 use anyhow::{Context as _, Result};
 use std::path::Path;
 use std::sync::Arc;
@@ -22,6 +26,11 @@ impl Loader {
         Arc::new(Loader { registry, policy })
     }
 
+    /// The bounds on each plugin's skills.
+    pub fn skill_limits(&self) -> crate::skills::Limits {
+        self.policy.skill_limits()
+    }
+
     /// The registry plugins are loaded into.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
@@ -34,10 +43,15 @@ impl Loader {
         Ok(tokio::task::spawn_blocking(move || policy.decide(&name, &manifest)).await?)
     }
 
-    /// Reads plugin `name`'s file and decides its grants; `None` when the
-    /// file is gone.
-    async fn read(&self, name: &str, path: &Path) -> Result<Option<(ComponentSource, Grants)>> {
-        let Some((source, manifest)) = read_plugin(path, self.policy.max_plugin_bytes()).await?
+    /// Reads plugin `name`'s file and skills and decides its grants;
+    /// `None` when the file is gone.
+    async fn read(&self, name: &str, path: &Path) -> Result<Option<Version>> {
+        let Some((source, manifest, skills)) = read_plugin(
+            path,
+            self.policy.max_plugin_bytes(),
+            Some(self.skill_limits()),
+        )
+        .await?
         else {
             return Ok(None);
         };
@@ -45,20 +59,26 @@ impl Loader {
         if !decision.granted.is_empty() || !decision.denied.is_empty() {
             tracing::info!(plugin = name, "{}", decision.summary());
         }
-        Ok(Some((source, decision.grants)))
+        for problem in &skills.problems {
+            tracing::warn!(plugin = name, "{problem}");
+        }
+        Ok(Some((source, decision.grants, Arc::new(skills))))
     }
 
     /// Loads one component file and asks for its lists (not installed).
     pub async fn load_file(&self, path: &Path) -> Result<PluginEntry> {
         let name = plugin_name(path)?;
-        let (source, grants) = self
+        let (source, grants, skills) = self
             .read(&name, path)
             .await?
             .with_context(|| format!("{} is gone", path.display()))?;
-        self.registry
+        let mut entry = self
+            .registry
             .load(&name, source, grants, false)
             .await
-            .with_context(|| format!("loading {}", path.display()))
+            .with_context(|| format!("loading {}", path.display()))?;
+        entry.skills = skills;
+        Ok(entry)
     }
 
     /// Brings the plugin of one `*.wasm` path up to date with the file

@@ -12,6 +12,7 @@ pub mod folder;
 mod loader;
 mod policy;
 mod settle;
+mod skill_watch;
 mod warm;
 
 pub use loader::Loader;
@@ -23,8 +24,9 @@ use crate::registry::Reload;
 use crate::server::Server;
 use anyhow::{Context as _, Result};
 use folder::{component_of, plugin_name};
-use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
+use notify::{RecursiveMode, Watcher as _};
 use settle::Settle;
+use skill_watch::SkillWatch;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -35,12 +37,14 @@ use tokio::sync::mpsc;
 pub struct FolderWatch {
     dir: PathBuf,
     events: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
-    /// Kept alive for as long as the watch runs.
-    _watcher: RecommendedWatcher,
+    /// The watcher (kept alive for as long as the watch runs), which also
+    /// watches the plugins' skills folders.
+    skills: Arc<SkillWatch>,
 }
 
 impl FolderWatch {
-    /// Starts watching `dir` (not its subfolders).
+    /// Starts watching `dir` (not its subfolders; its plugins' skills
+    /// folders once [`FolderWatch::run`] runs).
     pub fn start(dir: &Path) -> Result<Self> {
         let (tx, events) = mpsc::unbounded_channel();
         let mut watcher = notify::recommended_watcher(move |event| {
@@ -53,7 +57,7 @@ impl FolderWatch {
         Ok(FolderWatch {
             dir: dir.to_owned(),
             events,
-            _watcher: watcher,
+            skills: SkillWatch::new(watcher),
         })
     }
 
@@ -63,6 +67,13 @@ impl FolderWatch {
     /// different files reload independently.
     pub async fn run(mut self, server: Arc<Server>, loader: Arc<Loader>) {
         tracing::info!(folder = %self.dir.display(), "watching for plugin changes");
+        if let Ok(files) = folder::wasm_files(&self.dir) {
+            for path in files {
+                self.skills
+                    .refresh(&path, loader.skill_limits().skills)
+                    .await;
+            }
+        }
         let mut settle = Settle::default();
         let reloads = Arc::new(Coalescer::default());
         loop {
@@ -78,7 +89,7 @@ impl FolderWatch {
                     Some(Ok(event)) => {
                         tracing::trace!(?event, "file event");
                         let now = Instant::now();
-                        for path in event.paths.iter().filter_map(|p| component_of(p)) {
+                        for path in event.paths.iter().filter_map(|p| component_of(&self.dir, p)) {
                             settle.note(&path, &event.kind, now);
                         }
                     }
@@ -89,11 +100,15 @@ impl FolderWatch {
                     // Each file on its own: a slow or hung load delays only
                     // its own file's next reload.
                     for path in settle.take_due(Instant::now()) {
-                        let (server, loader) = (server.clone(), loader.clone());
+                        let (server, loader, skills) = (server.clone(), loader.clone(), self.skills.clone());
                         let key = path.to_string_lossy().into_owned();
                         reloads.request(&key, move || {
-                            let (server, loader, path) = (server.clone(), loader.clone(), path.clone());
-                            async move { reload(&server, &loader, &path).await }
+                            let (server, loader, path, skills) = (server.clone(), loader.clone(), path.clone(), skills.clone());
+                            async move {
+                                // Watched first: a change while it loads reloads it again.
+                                skills.refresh(&path, loader.skill_limits().skills).await;
+                                reload(&server, &loader, &path).await
+                            }
                         });
                     }
                 }

@@ -167,6 +167,11 @@ impl Policy {
     pub fn max_plugin_bytes(&self) -> u64 {
         self.config.server.max_plugin_mb << 20
     }
+
+    /// The bounds on each plugin's skills.
+    pub fn skill_limits(&self) -> crate::skills::Limits {
+        crate::skills::Limits::of(&self.config)
+    }
 }
 
 #[cfg(test)]

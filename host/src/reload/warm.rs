@@ -20,7 +20,7 @@ pub async fn warm(
     for path in files {
         let outcome = async {
             let name = plugin_name(&path)?;
-            let (source, _) = read_plugin(&path, max_bytes)
+            let (source, _, _) = read_plugin(&path, max_bytes, None)
                 .await?
                 .context("the file is gone")?;
             runtime.load(&name, source, Grants::default()).await?;

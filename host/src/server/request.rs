@@ -39,13 +39,28 @@ impl Request<'_> {
         name: &str,
         what: &str,
     ) -> Result<(), crate::protocol::RpcError> {
-        let options = &self.conn.server.options;
-        if let Err(refused) = options.access.check(self.caller, plugin, kind, name, what) {
-            crate::metrics::metrics().refused(crate::metrics::Refusal::Scope);
-            return Err(refused);
-        }
+        self.may_see(plugin, kind, name, what)?;
         let tool = (kind == super::access::Kind::Tool).then_some((plugin, name));
+        let options = &self.conn.server.options;
         options.rates.take(self.caller.principal.as_deref(), tool)
+    }
+
+    /// Refuses the caller what the access policy does not let it see (as
+    /// [`Request::may_use`], without taking from its rate: for what the
+    /// host serves itself, such as skills).
+    pub fn may_see(
+        &self,
+        plugin: &str,
+        kind: super::access::Kind,
+        name: &str,
+        what: &str,
+    ) -> Result<(), crate::protocol::RpcError> {
+        let access = &self.conn.server.options.access;
+        access
+            .check(self.caller, plugin, kind, name, what)
+            .inspect_err(|_| {
+                crate::metrics::metrics().refused(crate::metrics::Refusal::Scope);
+            })
     }
 
     /// What a plugin call made for this request needs to know of it: from

@@ -98,6 +98,12 @@ fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
     if catalogue.has_completions() && completable {
         caps.insert("completions".into(), json!({}));
     }
+    // Skills come and go with plugins too: the extension is always offered.
+    let mut extensions = Map::new();
+    extensions.insert(
+        crate::skills::EXTENSION.into(),
+        json!({ "directoryRead": true }),
+    );
     match era.task_wire() {
         Some(Wire::Handshake) => {
             caps.insert(
@@ -106,9 +112,10 @@ fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
             );
         }
         Some(Wire::Stateless) => {
-            caps.insert("extensions".into(), json!({ meta::TASKS_EXTENSION: {} }));
+            extensions.insert(meta::TASKS_EXTENSION.into(), json!({}));
         }
         None => {}
     }
+    caps.insert("extensions".into(), Value::Object(extensions));
     Value::Object(caps)
 }

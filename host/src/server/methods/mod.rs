@@ -8,6 +8,7 @@ pub(super) mod lifecycle;
 mod plan;
 mod prompts;
 mod resources;
+mod skills;
 mod subscriptions;
 pub(super) mod tasks;
 mod tool_search;
@@ -72,6 +73,9 @@ pub(super) async fn handle(
         Method::GetPrompt => json(prompts::get(&request, &catalogue).await),
         Method::Complete => json(completion::complete(&request, &catalogue).await),
         Method::Listen => json(subscriptions::listen(&request).await),
+        Method::ListSkills => json(skills::list(&request, &catalogue)),
+        Method::GetSkill => json(skills::get(&request, &catalogue)),
+        Method::ReadDirectory => json(skills::read_directory(&request, &catalogue)),
         Method::GetTask
         | Method::TaskResult
         | Method::ListTasks

@@ -4,12 +4,13 @@
 use super::{clip, invalid, unless_late, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{Method, RpcError};
-use crate::registry::Catalogue;
+use crate::registry::{Catalogue, ResourceEntry};
 use crate::runtime::types;
 use crate::server::access::Kind;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
 use crate::server::call::{self, Ended, RequestScope, Run, Target};
 use crate::server::{convert, Outcome};
+use crate::skills::SkillFile;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -62,6 +63,16 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         )
         .with_data(json!({ "uri": clip(uri) }))
     };
+    if let Some(file) = catalogue.listed_resource(uri).and_then(skill_file) {
+        let (owner, file) = file;
+        request.may_see(
+            owner,
+            Kind::Resource,
+            uri,
+            &format!("resource {}", clip(uri)),
+        )?;
+        return Ok(Some(json!({ "contents": [skill_contents(file)] })));
+    }
     let (owner, served_as) = catalogue.resource_entry(uri).ok_or_else(not_found)?;
     request.may_use(
         owner.name(),
@@ -97,4 +108,24 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
     call::run(asked, owner.name(), target_of_call, Run::Inline, call)
         .await?
         .into_outcome()
+}
+
+/// The plugin and file of a resource that is a skill's file.
+fn skill_file(entry: &ResourceEntry) -> Option<(&str, &SkillFile)> {
+    let file = entry.skill_file.as_deref()?;
+    Some((entry.plugin.name(), file))
+}
+
+/// A skill file's contents: text when it is UTF-8, else a blob.
+fn skill_contents(file: &SkillFile) -> Value {
+    use base64::Engine as _;
+    let mut contents = json!({ "uri": file.uri, "mimeType": file.mime });
+    match std::str::from_utf8(&file.bytes) {
+        Ok(text) => contents["text"] = json!(text),
+        Err(_) => {
+            let blob = base64::engine::general_purpose::STANDARD.encode(&file.bytes);
+            contents["blob"] = json!(blob);
+        }
+    }
+    contents
 }

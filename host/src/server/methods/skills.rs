@@ -1,0 +1,175 @@
+//! The Skills extension (`io.modelcontextprotocol/skills`): `skills/list`,
+//! `skills/get`, and `resources/directory/read` over the skills' folders.
+//! The host serves what it read from each plugin's skills folder; no
+//! plugin is called. A skill is seen by whoever may read its `SKILL.md`.
+
+use super::{clip, invalid, Request};
+use crate::protocol::params::{self, Params};
+use crate::registry::{pagination, Catalogue, SkillEntry};
+use crate::server::access::Kind;
+use crate::server::Outcome;
+use crate::skills::{Child, Skill, SkillFile, DIRECTORY_MIME};
+use serde_json::{json, Value};
+
+/// The most skill entries on one page (an entry lists every file of its
+/// skill, so a page of them is big).
+const SKILLS_PER_PAGE: usize = 32;
+
+/// `skills/list`: the skills the caller may read, a page at a time.
+pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let cursor = Params(request.params).optional_str("cursor")?;
+    let visible: Vec<&SkillEntry> = catalogue
+        .skills
+        .iter()
+        .filter(|s| sees(request, s))
+        .collect();
+    let page_size = request.conn.server.options.page_size.min(SKILLS_PER_PAGE);
+    let (range, next) =
+        pagination::bounds(visible.len(), cursor, page_size).map_err(params::invalid)?;
+    let skills: Vec<Value> = visible[range].iter().map(|s| entry(&s.skill)).collect();
+    let mut result = json!({ "skills": skills });
+    if let Some(next) = next {
+        result["nextCursor"] = json!(next);
+    }
+    Ok(Some(private_under_policy(request, result)))
+}
+
+/// `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`.
+pub(super) fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let uri = Params(request.params).str("uri")?;
+    let unknown = || invalid(format!("No skill is served at {}", clip(uri)));
+    let found = catalogue.skill(uri).ok_or_else(unknown)?;
+    request.may_see(
+        found.plugin.name(),
+        Kind::Resource,
+        &found.skill.uri,
+        &format!("skill {}", clip(uri)),
+    )?;
+    let result = json!({ "skill": entry(&found.skill) });
+    Ok(Some(private_under_policy(request, result)))
+}
+
+/// `resources/directory/read`: the direct children of a folder of a
+/// skill (`skill://P/S[/path]`), or the skills of one plugin
+/// (`skill://P`).
+pub(super) fn read_directory(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+    let uri = Params(request.params).str("uri")?;
+    let cursor = Params(request.params).optional_str("cursor")?;
+    let not_a_directory = || invalid(format!("{} is not a directory resource", clip(uri)));
+    let mut children: Vec<Value> = Vec::new();
+    let plugin_level: Vec<&SkillEntry> = catalogue
+        .skills
+        .iter()
+        .filter(|s| s.skill.root.rsplit_once('/').is_some_and(|(p, _)| p == uri))
+        .filter(|s| sees(request, s))
+        .collect();
+    if !plugin_level.is_empty() {
+        for s in plugin_level {
+            children.push(folder(&s.skill.name, &s.skill.root));
+        }
+    } else {
+        let (found, dir) = catalogue
+            .skills
+            .iter()
+            .find_map(|s| {
+                let rest = uri.strip_prefix(s.skill.root.as_str())?;
+                let dir = if rest.is_empty() {
+                    Some("")
+                } else {
+                    rest.strip_prefix('/')
+                };
+                dir.map(|dir| (s, dir))
+            })
+            .ok_or_else(not_a_directory)?;
+        request.may_see(
+            found.plugin.name(),
+            Kind::Resource,
+            &found.skill.uri,
+            &format!("skill {}", clip(&found.skill.uri)),
+        )?;
+        let dir = decode(dir).ok_or_else(not_a_directory)?;
+        let listed = found.skill.children(&dir).ok_or_else(not_a_directory)?;
+        for child in listed {
+            children.push(match child {
+                Child::File(file) => file_resource(&found.skill, file),
+                Child::Folder(name, uri) => folder(&name, &uri),
+            });
+        }
+    }
+    let page_size = request.conn.server.options.page_size;
+    let (page, next) = pagination::page(&children, cursor, page_size).map_err(params::invalid)?;
+    let mut result = json!({ "resources": page });
+    if let Some(next) = next {
+        result["nextCursor"] = json!(next);
+    }
+    Ok(Some(result))
+}
+
+/// Whether the caller may read skill `s`.
+fn sees(request: &Request<'_>, s: &SkillEntry) -> bool {
+    let access = &request.conn.server.options.access;
+    access
+        .check(
+            request.caller,
+            s.plugin.name(),
+            Kind::Resource,
+            &s.skill.uri,
+            "",
+        )
+        .is_ok()
+}
+
+/// `result`, marked private to the caller when what it holds depends on
+/// who asks (a policy is set).
+fn private_under_policy(request: &Request<'_>, mut result: Value) -> Value {
+    if !request.conn.server.options.access.is_open() && request.era.is_stateless() {
+        result["cacheScope"] = json!("private");
+    }
+    result
+}
+
+/// A skill's entry: its URI, its frontmatter verbatim, and every file
+/// with its digest and size.
+pub(in crate::server) fn entry(skill: &Skill) -> Value {
+    let resources: Vec<Value> = skill
+        .files
+        .iter()
+        .map(|f| json!({ "uri": f.uri, "digest": f.digest, "size": f.bytes.len() }))
+        .collect();
+    json!({
+        "uri": skill.uri,
+        "frontmatter": skill.frontmatter,
+        "resources": resources,
+    })
+}
+
+/// A file of a skill as a directory child.
+fn file_resource(skill: &Skill, file: &SkillFile) -> Value {
+    let name = file.path.rsplit('/').next().unwrap_or(&file.path);
+    let mut resource = json!({
+        "uri": file.uri,
+        "name": name,
+        "mimeType": file.mime,
+        "size": file.bytes.len(),
+    });
+    if file.uri == skill.uri {
+        resource["name"] = json!(skill.name);
+        resource["description"] = json!(skill.description());
+    }
+    resource
+}
+
+/// A folder as a directory child.
+fn folder(name: &str, uri: &str) -> Value {
+    json!({ "uri": uri, "name": name, "mimeType": DIRECTORY_MIME })
+}
+
+/// A folder's path within its skill from the tail of its URI, percent-
+/// decoded; `None` when it is not a path (an empty segment, not UTF-8).
+fn decode(path: &str) -> Option<String> {
+    let decoded = percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .ok()?;
+    let empty_segment = !decoded.is_empty() && decoded.split('/').any(str::is_empty);
+    (!empty_segment).then(|| decoded.into_owned())
+}
