@@ -10,8 +10,14 @@ pub async fn push(file: PathBuf, reference: String, config_path: Option<PathBuf>
     let config = settings::load_config(config_path).await?;
     let target = wasm_mcp::oci::reference(&reference)?;
     let logins = wasm_mcp::oci::Logins::of(&config);
-    let digest =
-        wasm_mcp::oci::push(&file, &target, config.server.max_plugin_mb << 20, &logins).await?;
+    let digest = wasm_mcp::oci::push(
+        &file,
+        &target,
+        config.server.max_plugin_mb << 20,
+        &wasm_mcp::skills::Limits::of(&config),
+        &logins,
+    )
+    .await?;
     println!("pushed {} as {reference} ({digest})", file.display());
     Ok(())
 }

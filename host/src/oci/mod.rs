@@ -3,6 +3,9 @@
 //! config, and the plugin's manifest (what it asks for) in an annotation
 //! (as JSON; it is written beside the component as TOML when pulled).
 //!
+//! A plugin's skills (`NAME.skills`) travel as one more layer
+//! ([`skills_layer`]).
+//!
 //! `push` publishes a component file; `pull` fetches one (by tag or by
 //! digest), checks its digest and size, keeps it in a store by digest, and
 //! puts it in a plugin folder, where the folder's watcher loads it like
@@ -13,6 +16,7 @@ pub mod docker;
 pub mod fetch;
 mod follow;
 pub mod signature;
+pub mod skills_layer;
 
 use crate::config::{RegistryLogin, SignaturePolicy};
 use crate::reload::folder;
@@ -145,6 +149,7 @@ pub async fn push(
     file: &Path,
     reference: &Reference,
     max_bytes: u64,
+    skill_limits: &crate::skills::Limits,
     logins: &Logins,
 ) -> Result<String> {
     let component = read(file, max_bytes)
@@ -170,12 +175,20 @@ pub async fn push(
         "layerDigests": [layer.sha256_digest()],
     });
     let config = Config::new(serde_json::to_vec(&config)?, WASM_CONFIG.into(), None);
+    let mut layers = vec![layer];
+    if let Some(skills) = skills_of(file, *skill_limits).await? {
+        layers.push(ImageLayer::new(
+            skills,
+            skills_layer::SKILLS_LAYER.into(),
+            None,
+        ));
+    }
     let annotations = manifest.map(|m| BTreeMap::from([(MANIFEST_ANNOTATION.to_owned(), m)]));
-    let image = OciImageManifest::build(std::slice::from_ref(&layer), &config, annotations);
+    let image = OciImageManifest::build(&layers, &config, annotations);
     let client = client(reference);
     let auth = credentials(reference.resolve_registry(), logins).await?;
     client
-        .push(reference, &[layer], config, &auth, Some(image))
+        .push(reference, &layers, config, &auth, Some(image))
         .await
         .map_err(registry_error)
         .with_context(|| format!("pushing to {reference}"))?;
@@ -187,6 +200,26 @@ pub async fn push(
     Ok(digest)
 }
 
+/// The skills layer of the component at `file` (from `NAME.skills`
+/// beside it), if it ships skills; a skill the host would refuse stops
+/// the push.
+async fn skills_of(file: &Path, limits: crate::skills::Limits) -> Result<Option<Vec<u8>>> {
+    let name = folder::plugin_name(file)?;
+    let skills_folder = folder::skills_folder(file);
+    let read = skills_folder.clone();
+    let skills =
+        tokio::task::spawn_blocking(move || crate::skills::read_folder(&read, &name, &limits))
+            .await?;
+    if !skills.problems.is_empty() {
+        bail!(
+            "{}: {}",
+            skills_folder.display(),
+            skills.problems.join("; ")
+        );
+    }
+    Ok(skills_layer::encode(&skills))
+}
+
 /// The most a pull reads and takes.
 #[derive(Debug, Clone, Copy)]
 pub struct PullLimits {
@@ -196,6 +229,9 @@ pub struct PullLimits {
     pub registry: fetch::Caps,
     /// All its requests together (`[server] oci_pull_timeout_secs`).
     pub deadline: Duration,
+    /// Its skills (`[server] skills_per_plugin`, `skill_file_kb`,
+    /// `skills_mb`).
+    pub skills: crate::skills::Limits,
 }
 
 impl PullLimits {
@@ -209,6 +245,7 @@ impl PullLimits {
                 token: server.oci_max_token_kb << 10,
             },
             deadline: Duration::from_secs(server.oci_pull_timeout_secs),
+            skills: crate::skills::Limits::of(config),
         }
     }
 }
@@ -277,7 +314,30 @@ async fn pull_within(
         layer,
         hex,
         plugin_manifest,
+        skills,
     } = artifact(&manifest, max_bytes).with_context(|| reference.to_string())?;
+    let skill_limits = limits.skills;
+    let skills = match skills {
+        None => skills_layer::Files::new(),
+        Some(descriptor) => {
+            let max = skills_layer::max_layer_bytes(&skill_limits);
+            anyhow::ensure!(
+                u64::try_from(descriptor.size).is_ok_and(|size| size <= max),
+                "{reference}: its skills layer is {} bytes, over the limit of {max}",
+                descriptor.size
+            );
+            let body = repository
+                .blob(
+                    &descriptor.digest,
+                    usize::try_from(max).unwrap_or(usize::MAX),
+                )
+                .await
+                .with_context(|| format!("pulling the skills of {reference}"))?;
+            tokio::task::spawn_blocking(move || skills_layer::decode(&body, &skill_limits))
+                .await?
+                .with_context(|| reference.to_string())?
+        }
+    };
     // Kept by the component's digest; what is kept is checked again on use.
     let stored = store.join(format!("sha256-{hex}.wasm"));
     let component = match read(&stored, max_bytes).await {
@@ -303,8 +363,17 @@ async fn pull_within(
     let held_manifest = read(&manifest_file, crate::files::MAX_MANIFEST_BYTES)
         .await
         .ok();
+    let skills_folder = folder::skills_folder(&file);
+    let held_skills = {
+        let (folder, name, skills) = (skills_folder.clone(), name.to_owned(), skills.clone());
+        tokio::task::spawn_blocking(move || {
+            skills_layer::matches_folder(&folder, &name, &skills, &skill_limits)
+        })
+    };
+    let same_skills = held_skills.await?;
     if held.is_some_and(|h| sha256_hex(&h) == hex)
         && held_manifest.as_deref() == plugin_manifest.as_deref().map(str::as_bytes)
+        && same_skills
     {
         return Ok(Pulled {
             digest,
@@ -312,6 +381,11 @@ async fn pull_within(
             changed: false,
             signature,
         });
+    }
+    // The skills first: the component's load then finds them in place.
+    if !same_skills {
+        tokio::task::spawn_blocking(move || skills_layer::install(&skills_folder, &skills))
+            .await??;
     }
     // Staged under a hidden name of its own (this process's), then moved in.
     let staged = folder::staging_path(into, name, &format!("wasm.{}", std::process::id()));
@@ -363,15 +437,28 @@ pub struct Artifact<'a> {
     pub hex: &'a str,
     /// The plugin manifest it carries, as TOML.
     pub plugin_manifest: Option<String>,
+    /// Its skills layer, if it has one.
+    pub skills: Option<&'a oci_client::manifest::OciDescriptor>,
 }
 
 /// Checks that `manifest` is a WebAssembly component artifact of at most
 /// `max_bytes` (one component layer, a SHA-256 digest, a valid plugin
-/// manifest if any): what a pull takes from it, or why it is refused.
+/// manifest if any, and at most one skills layer, bounded): what a pull
+/// takes from it, or why it is refused.
 pub fn artifact(manifest: &OciImageManifest, max_bytes: u64) -> Result<Artifact<'_>> {
-    let layer = match manifest.layers.as_slice() {
-        [layer] if [WASM_LAYER, OLD_WASM_LAYER].contains(&layer.media_type.as_str()) => layer,
-        _ => bail!("not a WebAssembly component artifact (one {WASM_LAYER} layer)"),
+    let is_wasm = |l: &&oci_client::manifest::OciDescriptor| {
+        [WASM_LAYER, OLD_WASM_LAYER].contains(&l.media_type.as_str())
+    };
+    let is_skills =
+        |l: &&oci_client::manifest::OciDescriptor| l.media_type == skills_layer::SKILLS_LAYER;
+    let (layer, skills) = match manifest.layers.as_slice() {
+        [layer] if is_wasm(&layer) => (layer, None),
+        [layer, skills] if is_wasm(&layer) && is_skills(&skills) => (layer, Some(skills)),
+        _ => bail!(
+            "not a WebAssembly component artifact (one {WASM_LAYER} layer, and at most one \
+             {} layer after it)",
+            skills_layer::SKILLS_LAYER
+        ),
     };
     anyhow::ensure!(
         u64::try_from(layer.size).is_ok_and(|size| size <= max_bytes),
@@ -408,6 +495,7 @@ pub fn artifact(manifest: &OciImageManifest, max_bytes: u64) -> Result<Artifact<
         layer,
         hex,
         plugin_manifest,
+        skills,
     })
 }
 
