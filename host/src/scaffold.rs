@@ -24,6 +24,12 @@ pub enum Language {
 /// `{{lib}}` to fill in.
 type File = (&'static str, &'static str);
 
+/// The skill every template ships (see [`crate::skills`]).
+const SKILL: File = (
+    "skills/getting-started/SKILL.md",
+    include_str!("../templates/skills/getting-started/SKILL.md"),
+);
+
 const RUST: &[File] = &[
     ("Cargo.toml", include_str!("../templates/rust/Cargo.toml")),
     ("src/lib.rs", include_str!("../templates/rust/src/lib.rs")),
@@ -142,7 +148,7 @@ pub fn create(language: Language, name: &str, parent: &Path) -> Result<PathBuf> 
         Language::Go => GO,
     };
     let lib = name.replace('-', "_");
-    for (path, text) in files {
+    for (path, text) in files.iter().chain([&SKILL]) {
         let target = dir.join(path);
         if let Some(folder) = target.parent() {
             std::fs::create_dir_all(folder)
@@ -213,6 +219,14 @@ mod tests {
             let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
             assert!(readme.starts_with(&format!("# {name}")));
             assert!(!readme.contains("{{"));
+            assert!(
+                readme.contains("skills/"),
+                "{name}: its README mentions the skill"
+            );
+            let skills = crate::skills::read_folder(&dir.join("skills"), name, &Default::default());
+            assert!(skills.problems.is_empty(), "{:?}", skills.problems);
+            assert_eq!(skills.skills.len(), 1);
+            assert!(skills.skills[0].description().contains(name));
             assert!(create(language, name, parent.path()).is_err(), "exists");
         }
         let sdk = parent.path().join("my-tool/wasm-mcp-sdk/src/lib.rs");

@@ -109,6 +109,7 @@ impl Workspace {
                 .await
                 .with_context(|| format!("installing {}", component.display()))?;
         } else {
+            link_skills(source, folder).await?;
             crate::reload::folder::install(folder, &source.name, &staging, manifest.as_deref())
                 .await?;
         }
@@ -286,11 +287,37 @@ fn triggers_build(event: &notify::Event, root: &Path) -> bool {
     changes_content && event.paths.iter().any(|p| is_source_path(p, root))
 }
 
+/// The folder of a plugin's skills in its source folder: served as they
+/// are, never built.
+const SKILLS: &str = "skills";
+
+/// Serves the skills of `source` (its `skills/` folder) from `folder`
+/// through a symlink `NAME.skills` to them, made once: an edit there is
+/// served at once, without a build.
+async fn link_skills(source: &Source, folder: &Path) -> Result<()> {
+    let skills = source.dir.join(SKILLS);
+    let link = folder.join(format!("{}{}", source.name, crate::skills::FOLDER_SUFFIX));
+    if !tokio::fs::metadata(&skills).await.is_ok_and(|m| m.is_dir())
+        || tokio::fs::symlink_metadata(&link).await.is_ok()
+    {
+        return Ok(());
+    }
+    let target = tokio::fs::canonicalize(&skills)
+        .await
+        .with_context(|| format!("reading {}", skills.display()))?;
+    tokio::fs::symlink(&target, &link)
+        .await
+        .with_context(|| format!("linking {}", link.display()))
+}
+
 fn is_source_path(path: &Path, root: &Path) -> bool {
     let Ok(relative) = path.strip_prefix(root) else {
         return false;
     };
     let parts: Vec<_> = relative.components().collect();
+    if parts.first().is_some_and(|c| c.as_os_str() == SKILLS) {
+        return false;
+    }
     let ignored_dir = parts.iter().any(|c| match c {
         Component::Normal(name) => {
             let name = name.to_string_lossy();
