@@ -381,3 +381,30 @@ def test_a_rule_naming_what_a_plugin_does_not_offer_is_pointed_out(http_host_fac
     # Names that match stay quiet, templates included.
     tool_names(modern(host, 1, "tools/list"))
     assert "plugin notes does not offer" not in host.log()
+
+
+def test_skills_follow_their_plugins_rules(http_host_factory, two_plugins, host_env, tmp_path, idp):
+    skill = two_plugins / "hello.skills" / "greeting"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: greeting\ndescription: Greet well\n---\nCall greet.\n")
+    key = idp.add("k", "RS256")
+    host = start(http_host_factory, two_plugins, host_env, tmp_path, idp, "jwks_url = \"" + idp.issuer + "/jwks\"",
+                 rest=POLICY)
+    nobody = bearer(idp.token(key, subject="nobody"))
+    user = bearer(idp.token(key, subject="user", scope="hello:use"))
+    uri = "skill://hello/greeting/SKILL.md"
+    listed = modern(host, 1, "skills/list", **user).json()["result"]
+    assert [s["uri"] for s in listed["skills"]] == [uri] and listed["cacheScope"] == "private"
+    assert modern(host, 2, "skills/list", **nobody).json()["result"]["skills"] == []
+    for method, params in [("skills/get", {"uri": uri}), ("resources/read", {"uri": uri}),
+                           ("resources/directory/read", {"uri": "skill://hello/greeting"})]:
+        assert modern(host, 3, method, params, **user).status == 200, method
+        refused = modern(host, 4, method, params, **nobody)
+        assert refused.status == 403 and refused.json()["error"]["code"] == -32003, method
+    # The plugin level lists only the skills the caller may read.
+    level = modern(host, 5, "resources/directory/read", {"uri": "skill://hello"}, **user).json()["result"]
+    assert [r["uri"] for r in level["resources"]] == ["skill://hello/greeting"]
+    hidden = modern(host, 5, "resources/directory/read", {"uri": "skill://hello"}, **nobody).json()
+    assert hidden["error"]["code"] == -32602
+    resources = modern(host, 6, "resources/list", **nobody).json()["result"]["resources"]
+    assert uri not in [r["uri"] for r in resources]

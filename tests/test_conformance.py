@@ -67,7 +67,18 @@ def test_required_scenarios(conformance_host, host_env, revision):
             assert passed(summary, scenario), scenario
 
 
+def passed_checks(summary: str, scenario: str) -> int:
+    """How many checks of `scenario` passed (0 when any failed, or it did not run)."""
+    found = re.search(rf"✓ {re.escape(scenario)}: (\d+) passed, 0 failed", summary)
+    return int(found.group(1)) if found else 0
+
+
 def test_every_scenario_including_pending(conformance_host, host_env):
     summary = run_suite(conformance_host, host_env, "--suite", "all")
     for scenario in ("json-schema-2020-12", "server-sse-polling", "http-header-validation"):
         assert passed(summary, scenario), scenario
+    # The Skills extension (SEP-2640), served from the fixture's skills
+    # folder: every check runs (none skipped for want of a skill).
+    for scenario, checks in (("sep-2640-skills-enumeration", 32), ("sep-2640-skills-directory", 7),
+                             ("sep-2640-skills-manifest", 6)):
+        assert passed_checks(summary, scenario) >= checks, scenario

@@ -1,6 +1,7 @@
 """`wasm-mcp dev`: build a plugin from source, serve it, rebuild and reload on edit."""
 
 import shutil
+import time
 
 from conftest import ROOT, RawHost, modern_meta
 
@@ -158,6 +159,16 @@ def test_new_writes_a_plugin_that_builds_and_serves_in_each_language(tmp_path, h
             assert [t["uriTemplate"] for t in templates] == [f"plugin://{name}/greeting/{{who}}"], language
             read = host.request("resources/read", {"uri": f"plugin://{name}/greeting/Ada%20L"})["result"]
             assert read["contents"][0]["text"] == "Hello, Ada L!", (language, read)
+            # The template's skill is served as it is, and an edit is seen without a build.
+            skills = host.request("skills/list")["result"]["skills"]
+            assert [s["frontmatter"]["name"] for s in skills] == ["getting-started"], language
+            assert name in skills[0]["frontmatter"]["description"]
+            skill_md = tmp_path / name / "skills" / "getting-started" / "SKILL.md"
+            skill_md.write_text(skill_md.read_text() + "\nEdited.\n")
+            deadline = time.monotonic() + 60
+            while "Edited." not in host.request("resources/read", {"uri": skills[0]["uri"]})["result"]["contents"][0]["text"]:
+                assert time.monotonic() < deadline, host.log()[-2000:]
+                time.sleep(0.2)
             completed = host.request("completion/complete", {
                 "ref": {"type": "ref/prompt", "name": "introduce"},
                 "argument": {"name": "speaker", "value": "A"},

@@ -474,3 +474,44 @@ def test_what_a_registry_sends_is_read_bounded(tmp_path, cache_dir, host_env, re
     finally:
         host.close()
         hostile.close()
+
+
+def test_a_plugins_skills_travel_with_it_and_a_broken_skill_stops_the_push(tmp_path, cache_dir, host_env, registry):
+    env = environment(tmp_path, cache_dir, host_env)
+    source = tmp_path / "source"
+    source.mkdir()
+    shutil.copy(PLUGINS / "time.wasm", source / "clock.wasm")
+    shutil.copytree(PLUGINS / "time.skills", source / "clock.skills")
+    ref = f"oci://{registry.address}/tools/clock:1"
+    wasm_mcp("push", str(source / "clock.wasm"), ref, env=env)
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "clock.skills" / "stale").mkdir(parents=True)
+    host = RawHost(plugins, env)
+    try:
+        host.initialize()
+        wasm_mcp("pull", ref, "--plugins", str(plugins), env=env)
+        deadline = time.monotonic() + 120
+        while not host.request("skills/list")["result"]["skills"]:
+            assert time.monotonic() < deadline, host.log()[-3000:]
+            time.sleep(0.2)
+        skill = host.request("skills/get", {"uri": "skill://clock/time-zones/SKILL.md"})["result"]["skill"]
+        assert [f["uri"] for f in skill["resources"]] == [
+            "skill://clock/time-zones/SKILL.md", "skill://clock/time-zones/references/zones.md"]
+    finally:
+        host.close()
+    for path in (source / "clock.skills").rglob("*"):
+        if path.is_file():
+            assert (plugins / "clock.skills" / path.relative_to(source / "clock.skills")).read_bytes() == path.read_bytes()
+    assert not (plugins / "clock.skills" / "stale").exists(), "the pulled version's skills replace the old ones"
+    # Pulled again, the same skills are left as they are (not swapped).
+    inode = os.stat(plugins / "clock.skills").st_ino
+    wasm_mcp("pull", ref, "--plugins", str(plugins), env=env)
+    assert os.stat(plugins / "clock.skills").st_ino == inode
+
+    # A skill the host would refuse is refused before anything is pushed.
+    os.symlink("/etc/passwd", source / "clock.skills" / "time-zones" / "passwd")
+    refused = wasm_mcp("push", str(source / "clock.wasm"), f"oci://{registry.address}/tools/clock:2", env=env,
+                       check=False)
+    assert refused.returncode != 0 and "passwd is a symlink" in refused.stderr, refused.stderr
