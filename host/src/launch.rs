@@ -79,6 +79,11 @@ pub async fn serve_folder(
     let loading = server.loading();
     let (background, loads) = (server.clone(), loader.clone());
     tokio::spawn(async move {
+        if let Some(watch) = &watch {
+            watch
+                .watch_skills(&files, loads.skill_limits().skills)
+                .await;
+        }
         reload::load_all(&background, &loads, files).await;
         drop(loading);
         if let Some(watch) = watch {

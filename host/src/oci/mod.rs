@@ -267,7 +267,8 @@ pub struct Pulled {
 /// token, the time all its requests take; its digest checked, its
 /// signatures as `trust` asks), keeps it in `store` by digest, and puts it
 /// in folder `into` as `NAME.wasm` (with its manifest as `NAME.toml`, or
-/// none), replacing what was there in one step each. One that fails
+/// none, and its skills as `NAME.skills`, or none), replacing what was
+/// there in one step each. One that fails
 /// changes nothing.
 pub async fn pull(
     reference: &Reference,
@@ -443,8 +444,9 @@ pub struct Artifact<'a> {
 
 /// Checks that `manifest` is a WebAssembly component artifact of at most
 /// `max_bytes` (one component layer, a SHA-256 digest, a valid plugin
-/// manifest if any, and at most one skills layer, bounded): what a pull
-/// takes from it, or why it is refused.
+/// manifest if any, and at most one skills layer after the component;
+/// the pull bounds that one): what a pull takes from it, or why it is
+/// refused.
 pub fn artifact(manifest: &OciImageManifest, max_bytes: u64) -> Result<Artifact<'_>> {
     let is_wasm = |l: &&oci_client::manifest::OciDescriptor| {
         [WASM_LAYER, OLD_WASM_LAYER].contains(&l.media_type.as_str())

@@ -110,6 +110,9 @@ fn check_path(path: &str) -> Result<()> {
 /// Whether the skills folder `folder` serves exactly `files` now.
 pub fn matches_folder(folder: &Path, name: &str, files: &Files, limits: &Limits) -> bool {
     let held = skills::read_folder(folder, name, limits);
+    if !held.problems.is_empty() {
+        return false;
+    }
     let held: Vec<(String, &[u8])> = held
         .files()
         .map(|(skill, file)| (format!("{}/{}", skill.name, file.path), &file.bytes[..]))

@@ -47,6 +47,8 @@ pub enum Reload {
     Replaced(Change),
     /// The file is gone and so is the plugin.
     Removed(Change),
+    /// Only its skills changed: the plugin in place keeps serving.
+    Reskilled(Change),
 }
 
 impl Registry {
@@ -128,9 +130,11 @@ impl Registry {
             .as_ref()
             .is_some_and(|p| p.hash() == source.hash() && *p.grants() == grants)
         {
-            return Ok(self
-                .reskilled(name, skills)
-                .map_or(Reload::Unchanged, Reload::Replaced));
+            let Some(change) = self.reskilled(name, skills) else {
+                return Ok(Reload::Unchanged);
+            };
+            tracing::info!(plugin = name, "skills changed");
+            return Ok(Reload::Reskilled(change));
         }
         let started = std::time::Instant::now();
         let mut entry = self

@@ -153,7 +153,7 @@ async fn an_update_adds_keeps_replaces_and_removes_and_a_bad_version_changes_not
         .update_plugin("p", Some((source, grants, skills.clone())))
         .await
         .unwrap();
-    assert!(matches!(reskilled, Reload::Replaced(ref c) if c.lists == [ListKind::Resources]));
+    assert!(matches!(reskilled, Reload::Reskilled(ref c) if c.lists == [ListKind::Resources]));
     let catalogue = registry.catalogue();
     assert!(Arc::ptr_eq(&catalogue.plugin("p").unwrap().plugin, &loaded));
     assert_eq!(

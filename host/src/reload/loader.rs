@@ -7,12 +7,12 @@ use crate::config::Manifest;
 use crate::registry::{PluginEntry, Registry, Reload};
 use crate::runtime::{ComponentSource, Grants};
 use crate::skills::Skills;
-
-/// A plugin's component, grants and skills, as read.
-type Version = (ComponentSource, Grants, Arc<Skills>);
 use anyhow::{Context as _, Result};
 use std::path::Path;
 use std::sync::Arc;
+
+/// A plugin's component, grants and skills, as read.
+type Version = (ComponentSource, Grants, Arc<Skills>);
 
 /// Loads plugin files into a registry under a policy.
 pub struct Loader {

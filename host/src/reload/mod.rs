@@ -61,19 +61,21 @@ impl FolderWatch {
         })
     }
 
+    /// Watches the skills folders of `components` (before they first load,
+    /// so that an edit meanwhile is not missed), each holding at most
+    /// `max_skills` skills.
+    pub async fn watch_skills(&self, components: &[PathBuf], max_skills: usize) {
+        for path in components {
+            self.skills.refresh(path, max_skills).await;
+        }
+    }
+
     /// Reloads plugins as their files change, for as long as the server
     /// runs. A file is reloaded once it settles; each file's reloads run
     /// one at a time (a change meanwhile reloads it once more after), and
     /// different files reload independently.
     pub async fn run(mut self, server: Arc<Server>, loader: Arc<Loader>) {
         tracing::info!(folder = %self.dir.display(), "watching for plugin changes");
-        if let Ok(files) = folder::wasm_files(&self.dir) {
-            for path in files {
-                self.skills
-                    .refresh(&path, loader.skill_limits().skills)
-                    .await;
-            }
-        }
         let mut settle = Settle::default();
         let reloads = Arc::new(Coalescer::default());
         loop {
@@ -188,6 +190,8 @@ async fn update(server: &Server, loader: &Loader, path: &Path, occasion: Occasio
         Ok(reload) => {
             if matches!(reload, Reload::Added(_) | Reload::Replaced(_)) {
                 crate::metrics::metrics().plugin_load(&name, true);
+            }
+            if !matches!(reload, Reload::Unchanged | Reload::Removed(_)) {
                 server.warn_unknown_items(&name);
             }
             server.notices().set(&notice, None);

@@ -481,7 +481,9 @@ impl Server {
         match reload {
             Reload::Unchanged => {}
             Reload::Added(change) | Reload::Removed(change) => self.announce(change),
-            Reload::Replaced(change) => {
+            // Subscribers to what the plugin serves hear of it: a skill
+            // file's bytes may be what changed.
+            Reload::Replaced(change) | Reload::Reskilled(change) => {
                 self.announce(change);
                 self.publish(ServerEvent::PluginReplaced(plugin.to_owned()));
             }
@@ -506,6 +508,7 @@ impl Server {
                 Kind::Resource => {
                     listing.resources.iter().any(|r| r.uri == name)
                         || listing.templates.iter().any(|t| t.uri_template == name)
+                        || entry.skills.files().any(|(_, file)| file.uri == name)
                 }
             });
         if !unknown.is_empty() {

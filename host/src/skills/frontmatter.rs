@@ -119,6 +119,10 @@ fn yaml_to_json(text: &str) -> Result<Value, String> {
             Some(Open::Map(map, key)) => match key.take() {
                 None => *key = Some(key_text(value)?),
                 Some(k) => {
+                    if map.contains_key(&k) {
+                        let k = crate::text::excerpt(&k);
+                        return Err(format!("the key {k:?} appears twice"));
+                    }
                     map.insert(k, value);
                 }
             },
@@ -186,6 +190,10 @@ mod tests {
             (
                 "---\na: &x [1]\nb: *x\nname: a\ndescription: b\n---\n",
                 "aliases",
+            ),
+            (
+                "---\nname: a\nname: b\ndescription: c\n---\n",
+                "appears twice",
             ),
         ] {
             let e = parse(text).unwrap_err();
