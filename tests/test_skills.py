@@ -216,3 +216,27 @@ def test_hostile_skill_folders_are_refused_and_harm_nothing(tmp_path, host_env):
         assert host.request("ping")["result"] == {}
     finally:
         host.close()
+
+
+def test_plugins_in_every_language_and_plain_components_ship_skills_alike(tmp_path, host_env):
+    from conftest import FIXTURES
+
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    sources = {"wordcount": PLUGINS / "wordcount.wasm", "shout": PLUGINS / "shout.wasm",
+               "lines": PLUGINS / "lines.wasm", "stats": PLUGINS / "stats.wasm", "plain": FIXTURES / "plain.wasm"}
+    for name, source in sources.items():
+        shutil.copy(source, folder / f"{name}.wasm")
+        skill = folder / f"{name}.skills" / "how-to"
+        skill.mkdir(parents=True)
+        (skill / "SKILL.md").write_text(skill_text("how-to", f"Use {name} well."))
+    host = RawHost(folder, host_env)
+    try:
+        host.initialize()
+        listed = [s["uri"] for s in host.request("skills/list")["result"]["skills"]]
+        assert listed == [f"skill://{name}/how-to/SKILL.md" for name in sorted(sources)]
+        for name in sources:
+            text = host.request("resources/read", {"uri": f"skill://{name}/how-to/SKILL.md"})["result"]
+            assert f"Use {name} well." in text["contents"][0]["text"]
+    finally:
+        host.close()
