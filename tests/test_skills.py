@@ -240,3 +240,16 @@ def test_plugins_in_every_language_and_plain_components_ship_skills_alike(tmp_pa
             assert f"Use {name} well." in text["contents"][0]["text"]
     finally:
         host.close()
+
+
+def test_inspect_shows_a_plugins_skills_and_why_one_is_refused(tmp_path, host_env):
+    import subprocess
+
+    shutil.copy(PLUGINS / "time.wasm", tmp_path / "time.wasm")
+    shutil.copytree(PLUGINS / "time.skills", tmp_path / "time.skills")
+    (tmp_path / "time.skills" / "broken").mkdir()
+    shown = subprocess.run([str(BINARY), "inspect", str(tmp_path / "time.wasm")], env=host_env,
+                           capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    assert "skill     skill://time/time-zones/SKILL.md" in shown.stdout and "(2 files," in shown.stdout
+    assert "refused   skill broken refused: it has no SKILL.md" in shown.stdout

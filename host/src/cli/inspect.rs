@@ -196,4 +196,16 @@ fn print_offers(entry: &wasm_mcp::registry::PluginEntry) {
     if entry.plugin.exports().completions {
         println!("  completions");
     }
+    for skill in &entry.skills.skills {
+        let bytes: usize = skill.files.iter().map(|f| f.bytes.len()).sum();
+        println!(
+            "  skill     {}  {} ({} files, {bytes} bytes)",
+            skill.uri,
+            skill.description(),
+            skill.files.len()
+        );
+    }
+    for problem in &entry.skills.problems {
+        println!("  refused   {problem}");
+    }
 }
