@@ -128,7 +128,10 @@ def test_build_writes_into_another_folder_with_the_manifest(tmp_path, author_env
     served = tmp_path / "served"
     built = build(folder, author_env, "--out", str(served))
     assert built.returncode == 0, built.stderr[-3000:]
-    assert sorted(p.name for p in served.iterdir()) == ["out-c.toml", "out-c.wasm"]
+    assert sorted(p.name for p in served.iterdir()) == ["out-c.skills", "out-c.toml", "out-c.wasm"]
+    # The template's skill is copied (the output stands alone), not linked.
+    skills = served / "out-c.skills"
+    assert not skills.is_symlink() and (skills / "getting-started" / "SKILL.md").read_text().startswith("---\n")
     assert re.search(r"built out-c in .*served/out-c\.wasm", built.stderr), built.stderr
     first_list_and_call(served, author_env)
 

@@ -50,14 +50,18 @@ pub struct Workspace {
     release: bool,
     /// How its messages on stderr begin (`wasm-mcp dev`, `wasm-mcp build`).
     label: &'static str,
+    /// Whether skills are linked (`dev`: served as they are edited) or
+    /// copied (`build`: the output stands alone).
+    link_skills: bool,
 }
 
 impl Workspace {
     /// A fresh workspace under the system's temporary folder: a new
     /// folder of a random name that only this user may enter (another
     /// local user can neither predict it nor prepare it), removed when the
-    /// workspace is dropped.
-    pub fn create(release: bool, label: &'static str) -> Result<Self> {
+    /// workspace is dropped. Its builds link each source's skills
+    /// (`link_skills`) or copy them.
+    pub fn create(release: bool, label: &'static str, link_skills: bool) -> Result<Self> {
         let root = crate::files::private_temp_dir("wasm-mcp-dev-")?;
         let plugins = root.path().join("plugins");
         let wit = root.path().join("wit");
@@ -71,6 +75,7 @@ impl Workspace {
             wit,
             release,
             label,
+            link_skills,
         })
     }
 
@@ -109,7 +114,11 @@ impl Workspace {
                 .await
                 .with_context(|| format!("installing {}", component.display()))?;
         } else {
-            link_skills(source, folder).await?;
+            if self.link_skills {
+                link_skills(source, folder).await?;
+            } else {
+                self.copy_skills(source, folder).await?;
+            }
             crate::reload::folder::install(folder, &source.name, &staging, manifest.as_deref())
                 .await?;
         }
@@ -185,7 +194,7 @@ pub async fn build(
         }
         None => None,
     };
-    let workspace = Workspace::create(release, "wasm-mcp build")?;
+    let workspace = Workspace::create(release, "wasm-mcp build", false)?;
     for source in &sources {
         let folder = out.as_deref().unwrap_or(&source.dir);
         if let Err(e) = workspace.build_into(source, folder).await {
@@ -290,6 +299,29 @@ fn triggers_build(event: &notify::Event, root: &Path) -> bool {
 /// The folder of a plugin's skills in its source folder: served as they
 /// are, never built.
 const SKILLS: &str = "skills";
+
+impl Workspace {
+    /// Copies the skills of `source` (its `skills/` folder, as the host
+    /// would serve them; what it would refuse is said and left out) into
+    /// `folder` as `NAME.skills`, replacing what was there.
+    async fn copy_skills(&self, source: &Source, folder: &Path) -> Result<()> {
+        let skills = source.dir.join(SKILLS);
+        if !tokio::fs::metadata(&skills).await.is_ok_and(|m| m.is_dir()) {
+            return Ok(());
+        }
+        let target = folder.join(format!("{}{}", source.name, crate::skills::FOLDER_SUFFIX));
+        let (name, label) = (source.name.clone(), self.label);
+        tokio::task::spawn_blocking(move || {
+            let read = crate::skills::read_folder(&skills, &name, &Default::default());
+            for problem in &read.problems {
+                eprintln!("{label}: {name}: {problem}");
+            }
+            let files = crate::oci::skills_layer::files_of(&read);
+            crate::oci::skills_layer::install(&target, &files)
+        })
+        .await?
+    }
+}
 
 /// Serves the skills of `source` (its `skills/` folder) from `folder`
 /// through a symlink `NAME.skills` to them, made once: an edit there is

@@ -26,7 +26,7 @@ pub async fn serve(
     config.server.list_ttl_ms = config.server.list_ttl_ms.min(DEV_LIST_TTL_MS);
     // Reads each folder's build files: off the async workers.
     let sources = tokio::task::spawn_blocking(move || super::sources(&sources)).await??;
-    let workspace = Arc::new(super::Workspace::create(release, "wasm-mcp dev")?);
+    let workspace = Arc::new(super::Workspace::create(release, "wasm-mcp dev", true)?);
     // A plugin that did not build is listed as failing in the
     // instructions every client receives, until it builds.
     let notices = Arc::new(Notices::default());

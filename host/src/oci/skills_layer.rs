@@ -107,20 +107,21 @@ fn check_path(path: &str) -> Result<()> {
     Ok(())
 }
 
+/// The files of the skills `skills` serves, by path in their folder.
+pub fn files_of(skills: &Skills) -> Files {
+    skills
+        .files()
+        .map(|(skill, file)| (format!("{}/{}", skill.name, file.path), file.bytes.to_vec()))
+        .collect()
+}
+
 /// Whether the skills folder `folder` serves exactly `files` now.
 pub fn matches_folder(folder: &Path, name: &str, files: &Files, limits: &Limits) -> bool {
     let held = skills::read_folder(folder, name, limits);
     if !held.problems.is_empty() {
         return false;
     }
-    let held: Vec<(String, &[u8])> = held
-        .files()
-        .map(|(skill, file)| (format!("{}/{}", skill.name, file.path), &file.bytes[..]))
-        .collect();
-    held.len() == files.len()
-        && held
-            .iter()
-            .all(|(path, bytes)| files.get(path).is_some_and(|b| b == bytes))
+    files_of(&held) == *files
 }
 
 /// Puts `files` in place as the skills folder `folder` (none: removes
