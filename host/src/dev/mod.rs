@@ -309,7 +309,7 @@ impl Workspace {
         if !tokio::fs::metadata(&skills).await.is_ok_and(|m| m.is_dir()) {
             return Ok(());
         }
-        let target = folder.join(format!("{}{}", source.name, crate::skills::FOLDER_SUFFIX));
+        let target = served_skills(source, folder);
         let (name, label) = (source.name.clone(), self.label);
         tokio::task::spawn_blocking(move || {
             let read = crate::skills::read_folder(&skills, &name, &Default::default());
@@ -323,12 +323,17 @@ impl Workspace {
     }
 }
 
+/// Where `folder` holds the skills of `source`'s component: `NAME.skills`.
+fn served_skills(source: &Source, folder: &Path) -> PathBuf {
+    crate::reload::folder::skills_folder(&folder.join(format!("{}.wasm", source.name)))
+}
+
 /// Serves the skills of `source` (its `skills/` folder) from `folder`
 /// through a symlink `NAME.skills` to them, made once: an edit there is
 /// served at once, without a build.
 async fn link_skills(source: &Source, folder: &Path) -> Result<()> {
     let skills = source.dir.join(SKILLS);
-    let link = folder.join(format!("{}{}", source.name, crate::skills::FOLDER_SUFFIX));
+    let link = served_skills(source, folder);
     if !tokio::fs::metadata(&skills).await.is_ok_and(|m| m.is_dir())
         || tokio::fs::symlink_metadata(&link).await.is_ok()
     {

@@ -84,6 +84,19 @@ pub fn resource_contents(c: &types::ResourceContents) -> Value {
     Value::Object(obj)
 }
 
+/// A skill file's contents (`resources/read`): text when it is UTF-8,
+/// else a blob.
+pub fn skill_file_contents(file: &crate::skills::SkillFile) -> Value {
+    let mut obj = Map::new();
+    obj.insert("uri".into(), json!(file.uri));
+    obj.insert("mimeType".into(), json!(file.mime));
+    match std::str::from_utf8(&file.bytes) {
+        Ok(text) => obj.insert("text".into(), json!(text)),
+        Err(_) => obj.insert("blob".into(), json!(B64.encode(&file.bytes))),
+    };
+    Value::Object(obj)
+}
+
 /// A content block.
 pub fn content(c: &types::Content) -> Value {
     let mut obj = Map::new();

@@ -190,7 +190,7 @@ fn read_skill(
             files.push(Arc::new(SkillFile {
                 uri: format!("{root}/{}", encode_path(&path)),
                 mime: mime_of(&entry, &content),
-                digest: format!("sha256:{}", hex(&Sha256::digest(&content))),
+                digest: format!("sha256:{:x}", Sha256::digest(&content)),
                 bytes: content.into(),
                 path,
             }));
@@ -255,10 +255,6 @@ fn read_file(
         .map_err(|e| format!("{path}: {e}"))
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The folders of a skills folder that a watcher should watch: itself and
 /// the folders within, as [`read_folder`] reads them (hidden ones and
 /// symlinks left out), at most one skills' worth of folders per skill
@@ -303,7 +299,7 @@ fn digest_of(skills: &[Arc<Skill>]) -> String {
             digest.update(format!("{} {}\n", file.uri, file.digest));
         }
     }
-    format!("sha256:{}", hex(&digest.finalize()))
+    format!("sha256:{:x}", digest.finalize())
 }
 
 #[cfg(test)]

@@ -71,7 +71,9 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             uri,
             &format!("resource {}", clip(uri)),
         )?;
-        return Ok(Some(json!({ "contents": [skill_contents(file)] })));
+        return Ok(Some(
+            json!({ "contents": [convert::skill_file_contents(file)] }),
+        ));
     }
     let (owner, served_as) = catalogue.resource_entry(uri).ok_or_else(not_found)?;
     request.may_use(
@@ -114,18 +116,4 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
 fn skill_file(entry: &ResourceEntry) -> Option<(&str, &SkillFile)> {
     let file = entry.skill_file.as_deref()?;
     Some((entry.plugin.name(), file))
-}
-
-/// A skill file's contents: text when it is UTF-8, else a blob.
-fn skill_contents(file: &SkillFile) -> Value {
-    use base64::Engine as _;
-    let mut contents = json!({ "uri": file.uri, "mimeType": file.mime });
-    match std::str::from_utf8(&file.bytes) {
-        Ok(text) => contents["text"] = json!(text),
-        Err(_) => {
-            let blob = base64::engine::general_purpose::STANDARD.encode(&file.bytes);
-            contents["blob"] = json!(blob);
-        }
-    }
-    contents
 }
