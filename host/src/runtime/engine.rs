@@ -71,18 +71,23 @@ impl Runtime {
             .max_core_instance_size(1 << 20)
             .max_memory_size(config.max_memory_bytes)
             // A finished call's memory is reset in place: PAGEMAP_SCAN
-            // (Linux 6.7+) finds the pages it wrote, and up to 1 MiB of
+            // (Linux 6.7+) finds the pages it wrote, and up to 4 MiB of
             // them per memory (64 KiB per table) are copied back from the
             // image; only the rest is given back with madvise. Without
             // this, every call paid copy-on-write faults and the TLB
-            // shootdowns of madvise: 2.5x the CPU per call. Each pooled slot
-            // stays that much resident (max_instances bounds the slots).
-            .linear_memory_keep_resident(1 << 20)
+            // shootdowns of madvise: 2.5x the CPU per call. 4 MiB covers a
+            // CPython call that reads and parses a file (the memory plugin
+            // writes ~300 pages; 1 MiB left it ~160 faults per call). A slot
+            // stays that much resident at most, and one reset whole is
+            // handed out again at once, so a plugin cycles through few
+            // slots (the vendored wasmtime's patches: vendor/README.md).
+            .linear_memory_keep_resident(4 << 20)
             .table_keep_resident(64 << 10)
             .pagemap_scan(wasmtime::Enabled::Auto)
             .max_unused_warm_slots(64)
-            // One madvise per 32 freed instances instead of one each: with
-            // HTTP load, decommits were ~10% of the host's time.
+            // One madvise per 32 freed instances with pages to give back,
+            // instead of one each: with HTTP load, decommits were ~10% of
+            // the host's time.
             .decommit_batch_size(32);
 
         // The pool has room for as many instances as there are slots; the

@@ -165,11 +165,16 @@ static mut BSS: [u8; 65536] = [0; 65536];
 struct Residue {
     /// MiB of fresh heap (grown memory) to fill with the marker.
     megabytes: usize,
+    /// Pages of another fresh heap block to mark, every other page, so
+    /// that the pages written lie in this many separate runs.
+    #[serde(default)]
+    scattered: usize,
 }
 
 /// Counts the marker's copies in the whole linear memory (after growing it
 /// by `megabytes`), then writes it into the data segment, the zeroed
-/// statics, the heap and the stack. A fresh instance per call finds none.
+/// statics, the heap (and `scattered` separate pages of it) and the stack.
+/// A fresh instance per call finds none.
 fn residue(r: Residue) -> Outcome {
     let mut heap: Vec<u8> = Vec::with_capacity(r.megabytes << 20);
     let size = core::arch::wasm32::memory_size(0) * 65536;
@@ -196,6 +201,11 @@ fn residue(r: Residue) -> Outcome {
     };
     heap.resize(r.megabytes << 20, 0);
     fill(&mut heap);
+    let mut sparse = vec![0u8; r.scattered * 2 * 4096];
+    for page in sparse.chunks_exact_mut(2 * 4096) {
+        fill(&mut page[..16]);
+    }
+    std::hint::black_box(&sparse);
     let mut stack = [0u8; 32768];
     fill(&mut stack);
     std::hint::black_box(&stack);

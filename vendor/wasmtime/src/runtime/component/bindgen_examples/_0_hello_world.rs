@@ -1,0 +1,9 @@
+bindgen!({
+  inline: r#"
+      package my:project;
+      world hello-world {
+          import name: func() -> string;
+          export greet: func();
+      }
+  "#,
+});
