@@ -220,6 +220,7 @@ impl LoadedPlugin {
                     let mut store = spare.store;
                     store.data_mut().rebind(context.clone());
                     store.set_epoch_deadline(1);
+                    self.make_next_spare(&roots);
                     (store, spare.slot, Some(spare.instance), 0)
                 }
                 None => {
@@ -247,6 +248,9 @@ impl LoadedPlugin {
                             .instrument(tracing::debug_span!("plugin.instantiate"))
                             .await?;
                         self.spare.instantiated_in(started.elapsed());
+                        if matches!(patience, Patience::Call) {
+                            self.make_next_spare(&roots);
+                        }
                         instance
                     }
                 };
@@ -296,13 +300,50 @@ impl LoadedPlugin {
     /// making spares would). See [`super::spare`].
     fn wants_spare(&self) -> bool {
         let limits = &self.grants.limits;
-        let on = match limits.spare_instance {
+        let alone = self.turns.available_permits() + 1 >= limits.max_concurrent_calls.max(1);
+        self.spares_on() && alone && !self.spare.is_full() && !self.spare.is_making()
+    }
+
+    /// Starts making a spare for the plugin's next call, with `roots`, in a
+    /// free slot and a task of its own, while this call runs (once it has an
+    /// instance: a plugin that cannot be instantiated is not tried twice per
+    /// call): calls that come back to back then find one ready (made on
+    /// another core) instead of each waiting for the one made after the
+    /// call before it returned.
+    /// Nothing is made when spares are off for the plugin (or its instances
+    /// are kept warm), one is ready or under way, or no slot is free (this
+    /// never takes a slot from anyone).
+    fn make_next_spare(&self, roots: &Roots) {
+        if self.warm.enabled() || !self.spares_on() || self.spare.is_full() {
+            return;
+        }
+        let Some(this) = self.me.upgrade() else {
+            return;
+        };
+        if !self.spare.start_making() {
+            return;
+        }
+        let Some(slot) = self.instances.try_take() else {
+            return self.spare.abandon();
+        };
+        let making = MakingSpare::new(self.instances.clone());
+        let roots = roots.clone();
+        tokio::spawn(async move {
+            match this.instantiate_ahead(slot, &making, roots).await {
+                Some(spare) => this.spare.put(spare),
+                None => this.spare.abandon(),
+            }
+            drop(making);
+        });
+    }
+
+    /// Whether the plugin's limits make spares for it ([`SpareMode`]).
+    fn spares_on(&self) -> bool {
+        match self.grants.limits.spare_instance {
             SpareMode::Never => false,
             SpareMode::Always => true,
             SpareMode::Auto => self.spare.worth_making(),
-        };
-        let alone = self.turns.available_permits() + 1 >= limits.max_concurrent_calls.max(1);
-        on && alone && !self.spare.is_full() && !self.spare.is_making()
+        }
     }
 
     /// Tears down a returned call's `store` and makes a spare for a next

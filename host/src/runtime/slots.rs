@@ -134,7 +134,9 @@ impl Slots {
         })
     }
 
-    fn try_take(&self) -> Option<Slot> {
+    /// A slot that is free now, without waiting and without taking one
+    /// from a spare.
+    pub(super) fn try_take(&self) -> Option<Slot> {
         let permit = self.permits.clone().try_acquire_owned().ok()?;
         Some(Slot { _permit: permit })
     }

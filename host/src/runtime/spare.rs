@@ -1,24 +1,28 @@
 //! A fresh instance made ahead of a plugin's next call.
 //!
 //! Instantiating is much of a call's latency (a CPython component takes
-//! about half a millisecond; a Rust one tens of microseconds). After a
-//! call of a plugin returns normally, the host instantiates the plugin
-//! once more in the background and keeps that instance, never called, for
-//! the plugin's next call. Every call still runs in an instance no other
+//! about a quarter of a millisecond; a Rust one tens of microseconds).
+//! While a call of a plugin runs, the host instantiates the plugin once
+//! more in the background and keeps that instance, never called, for the
+//! plugin's next call. Every call still runs in an instance no other
 //! call has used: what the spare saves is only the wait.
 //!
 //! - One spare per plugin at most. It is made for the client roots of the
 //!   call before it (its preopened folders depend on them); a call with
 //!   other roots tears it down and instantiates afresh, and the next
 //!   spare is made for the newer roots.
-//! - It is made in the instance slot of the call before it, in a task of
-//!   its own that first tears that call's instance down: after the call's
-//!   answer is on its way, and without holding more slots than the call
-//!   did. A call that finds every slot taken tears down a spare (any
-//!   plugin's) to get one, before it is refused; one still being made
+//! - The next one is made as soon as a call starts (in the spare, or in an
+//!   instance of its own for want of one), in a free slot and a task of its
+//!   own, so that it is made on another core while the call runs: calls
+//!   that come back to back find it ready. It never takes a slot from
+//!   anyone; with none free, it is made after the call instead, in the
+//!   call's slot, by a task that first tears the call's instance down
+//!   (after the answer is on its way), and only when no other call of the
+//!   plugin runs. A call that finds every slot taken tears down a spare
+//!   (any plugin's) to get one, before it is refused; one still being made
 //!   stops, and the call waits for its slot ([`Spares`]).
 //! - None is made for a plugin whose instances are kept warm (they serve
-//!   its next call), nor while another call of the plugin runs.
+//!   its next call).
 //! - Its instantiation runs under the plugin's call deadline; one that
 //!   fails or times out leaves no spare, and the next call instantiates
 //!   as it would without spares. At most one is under way per plugin, and
