@@ -35,8 +35,8 @@ pub struct LimitsSection {
     /// fresh instance per call. More is an opt-in trade of isolation
     /// between calls for speed (the README's "Keeping instances warm").
     pub calls_per_instance: u32,
-    /// When a fresh instance is made ahead of the plugin's next call while
-    /// it is idle (one at most; the README's "Spare instances").
+    /// When a fresh instance is made for the plugin's next call while a
+    /// call of it runs (one at most; the README's "Spare instances").
     pub spare_instance: SpareMode,
 }
 

@@ -148,8 +148,8 @@ pub struct Limits {
     /// Calls one instance serves in turn: 1, a fresh instance per call;
     /// more, instances kept warm between calls (an operator's opt-in).
     pub calls_per_instance: u32,
-    /// When a fresh instance is made ahead of the next call while the
-    /// plugin is idle (see the runtime's `spare` module).
+    /// When a fresh instance is made for the next call while a call runs
+    /// (see the runtime's `spare` module).
     pub spare_instance: SpareMode,
 }
 
