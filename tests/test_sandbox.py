@@ -241,8 +241,9 @@ def test_no_call_finds_what_an_earlier_call_left_in_memory(tmp_path, sandbox):
     memory in place (the pages it wrote, up to a bound, back to the image)
     or gives it back to the OS; either way the next call in that memory
     finds the data segment, the zeroed statics, the stack and the grown heap
-    as they were, however scattered the pages written. Checked with the baseline build (memory on demand) and the
-    optimised one (pooled memory reused in place), from an empty cache."""
+    as they were, however scattered the pages written. Checked with the
+    baseline build (memory on demand) and the optimised one (pooled memory
+    reused in place), from an empty cache."""
     config = tmp_path / "config.toml"
     config.write_text(
         sandbox["config"].read_text().replace('cache_dir = "', f'cache_dir = "{tmp_path}/cache" # ', 1)

@@ -93,6 +93,27 @@ def test_calls_run_in_spares_that_no_call_used_before(tmp_path, cache_dir):
         host.close()
 
 
+def test_the_next_spare_is_made_while_a_call_runs(tmp_path, cache_dir):
+    """While a long call runs in the spare, the next spare is made beside it
+    (so calls that come back to back find one ready), and the call after it
+    runs in that one."""
+    host = serve(tmp_path, cache_dir, [PLUGINS / "hello.wasm"])
+    try:
+        until_gauges(host, spare_instances=1, instances=1)
+        host.send({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
+                   "params": {"name": "countdown", "arguments": {"steps": 600, "delay_ms": 100}}})
+        # The call's instance (the spare it took) and the next spare.
+        until_gauges(host, spare_instances=1, instances=2)
+        assert host.log().count(SPARE_USED) == 1
+        host.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": "long", "reason": "enough"}})
+        until_gauges(host, spare_instances=1, instances=1)
+        assert call(host, "greet", name="next") == (False, "Hello, next!")
+        assert host.log().count(SPARE_USED) == 2
+    finally:
+        host.close()
+
+
 def test_spares_give_their_slots_to_calls(tmp_path, cache_dir):
     """With one instance slot for three plugins, a spare holds it between
     calls: each call of another plugin takes it from the spare."""
