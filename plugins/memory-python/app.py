@@ -23,6 +23,9 @@ DEFAULT_PATH = "/memory/memory.jsonl"
 # The largest memory file read, so that a huge file fails clearly rather
 # than exhausting the instance's memory.
 MAX_FILE_BYTES = 64 << 20
+# What one read asks for: the file's size is not known beforehand (a stat
+# would be one more file operation of the host's).
+READ_CHUNK = 1 << 20
 
 
 def memory_path() -> str:
@@ -31,15 +34,36 @@ def memory_path() -> str:
 
 # --- the graph on disk ------------------------------------------------------
 
+def read_file(path: str) -> bytes | None:
+    """The file's bytes, at most MAX_FILE_BYTES + 1 of them; None if it
+    does not exist. With os.open and os.read: each is one file operation of
+    the host's, where open() adds a stat and a buffer, and read(n) of a
+    buffered file allocates n bytes up front (64 MiB here) before it reads."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, min(READ_CHUNK, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def load_graph() -> dict:
     path = memory_path()
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        return {"entities": [], "relations": []}
+        data = read_file(path)
     except OSError as e:
         raise ToolError(f"Cannot read {path}: {e.strerror or e}") from None
+    if data is None:
+        return {"entities": [], "relations": []}
     if len(data) > MAX_FILE_BYTES:
         raise ToolError(f"{path} is larger than {MAX_FILE_BYTES >> 20} MiB")
     graph = {"entities": [], "relations": []}
