@@ -144,9 +144,9 @@ def test_with_spares_off_no_instance_outlives_its_call(tmp_path, cache_dir):
 
 
 def test_by_default_a_plugin_that_instantiates_slowly_gets_spares(tmp_path, cache_dir):
-    """CPython takes most of a millisecond to instantiate (far above the
-    100 µs at which "auto" makes spares, however fast the machine): its
-    calls run in spares, each fresh."""
+    """CPython takes ~0.1 ms to instantiate at the fastest (three times
+    the 30 µs at which "auto" makes spares): its calls run in spares, each
+    fresh."""
     host = serve(tmp_path, cache_dir, [PLUGINS / "wordcount.wasm"], config="")
     try:
         until_gauges(host, spare_instances=1, instances=1)
