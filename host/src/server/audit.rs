@@ -418,20 +418,30 @@ mod tests {
             });
         }
         drop(audit);
-        // The writer ends once the queue is drained.
+        // The writer ends once the queue is drained; until then it may be
+        // between the renames of a rotation. Wait until the file and both
+        // rotated ones are there, the same from one look to the next.
         let rotated = |n| PathBuf::from(format!("{}.{n}", path.display()));
+        let files = || {
+            [path.clone(), rotated(1), rotated(2), rotated(3)]
+                .map(|p| std::fs::metadata(p).map(|m| m.len()).ok())
+        };
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let mut total = 0;
+        let mut before = files();
         while std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = files();
             total = [path.clone(), rotated(1), rotated(2)]
                 .iter()
                 .filter_map(|p| std::fs::read_to_string(p).ok())
                 .map(|text| text.lines().count())
                 .sum::<usize>();
-            if total >= 2000 && rotated(2).exists() {
+            let three = now[..3].iter().all(Option::is_some);
+            if total >= 2000 && three && now == before && now == files() {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(50));
+            before = now;
         }
         assert!(rotated(2).exists() && !rotated(3).exists());
         assert!(std::fs::metadata(&path).unwrap().len() <= 1 << 20);
