@@ -168,6 +168,11 @@ enum Command {
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Check a config file, or print its JSON Schema.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Print what a component offers (tools, resources, prompts) and what it imports.
     Inspect {
         /// The component file, or oci://REGISTRY/REPO:TAG (pulled under the
@@ -177,6 +182,22 @@ enum Command {
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
     },
+}
+
+/// `wasm-mcp config ...`
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Check a config file without starting anything: unknown keys, wrong
+    /// types and values, overlapping roots, files it names that cannot be
+    /// read. Prints every problem with its line and key path; exits with 1
+    /// if there was one.
+    Check {
+        /// The config file (TOML).
+        file: PathBuf,
+    },
+    /// Print the config file's JSON Schema, for editors that check and
+    /// complete TOML as it is written (taplo, Even Better TOML).
+    Schema,
 }
 
 /// Which protocol revisions to offer.
@@ -346,6 +367,17 @@ fn main() -> Result<()> {
             print!("{}", wasm_mcp::dev::WIT);
             return Ok(());
         }
+        Command::Config { command } => {
+            match command {
+                ConfigCommand::Schema => print!("{}", cli::config::schema()),
+                ConfigCommand::Check { file } => {
+                    if !cli::config::check(&file)? {
+                        std::process::exit(1);
+                    }
+                }
+            }
+            return Ok(());
+        }
         Command::WasiAdapter { file } => {
             let adapter =
                 wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER;
@@ -412,7 +444,10 @@ fn main() -> Result<()> {
                 key,
                 config,
             } => cli::oci::sign(reference, key, config).await,
-            Command::New { .. } | Command::Wit | Command::WasiAdapter { .. } => {
+            Command::New { .. }
+            | Command::Wit
+            | Command::WasiAdapter { .. }
+            | Command::Config { .. } => {
                 unreachable!("handled before the runtime")
             }
         }

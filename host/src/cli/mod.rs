@@ -1,5 +1,6 @@
 //! The binary's own modules (not part of the library): the commands that
 //! print rather than serve.
 
+pub mod config;
 pub mod inspect;
 pub mod oci;

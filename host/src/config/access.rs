@@ -2,12 +2,13 @@
 //! prompt of it) requires of a caller's token, call rates, and `[audit]`.
 
 use anyhow::Result;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A claim's required value: one string, or any of several.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ClaimValues {
     /// This value.
@@ -28,7 +29,7 @@ impl ClaimValues {
 
 /// `[plugins.<name>.tools.<tool>]` (and `prompts`, `resources`): what one
 /// item requires beyond what its plugin does.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ItemAccess {
     /// Scopes the caller's token must carry, all of them.
@@ -42,7 +43,7 @@ pub struct ItemAccess {
 
 /// `[profiles.<name>]`: a named set of tools (and resources and prompts),
 /// served at an HTTP path of its own or chosen by a token claim.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProfileSection {
     /// `PLUGIN.NAME` patterns (`*` matches any run of characters) of what
@@ -82,7 +83,7 @@ pub(super) fn check_profile(name: &str, profile: &ProfileSection) -> Result<()> 
 /// `[server] tool_search`: `false` (the default), `true` (the host offers
 /// `search_tools` and `call_tool` beside every tool) or `"only"` (instead
 /// of listing the tools).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ToolSearchSetting {
     /// Off, or beside every tool.
@@ -98,7 +99,7 @@ impl Default for ToolSearchSetting {
 }
 
 /// The word `"only"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum OnlyWord {
     /// `"only"`.
     #[serde(rename = "only")]
@@ -106,7 +107,7 @@ pub enum OnlyWord {
 }
 
 /// `[audit]`: one JSON line per call and per refused request.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditSection {
     /// Where the lines go: a file (relative to the config file), `-` for

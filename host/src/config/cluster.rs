@@ -4,12 +4,13 @@
 use super::defaults as d;
 use super::SecretSource;
 use anyhow::Result;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// `[state]`: the PostgreSQL database replicas share. Without `url`, one
 /// host keeps its state itself (tasks in SQLite, sessions in memory).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct StateSection {
     /// `postgres://USER@HOST[:PORT]/DB` (no password: see `password`).
@@ -44,7 +45,7 @@ impl Default for StateSection {
 }
 
 /// `[cluster]`: this replica among others sharing `[state]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClusterSection {
     /// This replica's name: letters, digits, `-` and `_` (no dot: a task id

@@ -1,10 +1,11 @@
 //! `[http]`: the Streamable HTTP endpoint and its security.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// `[http]`
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
     /// Where to listen (`127.0.0.1:8080`); `serve --http` overrides it.
@@ -78,7 +79,7 @@ impl Default for HttpSection {
 }
 
 /// `[http.auth]`
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthSection {
     /// Static bearer tokens.
@@ -98,7 +99,7 @@ pub struct AuthSection {
 /// environment), RS256/ES256 (a PEM public key), or any key an identity
 /// provider publishes in its JWKS (RS*, PS*, ES256, ES384, EdDSA). Exactly
 /// one of `secret_env`, `public_key_file`, `jwks_url` and `discovery`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JwtSection {
     /// The required `iss`.

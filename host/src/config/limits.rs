@@ -2,12 +2,13 @@
 //! use, and every plugin's defaults (the runtime's limits are built from
 //! them).
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// `[limits]`: what one call may use, for every plugin unless its
 /// `[plugins.<name>.limits]` says otherwise.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsSection {
     /// Linear memory per instance, in MiB.
@@ -62,7 +63,8 @@ impl Default for LimitsSection {
 
 /// When a plugin gets a spare instance: one made ahead of its next call.
 /// Read from `"auto"`, `"always"` or `"never"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum SpareMode {
     /// Where instantiating takes long enough for a spare to pay (CPython,
     /// Go), not where making one in a task of its own would cost more than
@@ -89,7 +91,7 @@ impl<'de> serde::Deserialize<'de> for SpareMode {
 }
 
 /// `[plugins.<name>.limits]`: overrides of `[limits]` for one plugin.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsOverride {
     /// See [`LimitsSection::memory_mb`].

@@ -9,6 +9,8 @@ pub mod defaults;
 mod http;
 mod limits;
 mod manifest;
+mod reachable;
+pub mod schema;
 mod tasks;
 
 pub use access::{AuditSection, ClaimValues, ItemAccess, ProfileSection, ToolSearchSetting};
@@ -17,18 +19,20 @@ pub use cluster::{check_url as check_state_url, valid_replica_name, ClusterSecti
 pub use http::{AuthSection, HttpSection, JwtSection};
 pub use limits::{LimitsOverride, LimitsSection, SpareMode};
 pub use manifest::Manifest;
+pub use reachable::Findings;
 pub use tasks::TasksSection;
 
 use anyhow::{Context as _, Result};
 use check::{check_limits, overlap};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 /// The whole config file. Every field has a default, so an empty file (or
 /// no file) is valid.
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, Deserialize, Default, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// `[server]`
@@ -64,7 +68,7 @@ pub struct Config {
 /// `[registries."HOST[:PORT]"]`: the login for one OCI registry, named as
 /// in references (`oci://HOST[:PORT]/...`). The password comes from a
 /// secret's source, never from the config itself.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegistryLogin {
     /// The user name.
@@ -76,7 +80,7 @@ pub struct RegistryLogin {
 
 /// `[traces]`: OpenTelemetry traces, sent over OTLP/HTTP (JSON); off
 /// unless an endpoint is given.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TracesSection {
     /// The OTLP/HTTP traces endpoint, e.g. `http://127.0.0.1:4318/v1/traces`.
@@ -96,7 +100,7 @@ impl Default for TracesSection {
 
 /// `[signatures]`: what a plugin pulled from an OCI registry must carry
 /// (cosign-compatible signatures, checked with these keys).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SignaturesSection {
     /// For every pulled plugin, unless its `[plugins.NAME] signatures` says
@@ -112,7 +116,7 @@ pub struct SignaturesSection {
 }
 
 /// Whether a pulled plugin's signature is checked.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SignaturePolicy {
     /// Not looked at.
@@ -126,7 +130,7 @@ pub enum SignaturePolicy {
 }
 
 /// `[metrics]`: where operators scrape the host besides the MCP listener.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsSection {
     /// An address of its own for `/metrics`, `/healthz` and `/readyz`
@@ -135,7 +139,7 @@ pub struct MetricsSection {
 }
 
 /// `[server]`: what to serve and how.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerSection {
     /// The folder of plugin components (`*.wasm`).
@@ -244,7 +248,17 @@ impl Default for ServerSection {
 
 /// Whether a root may be changed.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Deserialize,
+    serde::Serialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
@@ -266,10 +280,11 @@ impl std::fmt::Display for Mode {
 
 /// `[roots.<name>]`: a host folder that plugins may be granted. A plugin
 /// sees a granted root at `/<name>`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RootSection {
     /// The folder on the host; relative paths are relative to the config file.
+    #[schemars(with = "PathBuf")]
     pub path: Spanned<PathBuf>,
     /// The most any plugin may do in it.
     #[serde(default)]
@@ -278,14 +293,17 @@ pub struct RootSection {
 
 /// `[plugins.<name>]`: what the operator allows one plugin. A plugin gets
 /// what its manifest asks for and this allows, nothing more.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PluginSection {
     /// Names of `[roots]` it may be granted.
+    #[schemars(with = "Vec<String>")]
     pub roots: Vec<Spanned<String>>,
     /// Hosts it may send HTTP requests to: `api.example.com` or `*.example.com`.
+    #[schemars(with = "Vec<String>")]
     pub hosts: Vec<Spanned<String>>,
     /// Environment variables of the host it may read.
+    #[schemars(with = "Vec<String>")]
     pub env: Vec<Spanned<String>>,
     /// Variables it may read whose values come from elsewhere than the host
     /// variable of the same name: a file, or another host variable.
@@ -315,7 +333,7 @@ pub struct PluginSection {
 
 /// `[plugins.<name>.secrets] VAR = { file = "..." }` or `{ env = "..." }`:
 /// where the value of the plugin's variable `VAR` comes from. Exactly one.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SecretSource {
     /// A file holding the value (less one trailing newline); relative paths
@@ -363,24 +381,51 @@ impl Config {
         Self::parse(&text, base).with_context(|| format!("invalid config {}", path.display()))
     }
 
-    /// Parses config text; relative root paths are taken from `base`.
+    /// Parses config text; relative root paths are taken from `base`. The
+    /// error lists every problem found, one per line.
     pub fn parse(text: &str, base: &Path) -> Result<Self> {
-        let mut config: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
-        check::server(&config.server)?;
-        check_limits("limits", &config.limits)?;
-        check::open_roots(&mut config.roots, base, text)?;
-        check::plugins(&mut config, text, base)?;
-        check::http(&mut config.http, base)?;
-        check::tasks(&mut config.tasks, base)?;
-        check::signatures(&mut config, base)?;
-        check::registries(&mut config.registries, base)?;
-        cluster::check_state(&mut config.state, base)?;
-        cluster::check_cluster(&config.cluster)?;
-        access::check_audit(&mut config.audit, base)?;
+        Self::parse_all(text, base).map_err(|problems| anyhow::anyhow!(problems.join("\n")))
+    }
+
+    /// Parses config text and runs every check, each section's even when
+    /// another failed: `Err` holds every problem found (of each section's
+    /// checks, the first), each naming its key.
+    pub fn parse_all(text: &str, base: &Path) -> Result<Self, Vec<String>> {
+        let mut config: Config = toml::from_str(text).map_err(|e| {
+            // The parser stops at the first problem; the schema walk finds
+            // them all (and is not asked when the parser found none).
+            let problems = schema::shape_problems(text);
+            if problems.is_empty() {
+                vec![e.to_string()]
+            } else {
+                problems
+            }
+        })?;
+        let mut problems = Vec::new();
+        let mut keep = |result: Result<()>| {
+            if let Err(e) = result {
+                problems.push(format!("{e:#}"));
+            }
+        };
+        keep(check::server(&config.server));
+        keep(check_limits("limits", &config.limits));
+        keep(check::open_roots(&mut config.roots, base, text));
+        keep(check::plugins(&mut config, text, base));
+        keep(check::http(&mut config.http, base));
+        keep(check::tasks(&mut config.tasks, base));
+        keep(check::signatures(&mut config, base));
+        keep(check::registries(&mut config.registries, base));
+        keep(cluster::check_state(&mut config.state, base));
+        keep(cluster::check_cluster(&config.cluster));
+        keep(access::check_audit(&mut config.audit, base));
         for (name, profile) in &config.profiles {
-            access::check_profile(name, profile)?;
+            keep(access::check_profile(name, profile));
         }
-        Ok(config)
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(problems)
+        }
     }
 
     /// Refuses a folder of the host's own (`what`: the plugin folder, the

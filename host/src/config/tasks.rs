@@ -1,11 +1,12 @@
 //! `[tasks]`: where tasks are kept and when calls become tasks.
 
 use super::defaults as d;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// `[tasks]`
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TasksSection {
     /// The SQLite file tasks are kept in (relative to the config file);

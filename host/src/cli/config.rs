@@ -1,0 +1,60 @@
+//! `wasm-mcp config check FILE` and `wasm-mcp config schema`.
+
+use anyhow::{Context as _, Result};
+use std::path::Path;
+use wasm_mcp::config::Config;
+
+/// Checks the config at `path` as `serve` would load it, and more (files
+/// it names are there, the host's folders outside every root), without
+/// starting anything. Prints every problem, one per line, and returns
+/// whether there were none.
+pub fn check(path: &Path) -> Result<bool> {
+    let text = wasm_mcp::files::read_regular_text(path, wasm_mcp::files::MAX_CONFIG_BYTES)
+        .with_context(|| format!("reading config {}", path.display()))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let shown = path.display();
+    let (problems, warnings, summary) = match Config::parse_all(&text, base) {
+        Err(problems) => (problems, Vec::new(), None),
+        Ok(config) => {
+            let mut found = config.reachable();
+            let plugins = config.server.plugins.clone();
+            if let Some(dir) = &plugins {
+                if let Err(e) = wasm_mcp::settings::check_host_paths(&config, dir) {
+                    found.problems.push(format!("{e:#}"));
+                }
+            }
+            let summary = format!(
+                "{} plugin section(s), {} root(s), {}",
+                config.plugins.len(),
+                config.roots.len(),
+                match &config.http.listen {
+                    Some(listen) => format!("HTTP on {listen}"),
+                    None => "stdio unless --http".to_owned(),
+                }
+            );
+            (found.problems, found.warnings, Some(summary))
+        }
+    };
+    for warning in &warnings {
+        println!("{shown}: warning: {warning}");
+    }
+    for problem in &problems {
+        println!("{shown}: {problem}");
+    }
+    match (problems.len(), summary) {
+        (0, Some(summary)) => {
+            println!("{shown}: ok ({summary})");
+            Ok(true)
+        }
+        (n, _) => {
+            println!("{shown}: {n} problem(s)");
+            Ok(false)
+        }
+    }
+}
+
+/// The config file's JSON Schema, pretty-printed.
+pub fn schema() -> String {
+    let schema = wasm_mcp::config::schema::schema();
+    serde_json::to_string_pretty(&schema).expect("a JSON value prints") + "\n"
+}
