@@ -33,7 +33,7 @@ enum Command {
         /// The folder of plugin components (*.wasm). Overrides the config file.
         #[arg(long, short = 'p', env = "WASM_MCP_PLUGINS")]
         plugins: Option<PathBuf>,
-        /// A TOML config file (see the README for its fields).
+        /// A TOML config file (its keys: `wasm-mcp config schema`, or the book's config reference).
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
         /// Do not reload plugins when their files change.
@@ -64,7 +64,7 @@ enum Command {
         /// Build Rust plugins with `--release`.
         #[arg(long)]
         release: bool,
-        /// A TOML config file (see the README for its fields).
+        /// A TOML config file (its keys: `wasm-mcp config schema`, or the book's config reference).
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
         #[command(flatten)]
@@ -121,7 +121,7 @@ enum Command {
         /// The folder of plugin components (*.wasm). Overrides the config file.
         #[arg(long, short = 'p', env = "WASM_MCP_PLUGINS")]
         plugins: Option<PathBuf>,
-        /// A TOML config file (see the README for its fields).
+        /// A TOML config file (its keys: `wasm-mcp config schema`, or the book's config reference).
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
     },
@@ -178,7 +178,7 @@ enum Command {
         /// The component file, or oci://REGISTRY/REPO:TAG (pulled under the
         /// signature policy, which is shown).
         file: PathBuf,
-        /// The config whose grants to apply (see the README).
+        /// The config whose grants to apply.
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
     },
@@ -194,6 +194,10 @@ enum ConfigCommand {
     Check {
         /// The config file (TOML).
         file: PathBuf,
+        /// Check keys, types and values only, not that the folders and
+        /// files it names are there (a config written for another machine).
+        #[arg(long)]
+        no_files: bool,
     },
     /// Print the config file's JSON Schema, for editors that check and
     /// complete TOML as it is written (taplo, Even Better TOML).
@@ -370,8 +374,12 @@ fn main() -> Result<()> {
         Command::Config { command } => {
             match command {
                 ConfigCommand::Schema => print!("{}", cli::config::schema()),
-                ConfigCommand::Check { file } => {
-                    if !cli::config::check(&file)? {
+                ConfigCommand::Check { file, no_files } => {
+                    let files = match no_files {
+                        true => wasm_mcp::config::Files::Skip,
+                        false => wasm_mcp::config::Files::Open,
+                    };
+                    if !cli::config::check(&file, files)? {
                         std::process::exit(1);
                     }
                 }

@@ -2,23 +2,26 @@
 
 use anyhow::{Context as _, Result};
 use std::path::Path;
-use wasm_mcp::config::Config;
+use wasm_mcp::config::{Config, Files};
 
 /// Checks the config at `path` as `serve` would load it, and more (files
-/// it names are there, the host's folders outside every root), without
-/// starting anything. Prints every problem, one per line, and returns
+/// it names are there, the host's folders outside every root; with
+/// `Files::Skip`, keys and values only), without starting anything. Prints every problem, one per line, and returns
 /// whether there were none.
-pub fn check(path: &Path) -> Result<bool> {
+pub fn check(path: &Path, files: Files) -> Result<bool> {
     let text = wasm_mcp::files::read_regular_text(path, wasm_mcp::files::MAX_CONFIG_BYTES)
         .with_context(|| format!("reading config {}", path.display()))?;
     let base = path.parent().unwrap_or(Path::new("."));
     let shown = path.display();
-    let (problems, warnings, summary) = match Config::parse_all(&text, base) {
+    let (problems, warnings, summary) = match Config::parse_with(&text, base, files) {
         Err(problems) => (problems, Vec::new(), None),
         Ok(config) => {
-            let mut found = config.reachable();
+            let mut found = match files {
+                Files::Open => config.reachable(),
+                Files::Skip => Default::default(),
+            };
             let plugins = config.server.plugins.clone();
-            if let Some(dir) = &plugins {
+            if let (Some(dir), Files::Open) = (&plugins, files) {
                 if let Err(e) = wasm_mcp::settings::check_host_paths(&config, dir) {
                     found.problems.push(format!("{e:#}"));
                 }

@@ -58,6 +58,7 @@ pub(super) fn open_roots(
     roots: &mut BTreeMap<String, RootSection>,
     base: &Path,
     text: &str,
+    files: super::Files,
 ) -> Result<()> {
     let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
     for (name, root) in roots.iter_mut() {
@@ -67,6 +68,10 @@ pub(super) fn open_roots(
         );
         let span = root.path.span();
         let path = base.join(root.path.get_ref());
+        if files == super::Files::Skip {
+            *root.path.get_mut() = std::path::absolute(&path).unwrap_or(path);
+            continue;
+        }
         let path = path.canonicalize().with_context(|| {
             format!("{}: roots.{name}.path {}", at(span.clone()), path.display())
         })?;

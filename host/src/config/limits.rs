@@ -34,10 +34,10 @@ pub struct LimitsSection {
     pub max_blocking_threads: usize,
     /// Calls one instance serves, one after another. 1 (the default): a
     /// fresh instance per call. More is an opt-in trade of isolation
-    /// between calls for speed (the README's "Keeping instances warm").
+    /// between calls for speed (the book's "The sandbox and its limits").
     pub calls_per_instance: u32,
     /// When a fresh instance is made for the plugin's next call while a
-    /// call of it runs (one at most; the README's "Spare instances").
+    /// call of it runs (one at most; the book's "The sandbox and its limits").
     pub spare_instance: SpareMode,
 }
 

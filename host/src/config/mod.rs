@@ -344,6 +344,15 @@ pub struct SecretSource {
     pub env: Option<String>,
 }
 
+/// Whether checking a config looks at the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Files {
+    /// Root folders are opened (they must exist), as when serving.
+    Open,
+    /// Nothing on disk is looked at: a config written for another machine.
+    Skip,
+}
+
 /// The largest secret file read, in bytes.
 pub const MAX_SECRET_BYTES: u64 = 64 << 10;
 
@@ -391,6 +400,11 @@ impl Config {
     /// another failed: `Err` holds every problem found (of each section's
     /// checks, the first), each naming its key.
     pub fn parse_all(text: &str, base: &Path) -> Result<Self, Vec<String>> {
+        Self::parse_with(text, base, Files::Open)
+    }
+
+    /// [`Config::parse_all`], opening the root folders or not.
+    pub fn parse_with(text: &str, base: &Path, files: Files) -> Result<Self, Vec<String>> {
         let mut config: Config = toml::from_str(text).map_err(|e| {
             // The parser stops at the first problem; the schema walk finds
             // them all (and is not asked when the parser found none).
@@ -409,7 +423,7 @@ impl Config {
         };
         keep(check::server(&config.server));
         keep(check_limits("limits", &config.limits));
-        keep(check::open_roots(&mut config.roots, base, text));
+        keep(check::open_roots(&mut config.roots, base, text, files));
         keep(check::plugins(&mut config, text, base));
         keep(check::http(&mut config.http, base));
         keep(check::tasks(&mut config.tasks, base));

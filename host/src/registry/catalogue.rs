@@ -1,6 +1,6 @@
 //! The merged, name-checked catalogue of everything the loaded plugins offer.
 //!
-//! Naming rules (stable and documented in the README):
+//! Naming rules (stable and documented in the book, docs/src/plugins/contract.md):
 //! - plugins are merged in order of plugin name;
 //! - a tool or prompt keeps its own name unless an earlier plugin already
 //!   uses it; then it is offered as `<plugin>.<name>` and a warning is logged;
