@@ -60,29 +60,14 @@ pub(super) fn open_roots(
     text: &str,
     files: super::Files,
 ) -> Result<()> {
-    let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
+    let mut problems = Vec::new();
     for (name, root) in roots.iter_mut() {
-        anyhow::ensure!(
-            crate::names::is_valid(name),
-            "roots.{name}: a root name must be letters, digits, '-' or '_'"
-        );
-        let span = root.path.span();
-        let path = base.join(root.path.get_ref());
-        if files == super::Files::Skip {
-            *root.path.get_mut() = std::path::absolute(&path).unwrap_or(path);
-            continue;
+        if let Err(e) = open_root(name, root, base, text, files) {
+            problems.push(format!("{e:#}"));
         }
-        let path = path.canonicalize().with_context(|| {
-            format!("{}: roots.{name}.path {}", at(span.clone()), path.display())
-        })?;
-        anyhow::ensure!(
-            path.is_dir(),
-            "{}: roots.{name}.path {} is not a folder",
-            at(span),
-            path.display()
-        );
-        *root.path.get_mut() = path;
     }
+    // Overlaps say something only of roots that opened.
+    anyhow::ensure!(problems.is_empty(), problems.join("\n"));
     let paths: Vec<(&String, &PathBuf)> = roots
         .iter()
         .map(|(name, root)| (name, root.path.get_ref()))
@@ -102,6 +87,39 @@ pub(super) fn open_roots(
     Ok(())
 }
 
+/// One `[roots.NAME]`: a valid name and, unless `files` skips the disk,
+/// an existing folder, whose canonical path replaces the one written.
+fn open_root(
+    name: &str,
+    root: &mut RootSection,
+    base: &Path,
+    text: &str,
+    files: super::Files,
+) -> Result<()> {
+    let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
+    anyhow::ensure!(
+        crate::names::is_valid(name),
+        "roots.{name}: a root name must be letters, digits, '-' or '_'"
+    );
+    let span = root.path.span();
+    let path = base.join(root.path.get_ref());
+    if files == super::Files::Skip {
+        *root.path.get_mut() = std::path::absolute(&path).unwrap_or(path);
+        return Ok(());
+    }
+    let path = path
+        .canonicalize()
+        .with_context(|| format!("{}: roots.{name}.path {}", at(span.clone()), path.display()))?;
+    anyhow::ensure!(
+        path.is_dir(),
+        "{}: roots.{name}.path {} is not a folder",
+        at(span),
+        path.display()
+    );
+    *root.path.get_mut() = path;
+    Ok(())
+}
+
 /// Where a registry is asked for, as a plugin's `source` names it:
 /// `oci://REGISTRY/REPO:TAG` or `oci://REGISTRY/REPO@sha256:DIGEST`.
 pub fn oci_reference(text: &str) -> Result<oci_client::Reference> {
@@ -115,50 +133,65 @@ pub fn oci_reference(text: &str) -> Result<oci_client::Reference> {
 }
 
 /// `[plugins.NAME]`: known roots, valid host patterns and variable names,
-/// and limits that pass.
+/// and limits that pass. Each plugin is checked even when another failed:
+/// the error holds each one's first problem, a line each.
 pub(super) fn plugins(config: &mut Config, text: &str, base: &Path) -> Result<()> {
+    let mut problems = Vec::new();
     for (plugin, section) in config.plugins.iter_mut() {
-        secrets(plugin, section, base)?;
+        if let Err(e) = secrets(plugin, section, base) {
+            problems.push(format!("{e:#}"));
+        }
     }
-    let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
     for (plugin, section) in &config.plugins {
-        for root in &section.roots {
-            anyhow::ensure!(
-                config.roots.contains_key(root.get_ref()),
-                "{}: plugins.{plugin}.roots names {:?}, which is not in [roots]",
-                at(root.span()),
-                root.get_ref()
-            );
+        if let Err(e) = plugin_grants(config, plugin, section, text) {
+            problems.push(format!("{e:#}"));
         }
-        for host in &section.hosts {
-            anyhow::ensure!(
-                HostPattern::parse(host.get_ref()).is_some(),
-                "{}: plugins.{plugin}.hosts: {:?} is not a host name or *.domain",
-                at(host.span()),
-                host.get_ref()
-            );
-        }
-        if let Some(source) = &section.source {
-            oci_reference(source).with_context(|| format!("plugins.{plugin}.source"))?;
-            anyhow::ensure!(
-                crate::names::is_valid(plugin),
-                "plugins.{plugin}.source: {plugin:?} cannot name a plugin file"
-            );
-        }
-        for var in &section.env {
-            let var_name = var.get_ref();
-            anyhow::ensure!(
-                !var_name.is_empty() && !var_name.contains('='),
-                "{}: plugins.{plugin}.env: {var_name:?} is not a variable name",
-                at(var.span())
-            );
-        }
-        check_limits(
-            &format!("plugins.{plugin}.limits"),
-            &config.limits.with(&section.limits),
-        )?;
-        access(plugin, section)?;
     }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(anyhow::anyhow!(problems.join("\n"))),
+    }
+}
+
+/// One `[plugins.NAME]`'s grants, source, variables, limits and access.
+fn plugin_grants(config: &Config, plugin: &str, section: &PluginSection, text: &str) -> Result<()> {
+    let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
+    for root in &section.roots {
+        anyhow::ensure!(
+            config.roots.contains_key(root.get_ref()),
+            "{}: plugins.{plugin}.roots names {:?}, which is not in [roots]",
+            at(root.span()),
+            root.get_ref()
+        );
+    }
+    for host in &section.hosts {
+        anyhow::ensure!(
+            HostPattern::parse(host.get_ref()).is_some(),
+            "{}: plugins.{plugin}.hosts: {:?} is not a host name or *.domain",
+            at(host.span()),
+            host.get_ref()
+        );
+    }
+    if let Some(source) = &section.source {
+        oci_reference(source).with_context(|| format!("plugins.{plugin}.source"))?;
+        anyhow::ensure!(
+            crate::names::is_valid(plugin),
+            "plugins.{plugin}.source: {plugin:?} cannot name a plugin file"
+        );
+    }
+    for var in &section.env {
+        let var_name = var.get_ref();
+        anyhow::ensure!(
+            !var_name.is_empty() && !var_name.contains('='),
+            "{}: plugins.{plugin}.env: {var_name:?} is not a variable name",
+            at(var.span())
+        );
+    }
+    check_limits(
+        &format!("plugins.{plugin}.limits"),
+        &config.limits.with(&section.limits),
+    )?;
+    access(plugin, section)?;
     Ok(())
 }
 

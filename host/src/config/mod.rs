@@ -418,7 +418,8 @@ impl Config {
         let mut problems = Vec::new();
         let mut keep = |result: Result<()>| {
             if let Err(e) = result {
-                problems.push(format!("{e:#}"));
+                // A check that looked at several items holds a line each.
+                problems.extend(format!("{e:#}").lines().map(str::to_owned));
             }
         };
         keep(check::server(&config.server));

@@ -22,7 +22,8 @@ pub fn schema() -> Value {
 
 /// Every problem of the config text's shape: keys the host does not know,
 /// values of the wrong type, words not among those allowed, required keys
-/// missing. Each is `line N: key.path: what is wrong`. Empty when the text
+/// missing. Each is `line N: key.path: what is wrong`; the first
+/// [`MAX_PROBLEMS`] by line, then a count of the rest. Empty when the text
 /// is not TOML (the parser says why) or has none.
 pub fn shape_problems(text: &str) -> Vec<String> {
     let Ok(table) = DeTable::parse(text) else {
@@ -36,11 +37,24 @@ pub fn shape_problems(text: &str) -> Vec<String> {
     };
     walk.table(table.get_ref(), table.span(), &schema, "");
     walk.problems.sort();
-    walk.problems
+    let more = walk.problems.len().saturating_sub(MAX_PROBLEMS);
+    let mut problems: Vec<String> = walk
+        .problems
         .into_iter()
+        .take(MAX_PROBLEMS)
         .map(|(_, problem)| problem)
-        .collect()
+        .collect();
+    if more > 0 {
+        problems.push(format!("... and {more} more problems"));
+    }
+    problems
 }
+
+/// The most problems listed; the rest are counted.
+const MAX_PROBLEMS: usize = 100;
+
+/// The deepest key path walked.
+const MAX_DEPTH: usize = 32;
 
 struct Walk<'a> {
     root: &'a Value,
@@ -79,6 +93,11 @@ impl<'a> Walk<'a> {
     }
 
     fn value(&mut self, value: &Spanned<DeValue>, schema: &'a Value, path: &str) {
+        // The schema is a few tables deep; a value nested deeper than any
+        // it describes was refused above, or is not looked into.
+        if path.matches(['.', '[']).count() > MAX_DEPTH {
+            return;
+        }
         let schema = self.resolve(schema);
         let span = value.span();
         for key in ["anyOf", "oneOf"] {
@@ -225,13 +244,18 @@ impl<'a> Walk<'a> {
                         let known: BTreeSet<&str> = properties
                             .map(|p| p.keys().map(String::as_str).collect())
                             .unwrap_or_default();
-                        let hint = if known.is_empty() {
-                            "it takes no keys".to_owned()
-                        } else {
-                            format!(
+                        let closest = known
+                            .iter()
+                            .map(|k| (strsim::jaro_winkler(name, k), *k))
+                            .filter(|(score, _)| *score > 0.8)
+                            .max_by(|a, b| a.0.total_cmp(&b.0));
+                        let hint = match closest {
+                            Some((_, k)) => format!("did you mean {k}?"),
+                            None if known.is_empty() => "it takes no keys".to_owned(),
+                            None => format!(
                                 "known here: {}",
                                 known.into_iter().collect::<Vec<_>>().join(", ")
-                            )
+                            ),
                         };
                         self.report(key.span(), &at, format!("unknown field ({hint})"));
                     }

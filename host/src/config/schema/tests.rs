@@ -192,6 +192,12 @@ signatures = \"if-present\"
 ";
     assert_eq!(shape_problems(text), Vec::<String>::new());
     toml::from_str::<Config>(text).unwrap();
+    let typo = shape_problems("[server]\npage_sise = 10\n[limits]\nzzz = 1\n");
+    assert_eq!(
+        typo[0],
+        "line 2: server.page_sise: unknown field (did you mean page_size?)"
+    );
+    assert!(typo[1].starts_with("line 4: limits.zzz: unknown field (known here: call_timeout_ms, "));
     let wrong = "[server]\ntool_search = \"sometimes\"\n";
     let problems = shape_problems(wrong);
     assert_eq!(problems.len(), 1, "{problems:?}");
@@ -199,4 +205,24 @@ signatures = \"if-present\"
         problems[0].starts_with("line 2: server.tool_search:"),
         "{problems:?}"
     );
+}
+
+#[test]
+fn a_hostile_file_is_walked_in_bounded_depth() {
+    let deep = format!(
+        "[plugins.x]\nroots = {}{}\n",
+        "[".repeat(5000),
+        "]".repeat(5000)
+    );
+    // The parser may refuse it; neither it nor the walk overflows.
+    let _ = shape_problems(&deep);
+    let wide = format!(
+        "[server]\n{}",
+        (0..20_000)
+            .map(|i| format!("k{i} = {i}\n"))
+            .collect::<String>()
+    );
+    let problems = shape_problems(&wide);
+    assert_eq!(problems.len(), MAX_PROBLEMS + 1);
+    assert_eq!(problems[MAX_PROBLEMS], "... and 19900 more problems");
 }
