@@ -139,15 +139,7 @@ def test_the_generated_reference_matches_the_binary():
 
 
 def test_every_config_key_is_documented_and_the_reference_names_no_other():
-    schema = json.loads(subprocess.run([str(BINARY), "config", "schema"], check=True,
-                                       capture_output=True, text=True).stdout)
-    import importlib.machinery
-    import importlib.util
-    loader = importlib.machinery.SourceFileLoader("docs_reference", str(ROOT / "scripts" / "docs-reference"))
-    spec = importlib.util.spec_from_loader("docs_reference", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    accepted = set(module.keys_of(schema))
+    accepted = documented_keys()
     page = (DOCS / "src" / "reference" / "config.md").read_text()
     documented = set()
     table = None
@@ -164,6 +156,45 @@ def test_every_config_key_is_documented_and_the_reference_names_no_other():
     checked = subprocess.run([str(BINARY), "config", "check", "--no-files", str(bogus)],
                              capture_output=True, text=True)
     assert checked.returncode == 1 and "server.no_such_key: unknown field" in checked.stdout, checked.stdout
+
+
+def documented_keys():
+    """Every key path the reference documents, from the schema."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("docs_reference", str(ROOT / "scripts" / "docs-reference"))
+    spec = importlib.util.spec_from_loader("docs_reference", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    schema = json.loads(subprocess.run([str(BINARY), "config", "schema"], check=True,
+                                       capture_output=True, text=True).stdout)
+    return set(module.keys_of(schema))
+
+
+SECTIONS = "server|limits|http|tasks|metrics|signatures|traces|state|cluster|audit"
+
+
+def test_every_key_the_book_names_in_its_text_is_one_the_host_accepts():
+    """`[server] max_instances`, `[plugins.NAME] env`, `limits.memory_mb`:
+    the keys chapters name in passing exist."""
+    keys = documented_keys()
+    tables = {k.rsplit(".", 1)[0] for k in keys}
+    named = {}
+    generated = {"cli.md", "config.md", "limits.md"}
+    for path in sources():
+        if path.parent.name == "reference" and path.name in generated:
+            continue
+        text = path.read_text()
+        for m in re.finditer(r'\[([a-z_]+(?:\.(?:[a-z_]+|NAME|P|<name>|"[^"]*"))*)\] ([a-z_]+)\b', text):
+            table = re.sub(r'\.(NAME|P|<name>|"[^"]*")', ".<name>", m.group(1))
+            if table.split(".")[0] in ("plugins", "roots", "profiles", "registries") and "." not in table:
+                continue  # `[plugins] x` is not how a key is named
+            named.setdefault(f"{table}.{m.group(2)}", where(path, text[: m.start()].count("\n") + 1))
+        for m in re.finditer(rf"`((?:{SECTIONS})(?:\.[a-z_]+)+)`", text):
+            named.setdefault(m.group(1), where(path, text[: m.start()].count("\n") + 1))
+    unknown = sorted(f"{at}: {key}" for key, at in named.items() if key not in keys and key not in tables)
+    assert unknown == [], "\n".join(unknown)
+    assert len(named) > 20, sorted(named)
 
 
 def test_every_sample_carries_a_check():
@@ -198,6 +229,27 @@ def test_every_config_in_the_book_passes_config_check(tmp_path):
         checked += 1
     assert failed == [], "\n".join(failed)
     assert checked >= 10, checked
+
+
+def test_an_editor_given_the_schema_accepts_every_config_sample_and_flags_a_bad_key():
+    """What an editor with TOML schema support does with `config schema`'s
+    output, done by a JSON Schema validator: the book's configs are valid,
+    a mistyped key, a wrong type and a bad word are not."""
+    import jsonschema
+    schema = json.loads(subprocess.run([str(BINARY), "config", "schema"], check=True,
+                                       capture_output=True, text=True).stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    configs = [tomllib.loads(body) for _, _, lang, kind, _, body in samples()
+               if lang == "toml" and kind != "fragment"]
+    assert len(configs) >= 10
+    for config in configs:
+        errors = [e.message for e in validator.iter_errors(config)]
+        assert errors == [], (config, errors)
+    for bad in ('[server]\npage_sise = 10\n', '[limits]\nmemory_mb = "lots"\n',
+                '[limits]\nspare_instance = "sometimes"\n', '[plugins.x]\nroots = "docs"\n',
+                '[http.auth.jwt]\nissuer = "x"\n'):
+        assert list(validator.iter_errors(tomllib.loads(bad))), bad
 
 
 def test_every_fragment_of_code_is_at_least_well_formed():
