@@ -6,7 +6,8 @@ sample that is a complete config or plugin works: configs pass
 A code block is checked by its language: `toml` blocks are configs and
 `json` blocks JSON. A block may be marked, on the line before it, with
 `<!-- sample: fragment -->` (only its syntax is checked: part of a file,
-a Cargo.toml, a manifest) or `<!-- sample: plugin LANGUAGE -->` (built
+a Cargo.toml), `<!-- sample: manifest -->` (a plugin's manifest, checked
+against its schema) or `<!-- sample: plugin LANGUAGE -->` (built
 as the whole module of a new plugin of that language, then served and
 called). A block in a plugin language must carry one of the two marks,
 so that no sample escapes a check by being forgotten."""
@@ -202,7 +203,7 @@ def test_every_sample_carries_a_check():
                 if lang in PLUGIN_LANGUAGES and kind is None]
     assert unmarked == [], "mark these as `<!-- sample: plugin LANG -->` or fragment: " + ", ".join(unmarked)
     kinds = {kind for *_, kind, _, _ in samples() if kind}
-    assert kinds <= {"fragment", "plugin"}, kinds
+    assert kinds <= {"fragment", "plugin", "manifest"}, kinds
 
 
 def test_every_config_in_the_book_passes_config_check(tmp_path):
@@ -218,7 +219,7 @@ def test_every_config_in_the_book_passes_config_check(tmp_path):
             tomllib.loads(body)
         except tomllib.TOMLDecodeError as e:
             pytest.fail(f"{where(path, line)}: not TOML: {e}")
-        if kind == "fragment":
+        if kind in ("fragment", "manifest"):
             continue
         config = tmp_path / f"sample-{checked}.toml"
         config.write_text(body)
@@ -241,7 +242,7 @@ def test_an_editor_given_the_schema_accepts_every_config_sample_and_flags_a_bad_
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     configs = [tomllib.loads(body) for _, _, lang, kind, _, body in samples()
-               if lang == "toml" and kind != "fragment"]
+               if lang == "toml" and kind not in ("fragment", "manifest")]
     assert len(configs) >= 10
     for config in configs:
         errors = [e.message for e in validator.iter_errors(config)]
@@ -250,6 +251,21 @@ def test_an_editor_given_the_schema_accepts_every_config_sample_and_flags_a_bad_
                 '[limits]\nspare_instance = "sometimes"\n', '[plugins.x]\nroots = "docs"\n',
                 '[http.auth.jwt]\nissuer = "x"\n'):
         assert list(validator.iter_errors(tomllib.loads(bad))), bad
+
+
+def test_every_manifest_in_the_book_fits_the_manifest_schema():
+    import jsonschema
+    schema = json.loads(subprocess.run([str(BINARY), "config", "schema", "--manifest"], check=True,
+                                       capture_output=True, text=True).stdout)
+    validator = jsonschema.Draft202012Validator(schema)
+    manifests = [(where(p, n), tomllib.loads(body)) for p, n, lang, kind, _, body in samples()
+                 if kind == "manifest"]
+    assert manifests
+    for at, manifest in manifests:
+        errors = [e.message for e in validator.iter_errors(manifest)]
+        assert errors == [], (at, errors)
+    assert list(validator.iter_errors({"host": ["x"]}))
+    assert list(validator.iter_errors({"roots": {"a": "write-only"}}))
 
 
 def test_every_fragment_of_code_is_at_least_well_formed():

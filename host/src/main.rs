@@ -201,7 +201,11 @@ enum ConfigCommand {
     },
     /// Print the config file's JSON Schema, for editors that check and
     /// complete TOML as it is written (taplo, Even Better TOML).
-    Schema,
+    Schema {
+        /// A plugin manifest's (`<plugin>.toml`) instead.
+        #[arg(long)]
+        manifest: bool,
+    },
 }
 
 /// Which protocol revisions to offer.
@@ -373,7 +377,7 @@ fn main() -> Result<()> {
         }
         Command::Config { command } => {
             match command {
-                ConfigCommand::Schema => print!("{}", cli::config::schema()),
+                ConfigCommand::Schema { manifest } => print!("{}", cli::config::schema(manifest)),
                 ConfigCommand::Check { file, no_files } => {
                     let files = match no_files {
                         true => wasm_mcp::config::Files::Skip,

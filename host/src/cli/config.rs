@@ -56,8 +56,12 @@ pub fn check(path: &Path, files: Files) -> Result<bool> {
     }
 }
 
-/// The config file's JSON Schema, pretty-printed.
-pub fn schema() -> String {
-    let schema = wasm_mcp::config::schema::schema();
+/// The config file's JSON Schema (or with `manifest`, a plugin
+/// manifest's), pretty-printed.
+pub fn schema(manifest: bool) -> String {
+    let schema = match manifest {
+        true => wasm_mcp::config::schema::manifest_schema(),
+        false => wasm_mcp::config::schema::schema(),
+    };
     serde_json::to_string_pretty(&schema).expect("a JSON value prints") + "\n"
 }

@@ -13,17 +13,21 @@
 
 use super::Mode;
 use anyhow::{Context as _, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// What a plugin asks for.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+/// What a plugin asks for, in `<plugin>.toml` beside its component; the
+/// config decides what it gets.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Manifest {
-    /// Roots (named in the host's config) and the access it wants to each.
+    /// Roots (named in the host's config) and the access it wants to each;
+    /// `"*"` for every root the config allows it.
     pub roots: BTreeMap<String, Mode>,
-    /// Hosts it wants to send HTTP requests to.
+    /// Hosts it wants to send HTTP requests to (`api.example.com`,
+    /// `*.example.com`); `"*"` for every host the config allows it.
     pub hosts: Vec<String>,
     /// Environment variables it wants to read.
     pub env: Vec<String>,

@@ -20,6 +20,18 @@ pub fn schema() -> Value {
     schema
 }
 
+/// The JSON Schema of a plugin's manifest (`<plugin>.toml`).
+pub fn manifest_schema() -> Value {
+    let mut schema = schemars::schema_for!(super::Manifest).to_value();
+    if let Some(object) = schema.as_object_mut() {
+        object.insert(
+            "title".into(),
+            "wasm-mcp plugin manifest (<plugin>.toml)".into(),
+        );
+    }
+    schema
+}
+
 /// Every problem of the config text's shape: keys the host does not know,
 /// values of the wrong type, words not among those allowed, required keys
 /// missing. Each is `line N: key.path: what is wrong`; the first

@@ -226,3 +226,19 @@ fn a_hostile_file_is_walked_in_bounded_depth() {
     assert_eq!(problems.len(), MAX_PROBLEMS + 1);
     assert_eq!(problems[MAX_PROBLEMS], "... and 19900 more problems");
 }
+
+#[test]
+fn the_manifest_schema_names_exactly_the_keys_a_manifest_takes() {
+    let schema = manifest_schema();
+    let documented: BTreeSet<String> = schema["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    let error = crate::config::Manifest::parse("zz_not_a_key = 1\n")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(expected_keys(&error), documented, "{error}");
+    assert_eq!(schema["additionalProperties"], Value::Bool(false));
+}
