@@ -35,7 +35,7 @@ pub fn manifest_schema() -> Value {
 /// Every problem of the config text's shape: keys the host does not know,
 /// values of the wrong type, words not among those allowed, required keys
 /// missing. Each is `line N: key.path: what is wrong`; the first
-/// [`MAX_PROBLEMS`] by line, then a count of the rest. Empty when the text
+/// 100 by line, then a count of the rest. Empty when the text
 /// is not TOML (the parser says why) or has none.
 pub fn shape_problems(text: &str) -> Vec<String> {
     let Ok(table) = DeTable::parse(text) else {
