@@ -6,8 +6,9 @@ use wasm_mcp::config::{Config, Files};
 
 /// Checks the config at `path` as `serve` would load it, and more (files
 /// it names are there, the host's folders outside every root; with
-/// `Files::Skip`, keys and values only), without starting anything. Prints every problem, one per line, and returns
-/// whether there were none.
+/// `Files::Skip`, keys and values only), without starting anything.
+/// Prints every problem, one per line, and returns whether there were
+/// none.
 pub fn check(path: &Path, files: Files) -> Result<bool> {
     let text = wasm_mcp::files::read_regular_text(path, wasm_mcp::files::MAX_CONFIG_BYTES)
         .with_context(|| format!("reading config {}", path.display()))?;
