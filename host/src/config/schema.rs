@@ -10,24 +10,19 @@ use toml::Spanned;
 
 /// The JSON Schema (draft 2020-12) of the config file.
 pub fn schema() -> Value {
-    let mut schema = schemars::schema_for!(super::Config).to_value();
-    if let Some(object) = schema.as_object_mut() {
-        object.insert(
-            "title".into(),
-            "wasm-mcp config file (wasm-mcp.toml)".into(),
-        );
-    }
-    schema
+    titled::<super::Config>("wasm-mcp config file (wasm-mcp.toml)")
 }
 
 /// The JSON Schema of a plugin's manifest (`<plugin>.toml`).
 pub fn manifest_schema() -> Value {
-    let mut schema = schemars::schema_for!(super::Manifest).to_value();
+    titled::<super::Manifest>("wasm-mcp plugin manifest (<plugin>.toml)")
+}
+
+/// `T`'s schema, with a title for editors to show.
+fn titled<T: schemars::JsonSchema>(title: &str) -> Value {
+    let mut schema = schemars::schema_for!(T).to_value();
     if let Some(object) = schema.as_object_mut() {
-        object.insert(
-            "title".into(),
-            "wasm-mcp plugin manifest (<plugin>.toml)".into(),
-        );
+        object.insert("title".into(), title.into());
     }
     schema
 }
