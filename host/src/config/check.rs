@@ -10,46 +10,76 @@ use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The problems one check found, each naming its key.
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    /// Notes `problem` unless `ok`.
+    fn ensure(&mut self, ok: bool, problem: impl FnOnce() -> String) {
+        if !ok {
+            self.0.push(problem());
+        }
+    }
+
+    /// Notes each of `fields` of `section` that is 0.
+    fn counts(&mut self, section: &str, fields: &[(&str, u64)]) {
+        for (field, value) in fields {
+            self.ensure(*value > 0, || {
+                format!("{section}.{field} must be at least 1")
+            });
+        }
+    }
+
+    /// Every problem noted, a line each.
+    fn done(self) -> Result<()> {
+        match self.0.is_empty() {
+            true => Ok(()),
+            false => Err(anyhow::anyhow!(self.0.join("\n"))),
+        }
+    }
+}
+
 /// `[server]`: every count at least 1.
 pub(super) fn server(server: &ServerSection) -> Result<()> {
-    for (field, value) in [
-        ("page_size", server.page_size as u64),
-        ("max_plugin_mb", server.max_plugin_mb),
-        ("skills_per_plugin", server.skills_per_plugin as u64),
-        ("skill_file_kb", server.skill_file_kb),
-        ("skills_mb", server.skills_mb),
-        (
-            "max_requests_per_connection",
-            server.max_requests_per_connection as u64,
-        ),
-        (
-            "max_requests_per_principal",
-            server.max_requests_per_principal as u64,
-        ),
-        ("max_requests", server.max_requests as u64),
-        (
-            "max_requests_mb_per_principal",
-            server.max_requests_mb_per_principal as u64,
-        ),
-        ("max_requests_mb", server.max_requests_mb as u64),
-        (
-            "max_waiting_per_principal",
-            server.max_waiting_per_principal as u64,
-        ),
-    ] {
-        anyhow::ensure!(value > 0, "server.{field} must be at least 1");
-    }
+    let mut problems = Problems::default();
+    problems.counts(
+        "server",
+        &[
+            ("page_size", server.page_size as u64),
+            ("max_plugin_mb", server.max_plugin_mb),
+            ("skills_per_plugin", server.skills_per_plugin as u64),
+            ("skill_file_kb", server.skill_file_kb),
+            ("skills_mb", server.skills_mb),
+            (
+                "max_requests_per_connection",
+                server.max_requests_per_connection as u64,
+            ),
+            (
+                "max_requests_per_principal",
+                server.max_requests_per_principal as u64,
+            ),
+            ("max_requests", server.max_requests as u64),
+            (
+                "max_requests_mb_per_principal",
+                server.max_requests_mb_per_principal as u64,
+            ),
+            ("max_requests_mb", server.max_requests_mb as u64),
+            (
+                "max_waiting_per_principal",
+                server.max_waiting_per_principal as u64,
+            ),
+        ],
+    );
     let rate = server.calls_per_sec_per_principal;
-    anyhow::ensure!(
-        rate.is_finite() && (0.0..=1e6).contains(&rate),
-        "server.calls_per_sec_per_principal must be from 0 (no limit) to 1000000"
-    );
+    problems.ensure(rate.is_finite() && (0.0..=1e6).contains(&rate), || {
+        "server.calls_per_sec_per_principal must be from 0 (no limit) to 1000000".into()
+    });
     let ceiling = super::defaults::MAX_INSTANCES_CEILING;
-    anyhow::ensure!(
-        (1..=ceiling).contains(&server.max_instances),
-        "server.max_instances must be from 1 to {ceiling}"
-    );
-    Ok(())
+    problems.ensure((1..=ceiling).contains(&server.max_instances), || {
+        format!("server.max_instances must be from 1 to {ceiling}")
+    });
+    problems.done()
 }
 
 /// `[roots.NAME]`: each an existing folder (relative to `base`), opened
@@ -276,36 +306,43 @@ fn secrets(plugin: &str, section: &mut PluginSection, base: &Path) -> Result<()>
 /// `[http]`: a path from `/`, counts at least 1, one JWT key source (a
 /// key file relative to `base`).
 pub(super) fn http(h: &mut HttpSection, base: &Path) -> Result<()> {
-    anyhow::ensure!(h.path.starts_with('/'), "http.path must start with /");
-    anyhow::ensure!(
-        !h.path.contains(['{', '}', '*']),
-        "http.path {} cannot hold {{, }} or *",
-        h.path
-    );
-    anyhow::ensure!(
+    let mut problems = Problems::default();
+    problems.ensure(h.path.starts_with('/'), || {
+        "http.path must start with /".into()
+    });
+    problems.ensure(!h.path.contains(['{', '}', '*']), || {
+        format!("http.path {} cannot hold {{, }} or *", h.path)
+    });
+    problems.ensure(
         !["/healthz", "/readyz", "/metrics", "/sse", "/messages"].contains(&h.path.as_str())
             && !h.path.starts_with("/.well-known/"),
-        "http.path {} is taken by the host (/healthz, /readyz, /metrics, /sse, /messages and /.well-known/ are its own)",
-        h.path
+        || {
+            format!(
+                "http.path {} is taken by the host (/healthz, /readyz, /metrics, /sse, \
+                 /messages and /.well-known/ are its own)",
+                h.path
+            )
+        },
     );
-    for (field, value) in [
-        ("max_body_mb", h.max_body_mb as u64),
-        ("session_idle_secs", h.session_idle_secs),
-        ("max_connections", h.max_connections as u64),
-        ("header_timeout_secs", h.header_timeout_secs),
-        ("body_timeout_secs", h.body_timeout_secs),
-        ("idle_timeout_secs", h.idle_timeout_secs),
-        ("max_sessions", h.max_sessions as u64),
-        (
-            "max_sessions_per_principal",
-            h.max_sessions_per_principal as u64,
-        ),
-    ] {
-        anyhow::ensure!(value > 0, "http.{field} must be at least 1");
-    }
-    anyhow::ensure!(
+    problems.counts(
+        "http",
+        &[
+            ("max_body_mb", h.max_body_mb as u64),
+            ("session_idle_secs", h.session_idle_secs),
+            ("max_connections", h.max_connections as u64),
+            ("header_timeout_secs", h.header_timeout_secs),
+            ("body_timeout_secs", h.body_timeout_secs),
+            ("idle_timeout_secs", h.idle_timeout_secs),
+            ("max_sessions", h.max_sessions as u64),
+            (
+                "max_sessions_per_principal",
+                h.max_sessions_per_principal as u64,
+            ),
+        ],
+    );
+    problems.ensure(
         h.tls_cert_file.is_some() == h.tls_key_file.is_some(),
-        "http: tls_cert_file and tls_key_file go together"
+        || "http: tls_cert_file and tls_key_file go together".into(),
     );
     for file in [&mut h.tls_cert_file, &mut h.tls_key_file]
         .into_iter()
@@ -320,49 +357,52 @@ pub(super) fn http(h: &mut HttpSection, base: &Path) -> Result<()> {
             jwt.jwks_url.is_some(),
             jwt.discovery,
         ];
-        anyhow::ensure!(
-            sources.iter().filter(|&&s| s).count() == 1,
+        problems.ensure(sources.iter().filter(|&&s| s).count() == 1, || {
             "http.auth.jwt needs exactly one of secret_env, public_key_file, jwks_url and \
              discovery = true"
-        );
-        anyhow::ensure!(
+                .into()
+        });
+        problems.ensure(
             jwt.jwks_refresh_secs >= 1 && jwt.jwks_timeout_ms >= 1 && jwt.jwks_max_kb >= 1,
-            "http.auth.jwt: jwks_refresh_secs, jwks_timeout_ms and jwks_max_kb must be at least 1"
+            || {
+                "http.auth.jwt: jwks_refresh_secs, jwks_timeout_ms and jwks_max_kb must be at \
+                 least 1"
+                    .into()
+            },
         );
         if let Some(file) = &mut jwt.public_key_file {
             *file = base.join(&*file);
         }
     }
-    Ok(())
+    problems.done()
 }
 
 /// `[tasks]`: times and counts that make sense, the store relative to
 /// `base`.
 pub(super) fn tasks(t: &mut TasksSection, base: &Path) -> Result<()> {
-    anyhow::ensure!(
-        t.ttl_ms >= 1000 && t.max_ttl_ms >= t.ttl_ms,
-        "tasks.ttl_ms must be at least 1000, and tasks.max_ttl_ms at least tasks.ttl_ms"
+    let mut problems = Problems::default();
+    problems.ensure(t.ttl_ms >= 1000 && t.max_ttl_ms >= t.ttl_ms, || {
+        "tasks.ttl_ms must be at least 1000, and tasks.max_ttl_ms at least tasks.ttl_ms".into()
+    });
+    problems.counts(
+        "tasks",
+        &[
+            ("poll_interval_ms", t.poll_interval_ms),
+            ("max_running", t.max_running as u64),
+            ("max_running_per_owner", t.max_running_per_owner as u64),
+            ("max_stored_per_owner", t.max_stored_per_owner as u64),
+            ("max_stored_mb_per_owner", t.max_stored_mb_per_owner as u64),
+            ("max_stored", t.max_stored as u64),
+            ("max_stored_mb", t.max_stored_mb as u64),
+            ("max_result_mb", t.max_result_mb as u64),
+        ],
     );
-    anyhow::ensure!(
-        t.poll_interval_ms > 0 && t.max_running > 0,
-        "tasks.poll_interval_ms and tasks.max_running must be at least 1"
-    );
-    for (field, value) in [
-        ("max_running_per_owner", t.max_running_per_owner),
-        ("max_stored_per_owner", t.max_stored_per_owner),
-        ("max_stored_mb_per_owner", t.max_stored_mb_per_owner),
-        ("max_stored", t.max_stored),
-        ("max_stored_mb", t.max_stored_mb),
-        ("max_result_mb", t.max_result_mb),
-    ] {
-        anyhow::ensure!(value > 0, "tasks.{field} must be at least 1");
-    }
     if let Some(store) = &mut t.store {
         if !store.as_os_str().is_empty() {
             *store = base.join(&*store);
         }
     }
-    Ok(())
+    problems.done()
 }
 
 /// Whether one of two canonical paths is inside the other (or they are equal).
@@ -376,29 +416,29 @@ const MAX_CALLS_PER_INSTANCE: u32 = 1_000_000;
 
 /// The limits of `section`: every count at least 1, memory within wasm32.
 pub(super) fn check_limits(section: &str, limits: &LimitsSection) -> Result<()> {
-    for (field, value) in [
-        ("memory_mb", limits.memory_mb as u64),
-        ("call_timeout_ms", limits.call_timeout_ms),
-        ("max_result_mb", limits.max_result_mb as u64),
-        ("max_concurrent_calls", limits.max_concurrent_calls as u64),
-        ("max_result_items", limits.max_result_items as u64),
-        ("max_message_kb", limits.max_message_kb as u64),
-        ("notifications_per_sec", limits.notifications_per_sec as u64),
-        ("load_timeout_ms", limits.load_timeout_ms),
-        ("max_blocking_threads", limits.max_blocking_threads as u64),
-        ("calls_per_instance", limits.calls_per_instance as u64),
-    ] {
-        anyhow::ensure!(value > 0, "{section}.{field} must be at least 1");
-    }
-    anyhow::ensure!(
-        limits.calls_per_instance <= MAX_CALLS_PER_INSTANCE,
-        "{section}.calls_per_instance must be at most {MAX_CALLS_PER_INSTANCE}"
+    let mut problems = Problems::default();
+    problems.counts(
+        section,
+        &[
+            ("memory_mb", limits.memory_mb as u64),
+            ("call_timeout_ms", limits.call_timeout_ms),
+            ("max_result_mb", limits.max_result_mb as u64),
+            ("max_concurrent_calls", limits.max_concurrent_calls as u64),
+            ("max_result_items", limits.max_result_items as u64),
+            ("max_message_kb", limits.max_message_kb as u64),
+            ("notifications_per_sec", limits.notifications_per_sec as u64),
+            ("load_timeout_ms", limits.load_timeout_ms),
+            ("max_blocking_threads", limits.max_blocking_threads as u64),
+            ("calls_per_instance", limits.calls_per_instance as u64),
+        ],
     );
-    anyhow::ensure!(
-        limits.memory_mb <= 4096,
-        "{section}.memory_mb must be at most 4096 (the wasm32 address space)"
-    );
-    Ok(())
+    problems.ensure(limits.calls_per_instance <= MAX_CALLS_PER_INSTANCE, || {
+        format!("{section}.calls_per_instance must be at most {MAX_CALLS_PER_INSTANCE}")
+    });
+    problems.ensure(limits.memory_mb <= 4096, || {
+        format!("{section}.memory_mb must be at most 4096 (the wasm32 address space)")
+    });
+    problems.done()
 }
 
 /// The 1-based line of byte `offset` in `text`.

@@ -242,3 +242,35 @@ fn the_manifest_schema_names_exactly_the_keys_a_manifest_takes() {
     assert_eq!(expected_keys(&error), documented, "{error}");
     assert_eq!(schema["additionalProperties"], Value::Bool(false));
 }
+
+#[test]
+fn every_value_problem_of_every_section_is_reported() {
+    let text = "\
+[server]
+page_size = 0
+max_requests = 0
+[limits]
+memory_mb = 0
+call_timeout_ms = 0
+[http]
+path = \"mcp\"
+max_sessions = 0
+[tasks]
+max_running = 0
+max_stored = 0
+";
+    let error = format!("{:#}", Config::parse(text, Path::new(".")).unwrap_err());
+    for key in [
+        "server.page_size",
+        "server.max_requests",
+        "limits.memory_mb",
+        "limits.call_timeout_ms",
+        "http.path",
+        "http.max_sessions",
+        "tasks.max_running",
+        "tasks.max_stored",
+    ] {
+        assert!(error.contains(key), "{key} not in {error}");
+    }
+    assert_eq!(error.lines().count(), 8, "{error}");
+}
