@@ -183,46 +183,58 @@ pub(super) fn plugins(config: &mut Config, text: &str, base: &Path) -> Result<()
     }
 }
 
-/// One `[plugins.NAME]`'s grants, source, variables, limits and access.
+/// One `[plugins.NAME]`'s grants, source, variables, limits and access:
+/// every problem, a line each.
 fn plugin_grants(config: &Config, plugin: &str, section: &PluginSection, text: &str) -> Result<()> {
     let at = |span: std::ops::Range<usize>| format!("line {}", line_of(text, span.start));
+    let mut problems = Problems::default();
     for root in &section.roots {
-        anyhow::ensure!(
-            config.roots.contains_key(root.get_ref()),
-            "{}: plugins.{plugin}.roots names {:?}, which is not in [roots]",
-            at(root.span()),
-            root.get_ref()
-        );
+        problems.ensure(config.roots.contains_key(root.get_ref()), || {
+            format!(
+                "{}: plugins.{plugin}.roots names {:?}, which is not in [roots]",
+                at(root.span()),
+                root.get_ref()
+            )
+        });
     }
     for host in &section.hosts {
-        anyhow::ensure!(
-            HostPattern::parse(host.get_ref()).is_some(),
-            "{}: plugins.{plugin}.hosts: {:?} is not a host name or *.domain",
-            at(host.span()),
-            host.get_ref()
-        );
+        problems.ensure(HostPattern::parse(host.get_ref()).is_some(), || {
+            format!(
+                "{}: plugins.{plugin}.hosts: {:?} is not a host name or *.domain",
+                at(host.span()),
+                host.get_ref()
+            )
+        });
     }
     if let Some(source) = &section.source {
-        oci_reference(source).with_context(|| format!("plugins.{plugin}.source"))?;
-        anyhow::ensure!(
-            crate::names::is_valid(plugin),
-            "plugins.{plugin}.source: {plugin:?} cannot name a plugin file"
-        );
+        if let Err(e) = oci_reference(source) {
+            problems.0.push(format!("plugins.{plugin}.source: {e:#}"));
+        }
+        problems.ensure(crate::names::is_valid(plugin), || {
+            format!("plugins.{plugin}.source: {plugin:?} cannot name a plugin file")
+        });
     }
     for var in &section.env {
         let var_name = var.get_ref();
-        anyhow::ensure!(
-            !var_name.is_empty() && !var_name.contains('='),
-            "{}: plugins.{plugin}.env: {var_name:?} is not a variable name",
-            at(var.span())
-        );
+        problems.ensure(!var_name.is_empty() && !var_name.contains('='), || {
+            format!(
+                "{}: plugins.{plugin}.env: {var_name:?} is not a variable name",
+                at(var.span())
+            )
+        });
     }
-    check_limits(
+    let limits = check_limits(
         &format!("plugins.{plugin}.limits"),
         &config.limits.with(&section.limits),
-    )?;
-    access(plugin, section)?;
-    Ok(())
+    );
+    for result in [limits, access(plugin, section)] {
+        if let Err(e) = result {
+            problems
+                .0
+                .extend(format!("{e:#}").lines().map(str::to_owned));
+        }
+    }
+    problems.done()
 }
 
 /// What plugin `plugin` and its items require of callers, and their rates.
