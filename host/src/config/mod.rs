@@ -397,8 +397,9 @@ impl Config {
     }
 
     /// Parses config text and runs every check, each section's even when
-    /// another failed: `Err` holds every problem found (of each section's
-    /// checks, the first), each naming its key.
+    /// another failed: `Err` holds every problem found, each naming its
+    /// key (of `[state]`, `[cluster]`, `[audit]`, `[signatures]`, each
+    /// registry and profile, and each plugin's secrets, the first).
     pub fn parse_all(text: &str, base: &Path) -> Result<Self, Vec<String>> {
         Self::parse_with(text, base, Files::Open)
     }
