@@ -180,11 +180,67 @@ const STEPS: &[&str] = &[
     ",
     // 3: the call to run again when a task's replica stops.
     "ALTER TABLE wasm_mcp_tasks ADD COLUMN rerun text;",
+    // 4: what a replica costs. A session's subscriptions in rows of their
+    // own (a change writes the change, not the session), keyed by the
+    // URI's SHA-256 (a URI may be longer than an index entry); a session's
+    // stream events numbered by a counter of its own (`k`), so the cap
+    // holds whatever the interleaving; both, and the events, go with
+    // their session; answers to a task's questions addressed to the
+    // replica running it. (Written to run again harmlessly.)
+    "
+    CREATE TABLE IF NOT EXISTS wasm_mcp_session_subscriptions (
+        session text NOT NULL REFERENCES wasm_mcp_sessions (id) ON DELETE CASCADE,
+        key bytea NOT NULL,
+        uri text NOT NULL,
+        PRIMARY KEY (session, key)
+    );
+    INSERT INTO wasm_mcp_session_subscriptions (session, key, uri)
+        SELECT id, sha256(convert_to(uri, 'UTF8')), uri
+        FROM wasm_mcp_sessions,
+             jsonb_array_elements_text(record::jsonb -> 'subscriptions') AS uri
+        WHERE jsonb_typeof(record::jsonb -> 'subscriptions') = 'array'
+        ON CONFLICT DO NOTHING;
+    UPDATE wasm_mcp_sessions
+        SET record = jsonb_set(record::jsonb, '{subscriptions}', '[]'::jsonb)::text
+        WHERE jsonb_typeof(record::jsonb -> 'subscriptions') = 'array'
+          AND record::jsonb -> 'subscriptions' <> '[]'::jsonb;
+    CREATE TABLE IF NOT EXISTS wasm_mcp_stream_counters (
+        session text PRIMARY KEY REFERENCES wasm_mcp_sessions (id) ON DELETE CASCADE,
+        last bigint NOT NULL
+    );
+    ALTER TABLE wasm_mcp_stream_events ADD COLUMN IF NOT EXISTS k bigint;
+    CREATE INDEX IF NOT EXISTS wasm_mcp_stream_events_by_k ON wasm_mcp_stream_events (session, k);
+    DELETE FROM wasm_mcp_stream_events e
+        WHERE NOT EXISTS (SELECT 1 FROM wasm_mcp_sessions s WHERE s.id = e.session);
+    DO $$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'wasm_mcp_stream_events_session') THEN
+            ALTER TABLE wasm_mcp_stream_events ADD CONSTRAINT wasm_mcp_stream_events_session
+                FOREIGN KEY (session) REFERENCES wasm_mcp_sessions (id) ON DELETE CASCADE NOT VALID;
+        END IF;
+    END $$;
+    CREATE TABLE IF NOT EXISTS wasm_mcp_answers (
+        n bigserial PRIMARY KEY,
+        task text NOT NULL,
+        replica text NOT NULL,
+        responses text NOT NULL,
+        at_ms bigint NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS wasm_mcp_answers_by_task ON wasm_mcp_answers (task);
+    CREATE INDEX IF NOT EXISTS wasm_mcp_answers_by_replica ON wasm_mcp_answers (replica, n);
+    CREATE INDEX IF NOT EXISTS wasm_mcp_answers_by_age ON wasm_mcp_answers (at_ms);
+    ",
 ];
 
 /// Brings the schema up to date (idempotent; replicas starting at once
 /// take turns).
 pub async fn migrate(pool: &Pool) -> Result<()> {
+    migrate_to(pool, STEPS.len()).await
+}
+
+/// Brings the schema up to version `known` (a test makes the database of
+/// a previous version with it).
+pub(super) async fn migrate_to(pool: &Pool, known: usize) -> Result<()> {
+    let steps = &STEPS[..known];
     let mut db = connection(pool).await?;
     let tx = db.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
@@ -202,12 +258,12 @@ pub async fn migrate(pool: &Pool) -> Result<()> {
             0
         }
     };
-    let known = STEPS.len() as i32;
+    let known = steps.len() as i32;
     anyhow::ensure!(
         version <= known,
         "the shared database's schema is version {version}, newer than this host knows ({known}): upgrade this replica"
     );
-    for (n, step) in STEPS.iter().enumerate().skip(version as usize) {
+    for (n, step) in steps.iter().enumerate().skip(version as usize) {
         tx.batch_execute(step)
             .await
             .with_context(|| format!("applying schema step {}", n + 1))?;

@@ -1,7 +1,12 @@
 //! [`SessionStore`] on the shared PostgreSQL database: any replica can
-//! take up a handshake session another one opened. A row is the session's
-//! record as JSON and when a replica last held it; rows nobody held for
-//! the idle timeout are deleted.
+//! take up a handshake session another one opened. A session is a row (its
+//! record as JSON, without its subscriptions, and when a replica last held
+//! it) and a row per subscription (keyed by the URI's SHA-256); a change
+//! writes what changed: the
+//! session's row only when its own fields change, one row per URI
+//! subscribed or unsubscribed. Its subscriptions, stream events and their
+//! counter go with it (`ON DELETE CASCADE`); rows nobody held for the idle
+//! timeout are deleted, a bounded batch per sweep.
 
 use super::database::{connection, within};
 use crate::server::tasks::now_ms;
@@ -9,13 +14,23 @@ use crate::server::{SessionRecord, SessionStore, StreamEvents};
 use anyhow::{Context as _, Result};
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
+use parking_lot::Mutex;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
+use tokio_postgres::error::SqlState;
+
+/// Idle sessions deleted per sweep, at most (with their subscriptions and
+/// events); the rest go at the next sweeps.
+const SWEEP_BATCH: i64 = 1_000;
 
 /// The handshake sessions every replica can serve, at most `capacity`.
 pub struct PgSessions {
     pool: Pool,
     capacity: usize,
     timeout: Duration,
+    /// What this replica last read or wrote of each session (at most
+    /// `capacity`): a save writes its difference from it.
+    known: Mutex<HashMap<String, SessionRecord>>,
 }
 
 impl PgSessions {
@@ -25,7 +40,148 @@ impl PgSessions {
             pool,
             capacity,
             timeout,
+            known: Mutex::default(),
         }
+    }
+
+    fn remember(&self, record: &SessionRecord) {
+        let mut known = self.known.lock();
+        if known.len() >= self.capacity && !known.contains_key(&record.id) {
+            // Full (sessions this replica no longer holds): start again.
+            known.clear();
+        }
+        known.insert(record.id.clone(), record.clone());
+    }
+
+    fn forget(&self, ids: &[String]) {
+        let mut known = self.known.lock();
+        for id in ids {
+            known.remove(id);
+        }
+    }
+
+    /// Writes what changed from `before` (as this replica last knew the
+    /// session) to `after`; `false` when the session is not kept any more.
+    async fn save_change(&self, before: &SessionRecord, after: &SessionRecord) -> Result<bool> {
+        let fields = own_fields(after);
+        let fields_changed = own_fields(before) != fields;
+        let (was, is): (BTreeSet<&String>, BTreeSet<&String>) = (
+            before.subscriptions.iter().collect(),
+            after.subscriptions.iter().collect(),
+        );
+        let added: Vec<&String> = is.difference(&was).copied().collect();
+        let removed: Vec<&String> = was.difference(&is).copied().collect();
+        if !fields_changed && added.is_empty() && removed.is_empty() {
+            return Ok(true);
+        }
+        let text = serde_json::to_string(&fields)?;
+        within(self.timeout, async {
+            let mut db = connection(&self.pool).await?;
+            let tx = db.transaction().await?;
+            if fields_changed {
+                let update = tx
+                    .prepare_cached(
+                        "UPDATE wasm_mcp_sessions SET record = $2, touched_ms = $3 WHERE id = $1",
+                    )
+                    .await?;
+                if tx.execute(&update, &[&after.id, &text, &now()]).await? == 0 {
+                    return Ok(false);
+                }
+            }
+            if !removed.is_empty() {
+                let delete = tx
+                    .prepare_cached(
+                        "DELETE FROM wasm_mcp_session_subscriptions
+                         WHERE session = $1 AND key IN (
+                             SELECT sha256(convert_to(u, 'UTF8')) FROM unnest($2::text[]) u)",
+                    )
+                    .await?;
+                tx.execute(&delete, &[&after.id, &removed]).await?;
+            }
+            if !added.is_empty() {
+                let insert = tx
+                    .prepare_cached(
+                        "INSERT INTO wasm_mcp_session_subscriptions (session, key, uri)
+                         SELECT $1, sha256(convert_to(u, 'UTF8')), u FROM unnest($2::text[]) u
+                         ON CONFLICT DO NOTHING",
+                    )
+                    .await?;
+                match tx.execute(&insert, &[&after.id, &added]).await {
+                    Ok(_) => {}
+                    // Its session is gone.
+                    Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => {
+                        return Ok(false)
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            tx.commit().await?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Writes all of `record`: its row, and its subscriptions (only the
+    /// ones added or removed are written).
+    async fn save_whole(&self, record: &SessionRecord) -> Result<()> {
+        let text = serde_json::to_string(&own_fields(record))?;
+        within(self.timeout, async {
+            let mut db = connection(&self.pool).await?;
+            let tx = db.transaction().await?;
+            let update = tx
+                .prepare_cached(
+                    "UPDATE wasm_mcp_sessions SET record = $2, touched_ms = $3 WHERE id = $1",
+                )
+                .await?;
+            if tx.execute(&update, &[&record.id, &text, &now()]).await? == 0 {
+                // A new session: only while there is room. (Replicas saving
+                // at once may overshoot by a few; the sweep brings it back.)
+                let count = tx
+                    .prepare_cached("SELECT COUNT(*) FROM wasm_mcp_sessions")
+                    .await?;
+                let kept: i64 = tx.query_one(&count, &[]).await?.get(0);
+                anyhow::ensure!(
+                    (kept as usize) < self.capacity,
+                    "the session store is full ({} sessions)",
+                    self.capacity
+                );
+                let insert = tx
+                    .prepare_cached(
+                        "INSERT INTO wasm_mcp_sessions (id, record, touched_ms) VALUES ($1, $2, $3)
+                         ON CONFLICT (id) DO UPDATE SET record = $2, touched_ms = $3",
+                    )
+                    .await?;
+                tx.execute(&insert, &[&record.id, &text, &now()]).await?;
+            }
+            let stale = tx
+                .prepare_cached(
+                    "DELETE FROM wasm_mcp_session_subscriptions
+                     WHERE session = $1 AND NOT (uri = ANY($2))",
+                )
+                .await?;
+            tx.execute(&stale, &[&record.id, &record.subscriptions])
+                .await?;
+            let insert = tx
+                .prepare_cached(
+                    "INSERT INTO wasm_mcp_session_subscriptions (session, key, uri)
+                     SELECT $1, sha256(convert_to(u, 'UTF8')), u FROM unnest($2::text[]) u
+                     ON CONFLICT DO NOTHING",
+                )
+                .await?;
+            tx.execute(&insert, &[&record.id, &record.subscriptions])
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// `record` as its row keeps it: without its subscriptions.
+fn own_fields(record: &SessionRecord) -> SessionRecord {
+    SessionRecord {
+        subscriptions: Vec::new(),
+        ..record.clone()
     }
 }
 
@@ -36,66 +192,69 @@ fn now() -> i64 {
 #[async_trait]
 impl SessionStore for PgSessions {
     async fn save(&self, record: &SessionRecord) -> Result<()> {
-        let text = serde_json::to_string(record)?;
-        within(self.timeout, async {
-            let db = connection(&self.pool).await?;
-            let update = db
-                .prepare_cached(
-                    "UPDATE wasm_mcp_sessions SET record = $2, touched_ms = $3 WHERE id = $1",
-                )
-                .await?;
-            if db.execute(&update, &[&record.id, &text, &now()]).await? == 1 {
-                return Ok(());
+        let before = self.known.lock().get(&record.id).cloned();
+        let saved = match &before {
+            Some(before) => self.save_change(before, record).await,
+            None => Ok(false),
+        };
+        match saved {
+            Ok(true) => {}
+            Ok(false) => self.save_whole(record).await?,
+            Err(error) => {
+                // What is kept is not known now.
+                self.forget(std::slice::from_ref(&record.id));
+                return Err(error);
             }
-            // A new session: only while there is room. (Replicas saving at
-            // once may overshoot by a few; the sweep brings it back.)
-            let count = db
-                .prepare_cached("SELECT COUNT(*) FROM wasm_mcp_sessions")
-                .await?;
-            let kept: i64 = db.query_one(&count, &[]).await?.get(0);
-            anyhow::ensure!(
-                (kept as usize) < self.capacity,
-                "the session store is full ({} sessions)",
-                self.capacity
-            );
-            let insert = db
-                .prepare_cached(
-                    "INSERT INTO wasm_mcp_sessions (id, record, touched_ms) VALUES ($1, $2, $3)
-                     ON CONFLICT (id) DO UPDATE SET record = $2, touched_ms = $3",
-                )
-                .await?;
-            db.execute(&insert, &[&record.id, &text, &now()]).await?;
-            Ok(())
-        })
-        .await
+        }
+        self.remember(record);
+        Ok(())
     }
 
     async fn load(&self, id: &str) -> Result<Option<SessionRecord>> {
-        let text: Option<String> = within(self.timeout, async {
+        let row: Option<(String, Vec<String>)> = within(self.timeout, async {
             let db = connection(&self.pool).await?;
             let query = db
-                .prepare_cached("SELECT record FROM wasm_mcp_sessions WHERE id = $1")
+                .prepare_cached(
+                    "SELECT s.record, ARRAY(SELECT uri FROM wasm_mcp_session_subscriptions
+                                            WHERE session = s.id)
+                     FROM wasm_mcp_sessions s WHERE s.id = $1",
+                )
                 .await?;
-            Ok(db.query_opt(&query, &[&id]).await?.map(|row| row.get(0)))
+            Ok(db
+                .query_opt(&query, &[&id])
+                .await?
+                .map(|row| (row.get(0), row.get(1))))
         })
         .await?;
-        text.map(|t| serde_json::from_str(&t).context("a stored session does not read back"))
-            .transpose()
+        let Some((text, subscriptions)) = row else {
+            self.forget(&[id.to_owned()]);
+            return Ok(None);
+        };
+        let mut record: SessionRecord =
+            serde_json::from_str(&text).context("a stored session does not read back")?;
+        // A replica of the previous version keeps them in the record.
+        let legacy = !record.subscriptions.is_empty();
+        record.subscriptions.extend(subscriptions);
+        record.subscriptions.sort();
+        record.subscriptions.dedup();
+        if legacy {
+            // Its next save writes it whole, in today's form.
+            self.forget(&[id.to_owned()]);
+        } else {
+            self.remember(&record);
+        }
+        Ok(Some(record))
     }
 
     async fn remove(&self, id: &str) -> Result<bool> {
+        self.forget(&[id.to_owned()]);
         within(self.timeout, async {
             let db = connection(&self.pool).await?;
+            // Its subscriptions and events go with it.
             let delete = db
                 .prepare_cached("DELETE FROM wasm_mcp_sessions WHERE id = $1")
                 .await?;
-            let removed = db.execute(&delete, &[&id]).await? == 1;
-            db.execute(
-                "DELETE FROM wasm_mcp_stream_events WHERE session = $1",
-                &[&id],
-            )
-            .await?;
-            Ok(removed)
+            Ok(db.execute(&delete, &[&id]).await? == 1)
         })
         .await
     }
@@ -118,32 +277,29 @@ impl SessionStore for PgSessions {
 
     async fn forget_idle(&self, idle: Duration) -> Result<usize> {
         let before = now() - idle.as_millis() as i64;
-        within(self.timeout, async {
+        let deleted: Vec<String> = within(self.timeout, async {
             let db = connection(&self.pool).await?;
-            let deleted: Vec<String> = db
+            // Their subscriptions and events go with them.
+            let rows = db
                 .query(
-                    "DELETE FROM wasm_mcp_sessions WHERE touched_ms < $1 RETURNING id",
-                    &[&before],
-                )
-                .await?
-                .iter()
-                .map(|row| row.get(0))
-                .collect();
-            if !deleted.is_empty() {
-                db.execute(
-                    "DELETE FROM wasm_mcp_stream_events WHERE session = ANY($1)",
-                    &[&deleted],
+                    "DELETE FROM wasm_mcp_sessions WHERE id IN (
+                         SELECT id FROM wasm_mcp_sessions WHERE touched_ms < $1
+                         ORDER BY touched_ms LIMIT $2)
+                     RETURNING id",
+                    &[&before, &SWEEP_BATCH],
                 )
                 .await?;
-            }
-            Ok(deleted.len())
+            Ok(rows.iter().map(|row| row.get(0)).collect())
         })
-        .await
+        .await?;
+        self.forget(&deleted);
+        Ok(deleted.len())
     }
 }
 
 /// The sessions' SSE events every replica can replay, at most `per_session`
-/// of each session (its oldest go first).
+/// of each session (its oldest go first); only of sessions the store keeps,
+/// and gone with them.
 pub struct PgStreamEvents {
     pool: Pool,
     per_session: usize,
@@ -167,41 +323,54 @@ impl PgStreamEvents {
         }
     }
 
-    /// Keeps one event, and now and then trims the session's oldest.
+    /// Keeps one event of a session the store keeps, and deletes the
+    /// session's events past its newest `per_session`, in one transaction:
+    /// the session's counter row numbers its events (`k`) and is locked
+    /// until the end, so appends to one session take turns and the bound
+    /// holds however replicas interleave them.
     async fn keep(&self, session: &str, stream: u64, seq: u64, text: &str) -> Result<()> {
         within(self.timeout, async {
-            let db = connection(&self.pool).await?;
-            let insert = db
+            let mut db = connection(&self.pool).await?;
+            let tx = db.transaction().await?;
+            let count = tx
                 .prepare_cached(
-                    "INSERT INTO wasm_mcp_stream_events (session, stream, seq, text)
-                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING n",
+                    "INSERT INTO wasm_mcp_stream_counters (session, last)
+                     SELECT $1, 1 WHERE EXISTS (SELECT 1 FROM wasm_mcp_sessions WHERE id = $1)
+                     ON CONFLICT (session) DO UPDATE SET last = wasm_mcp_stream_counters.last + 1
+                     RETURNING last",
                 )
                 .await?;
-            let row = db
-                .query_opt(&insert, &[&session, &(stream as i64), &(seq as i64), &text])
+            let Some(row) = tx.query_opt(&count, &[&session]).await? else {
+                // Not a session the store keeps (ended, or not saved yet).
+                return Ok(());
+            };
+            let k: i64 = row.get(0);
+            let insert = tx
+                .prepare_cached(
+                    "INSERT INTO wasm_mcp_stream_events (session, stream, seq, text, k)
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                )
                 .await?;
-            let Some(row) = row else { return Ok(()) };
-            let n: i64 = row.get(0);
-            if (n as u64).is_multiple_of(TRIM_EVERY) {
-                // The session's events past its newest `per_session`.
-                let trim = db
-                    .prepare_cached(
-                        "DELETE FROM wasm_mcp_stream_events WHERE session = $1 AND n <= (
-                             SELECT n FROM wasm_mcp_stream_events WHERE session = $1
-                             ORDER BY n DESC OFFSET $2 LIMIT 1)",
-                    )
-                    .await?;
-                db.execute(&trim, &[&session, &(self.per_session as i64)])
-                    .await?;
-            }
+            tx.execute(
+                &insert,
+                &[&session, &(stream as i64), &(seq as i64), &text, &k],
+            )
+            .await?;
+            // (Events a replica of the previous version kept have no `k`.)
+            let trim = tx
+                .prepare_cached(
+                    "DELETE FROM wasm_mcp_stream_events
+                     WHERE session = $1 AND (k <= $2 OR k IS NULL)",
+                )
+                .await?;
+            let oldest_kept = k - self.per_session as i64 + 1;
+            tx.execute(&trim, &[&session, &(oldest_kept - 1)]).await?;
+            tx.commit().await?;
             Ok(())
         })
         .await
     }
 }
-
-/// Trims a session's events every this many appends.
-const TRIM_EVERY: u64 = 32;
 
 #[async_trait]
 impl StreamEvents for PgStreamEvents {

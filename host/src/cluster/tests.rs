@@ -35,8 +35,15 @@ impl Postgres {
         Postgres { dir, url }
     }
 
-    /// A new empty database on it.
+    /// A new database on it, its schema up to date.
     async fn database(&self, name: &str) -> Target {
+        let target = self.empty_database(name).await;
+        database::migrate(&target.pool().unwrap()).await.unwrap();
+        target
+    }
+
+    /// A new empty database on it.
+    async fn empty_database(&self, name: &str) -> Target {
         let admin = Target::new(&self.url, None, "test", 2, Duration::from_secs(10), None).unwrap();
         let pool = admin.pool().unwrap();
         database::connection(&pool)
@@ -46,9 +53,7 @@ impl Postgres {
             .await
             .unwrap();
         let url = self.url.rsplit_once('/').unwrap().0.to_owned() + "/" + name;
-        let target = Target::new(&url, None, "test", 4, Duration::from_secs(10), None).unwrap();
-        database::migrate(&target.pool().unwrap()).await.unwrap();
-        target
+        Target::new(&url, None, "test", 4, Duration::from_secs(10), None).unwrap()
     }
 }
 
@@ -155,35 +160,19 @@ async fn shared_state_keeps_every_contract_on_postgres() {
     let store = PgSessions::new(sessions.pool().unwrap(), 8, sessions.timeout);
     crate::server::session_store_contract(&store, 8).await;
 
-    // Stream events: in order per stream, bounded per session, gone with
-    // their session.
-    let events = PgStreamEvents::new(sessions.pool().unwrap(), 40, sessions.timeout);
-    let store = PgSessions::new(sessions.pool().unwrap(), 8, sessions.timeout);
-    for seq in 1..=5 {
-        events
-            .append("s1", 0, seq, &format!("e{seq}"))
-            .await
-            .unwrap();
-    }
-    events.append("s1", 3, 1, "r1").await.unwrap();
-    // The same event again is kept once.
-    events.append("s1", 0, 5, "again").await.unwrap();
-    assert_eq!(events.last("s1").await.unwrap(), (3, 5));
-    assert_eq!(events.last("nobody").await.unwrap(), (0, 0));
-    let after = events.after("s1", 0, 2, 2).await.unwrap();
-    assert_eq!(after, [(3, "e3".to_owned()), (4, "e4".to_owned())]);
-    assert_eq!(
-        events.after("s1", 3, 0, 10).await.unwrap(),
-        [(1, "r1".to_owned())]
-    );
-    for seq in 6..=200 {
-        events.append("s2", 0, seq, "x").await.unwrap();
-    }
-    let kept = events.after("s2", 0, 0, 1000).await.unwrap();
-    assert!(kept.len() <= 40 + 32, "{} kept", kept.len());
-    assert_eq!(kept.last().unwrap().0, 200);
-    store.remove("s1").await.unwrap();
-    assert!(events.after("s1", 0, 0, 10).await.unwrap().is_empty());
+    // Sessions handed between two replicas, changed by each.
+    let a = PgSessions::new(sessions.pool().unwrap(), 8, sessions.timeout);
+    let b = PgSessions::new(sessions.pool().unwrap(), 8, sessions.timeout);
+    crate::server::session_store::contract::check_shared(&a, &b).await;
+
+    // Stream events: in order per stream, bounded per session however two
+    // replicas interleave, gone with their session.
+    let events = pg.database("streams").await;
+    let pool = events.pool().unwrap();
+    let store = PgSessions::new(pool.clone(), 8, events.timeout);
+    let a = PgStreamEvents::new(pool.clone(), 20, events.timeout);
+    let b = PgStreamEvents::new(pool.clone(), 20, events.timeout);
+    crate::server::session_store::contract::check_events(&a, &b, &store, 20).await;
 
     // The bus: the contract within a replica, and events heard by another
     // (a big one too), never twice by the replica that sent them.
@@ -212,19 +201,22 @@ async fn shared_state_keeps_every_contract_on_postgres() {
     while let Ok(heard) = tokio::time::timeout(Duration::from_millis(300), heard_b.recv()).await {
         assert_eq!(heard, ping);
     }
+    // Answers go to the replica running their task only, once.
+    let tasks_b = PgTasks::open(events.pool().unwrap(), "b", lease, events.timeout, false)
+        .await
+        .unwrap();
+    tasks_b.insert(&task("b.7")).await.unwrap();
+    tasks_b
+        .set_status("b.7", Status::InputRequired, None, None)
+        .await
+        .unwrap();
+    crate::server::bus::contract::check_answers(&*a, &*b, "b.7").await;
     let mut heard_a = {
         drop(heard_a);
         a.subscribe()
     };
-    let answers = serde_json::Map::from_iter([(
-        "q".to_owned(),
-        serde_json::json!({ "action": "accept", "content": { "text": "x".repeat(20_000) } }),
-    )]);
-    let big = ServerEvent::TaskAnswered {
-        id: "a.1".into(),
-        responses: answers,
-    };
-    a.publish(big.clone());
+    a.publish(ServerEvent::PluginReplaced("big".repeat(3_000)));
+    let big = ServerEvent::PluginReplaced("big".repeat(3_000));
     a.publish(ServerEvent::TaskChanged("a.1".into()));
     a.publish(ServerEvent::Log {
         level: crate::runtime::types::LogLevel::Info,
@@ -261,4 +253,79 @@ async fn shared_state_keeps_every_contract_on_postgres() {
             .await
             .is_err()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schema_moves_a_previous_versions_database_on() {
+    let pg = Postgres::start();
+    // A database of version 3: a session whose subscriptions are in its
+    // record, and events of a session that is gone.
+    let target = pg.empty_database("previous").await;
+    let pool = target.pool().unwrap();
+    database::migrate_to(&pool, 3).await.unwrap();
+    let record = |subscriptions: &[&str]| {
+        serde_json::json!({
+            "id": "old", "principal": null, "task_owner": "session:old",
+            "version": "2025-11-25", "client_capabilities": {}, "initialized": true,
+            "log_level": null, "subscriptions": subscriptions, "client_roots": null,
+        })
+        .to_string()
+    };
+    let db = database::connection(&pool).await.unwrap();
+    let now = crate::server::tasks::now_ms() as i64;
+    db.execute(
+        "INSERT INTO wasm_mcp_sessions VALUES ('old', $1, $2)",
+        &[&record(&["file:///a", "file:///b"]), &now],
+    )
+    .await
+    .unwrap();
+    db.batch_execute(
+        "INSERT INTO wasm_mcp_stream_events (session, stream, seq, text)
+         VALUES ('old', 0, 1, 'kept'), ('gone', 0, 1, 'orphan')",
+    )
+    .await
+    .unwrap();
+    database::migrate(&pool).await.unwrap();
+    database::migrate(&pool).await.unwrap();
+    let sessions = PgSessions::new(pool.clone(), 8, target.timeout);
+    let kept = sessions.load("old").await.unwrap().unwrap();
+    assert_eq!(kept.subscriptions, ["file:///a", "file:///b"]);
+    let moved: i64 = db
+        .query_one("SELECT count(*) FROM wasm_mcp_session_subscriptions", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(moved, 2);
+    let events = PgStreamEvents::new(pool.clone(), 10, target.timeout);
+    assert_eq!(events.after("old", 0, 0, 10).await.unwrap().len(), 1);
+    assert!(events.after("gone", 0, 0, 10).await.unwrap().is_empty());
+    // A replica of the previous version, still running, saves it with one
+    // more: a replica of this version sees all three, and its change
+    // (one fewer) holds.
+    db.execute(
+        "UPDATE wasm_mcp_sessions SET record = $1 WHERE id = 'old'",
+        &[&record(&["file:///a", "file:///b", "file:///c"])],
+    )
+    .await
+    .unwrap();
+    let mut kept = sessions.load("old").await.unwrap().unwrap();
+    assert_eq!(kept.subscriptions, ["file:///a", "file:///b", "file:///c"]);
+    kept.subscriptions.retain(|uri| uri != "file:///b");
+    sessions.save(&kept).await.unwrap();
+    let other = PgSessions::new(pool.clone(), 8, target.timeout);
+    assert_eq!(other.load("old").await.unwrap(), Some(kept));
+    // Its events (numbered or not) go with it.
+    events.append("old", 0, 2, "new").await.unwrap();
+    assert!(sessions.remove("old").await.unwrap());
+    let left: i64 = db
+        .query_one(
+            "SELECT (SELECT count(*) FROM wasm_mcp_stream_events)
+                  + (SELECT count(*) FROM wasm_mcp_stream_counters)
+                  + (SELECT count(*) FROM wasm_mcp_session_subscriptions)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
 }

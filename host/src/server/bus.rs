@@ -1,18 +1,87 @@
 //! How server-wide events ([`ServerEvent`]: list changes, resource
 //! updates, task status, log lines, shutdown) reach every connection
-//! ([`Bus`]). Today's one implementation is in-process ([`LocalBus`]); one
-//! shared between replicas must pass the same contract
-//! (`contract::check`).
+//! ([`Bus`]), and how the client's answers to a task's questions reach the
+//! one host running it ([`Answers`]). Today's one implementation is
+//! in-process ([`LocalBus`]); one shared between replicas must pass the
+//! same contract (`contract::check`).
 
 use super::ServerEvent;
-use tokio::sync::broadcast;
+use anyhow::Result;
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use serde_json::{Map, Value};
+use tokio::sync::{broadcast, mpsc};
 
-/// Events published for every connection to hear.
+/// Events published for every connection to hear, and answers addressed
+/// to the host running their task.
+#[async_trait]
 pub trait Bus: Send + Sync {
-    /// Sends `event` to every subscription (none is fine).
+    /// Sends `event` to every subscription (none is fine). Events are
+    /// small: each subscription holds its own copy.
     fn publish(&self, event: ServerEvent);
     /// A subscription to the events published from now on.
     fn subscribe(&self) -> Subscription;
+    /// Sends the client's answers to the host running their task (a task
+    /// that does not run here), to be heard there once, by [`Bus::answers`]
+    /// and nowhere else: no subscription hears them. Answers to a task
+    /// that no longer waits for any are dropped. An error when they cannot
+    /// be sent.
+    async fn send_answers(&self, answers: Answers) -> Result<()>;
+    /// The answers sent to the tasks running here, for the one part that
+    /// hands them on (the first to ask; later calls get `None`). It holds
+    /// at most [`MAX_ANSWERS_WAITING`] unread; beyond, new ones are dropped
+    /// with a warning.
+    fn answers(&self) -> Option<mpsc::Receiver<Answers>>;
+}
+
+/// The client's answers to the questions of a task another host runs
+/// (2026-07-28 `tasks/update` sent to a host that does not run it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answers {
+    /// The task.
+    pub task: String,
+    /// Its answers, by question key.
+    pub responses: Map<String, Value>,
+}
+
+/// Answers heard but not yet handed on, at most.
+pub const MAX_ANSWERS_WAITING: usize = 64;
+
+/// Where answers are heard: the sender, and the receiver until taken.
+pub struct Mailbox {
+    sender: mpsc::Sender<Answers>,
+    receiver: Mutex<Option<mpsc::Receiver<Answers>>>,
+}
+
+impl Mailbox {
+    /// An empty mailbox.
+    pub fn new() -> Self {
+        let (sender, receiver) = mpsc::channel(MAX_ANSWERS_WAITING);
+        Mailbox {
+            sender,
+            receiver: Mutex::new(Some(receiver)),
+        }
+    }
+
+    /// Puts `answers` in; dropped with a warning when it is full.
+    pub fn deliver(&self, answers: Answers) {
+        if self.sender.try_send(answers).is_err() {
+            tracing::warn!(
+                "answers to a task's questions were dropped: {MAX_ANSWERS_WAITING} are waiting to be handed on"
+            );
+        }
+    }
+
+    /// The receiver, the first time.
+    pub fn take(&self) -> Option<mpsc::Receiver<Answers>> {
+        self.receiver.lock().take()
+    }
+}
+
+impl Default for Mailbox {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// What a subscription hears next.
@@ -49,7 +118,7 @@ impl Subscription {
 }
 
 /// The events of one process.
-pub struct LocalBus(broadcast::Sender<ServerEvent>);
+pub struct LocalBus(broadcast::Sender<ServerEvent>, Mailbox);
 
 impl LocalBus {
     /// Events unread by a subscriber, at most (beyond, it misses the
@@ -58,7 +127,7 @@ impl LocalBus {
 
     /// An in-process bus.
     pub fn new() -> Self {
-        LocalBus(broadcast::channel(Self::CAPACITY).0)
+        LocalBus(broadcast::channel(Self::CAPACITY).0, Mailbox::new())
     }
 }
 
@@ -68,6 +137,7 @@ impl Default for LocalBus {
     }
 }
 
+#[async_trait]
 impl Bus for LocalBus {
     fn publish(&self, event: ServerEvent) {
         let _ = self.0.send(event);
@@ -75,6 +145,15 @@ impl Bus for LocalBus {
 
     fn subscribe(&self) -> Subscription {
         Subscription(self.0.subscribe())
+    }
+
+    async fn send_answers(&self, answers: Answers) -> Result<()> {
+        self.1.deliver(answers);
+        Ok(())
+    }
+
+    fn answers(&self) -> Option<mpsc::Receiver<Answers>> {
+        self.1.take()
     }
 }
 
@@ -136,9 +215,32 @@ pub(crate) mod contract {
         assert_eq!(heard, expected);
     }
 
+    /// Checks that answers sent through `sender` are heard once, by
+    /// `receiver`'s taker, and by no subscription of either. (`receiver` is
+    /// `sender` within one process, or the bus of the replica running
+    /// `task`, which waits for answers in the shared store.)
+    pub async fn check_answers(sender: &dyn Bus, receiver: &dyn Bus, task: &str) {
+        let mut taken = receiver.answers().expect("the answers, the first time");
+        assert!(receiver.answers().is_none(), "taken once");
+        let (mut here, mut there) = (sender.subscribe(), receiver.subscribe());
+        let answers = Answers {
+            task: task.into(),
+            responses: Map::from_iter([("q".into(), Value::from("x".repeat(20_000)))]),
+        };
+        sender.send_answers(answers.clone()).await.unwrap();
+        let heard = tokio::time::timeout(Duration::from_secs(10), taken.recv()).await;
+        assert_eq!(heard.expect("answers within 10 s"), Some(answers));
+        // Once, and not as an event.
+        let quiet = Duration::from_millis(500);
+        assert!(tokio::time::timeout(quiet, taken.recv()).await.is_err());
+        assert!(tokio::time::timeout(quiet, here.recv()).await.is_err());
+        assert!(tokio::time::timeout(quiet, there.recv()).await.is_err());
+    }
+
     #[tokio::test]
     async fn the_local_bus_keeps_the_contract() {
         let bus = LocalBus::new();
         check(&bus, LocalBus::CAPACITY).await;
+        check_answers(&bus, &bus, "t1").await;
     }
 }

@@ -33,14 +33,6 @@ pub enum ServerEvent {
     },
     /// The status of this task changed.
     TaskChanged(String),
-    /// The client answered task `id`'s questions through another host
-    /// than the one running it (2026-07-28 `tasks/update`).
-    TaskAnswered {
-        /// The task.
-        id: String,
-        /// Its answers, by question key.
-        responses: serde_json::Map<String, serde_json::Value>,
-    },
     /// The client ended this handshake session (DELETE): a host holding
     /// it ends it too.
     SessionEnded(String),

@@ -96,7 +96,9 @@ impl SessionRecord {
 #[async_trait]
 pub trait SessionStore: Send + Sync {
     /// Keeps `record`, replacing the one with its id; an error when the
-    /// store is full.
+    /// store is full. A store shared by hosts writes what changed since
+    /// this host last saved or loaded the session (a subscription more is
+    /// one small write, whatever the session holds).
     async fn save(&self, record: &SessionRecord) -> Result<()>;
     /// The session `id`, if it is kept.
     async fn load(&self, id: &str) -> Result<Option<SessionRecord>>;
@@ -112,12 +114,14 @@ pub trait SessionStore: Send + Sync {
 /// The SSE events of the sessions' streams, kept where hosts sharing the
 /// session store can replay them: a client that lost its host resumes a
 /// stream with `Last-Event-ID` on another one. (A host on its own has
-/// none: its streams' own logs serve resumption.) Bounded per session;
-/// a session's events go with it.
+/// none: its streams' own logs serve resumption.) Bounded per session,
+/// however appends from hosts interleave; only the events of sessions the
+/// session store keeps, and a session's events go with it.
 #[async_trait]
 pub trait StreamEvents: Send + Sync {
     /// Keeps event `seq` (`text`, one JSON-RPC message) of stream `stream`
-    /// of session `session`; beyond the bound, the session's oldest go.
+    /// of session `session`; beyond the bound, the session's oldest go. An
+    /// event of a session the store does not keep is not kept.
     async fn append(&self, session: &str, stream: u64, seq: u64, text: &str) -> Result<()>;
     /// Up to `limit` events of the stream after event `seq`, in order.
     async fn after(
@@ -241,9 +245,114 @@ pub(crate) mod contract {
         assert!(store.remove("f1").await.unwrap());
     }
 
+    /// Checks that sessions handed between two hosts sharing one store
+    /// (`a` and `b`: two handles on it, or the same one) read back as the
+    /// last save left them, subscriptions added and removed one by one.
+    pub async fn check_shared(a: &dyn SessionStore, b: &dyn SessionStore) {
+        let mut kept = record("moving");
+        a.save(&kept).await.unwrap();
+        for i in 0..40 {
+            kept.subscriptions.push(format!("file:///{i:02}"));
+            kept.subscriptions.sort();
+            a.save(&kept).await.unwrap();
+        }
+        assert_eq!(b.load("moving").await.unwrap(), Some(kept.clone()));
+        // b changes it: one fewer, one more, another log level.
+        kept.subscriptions.retain(|uri| uri != "file:///07");
+        kept.subscriptions.push("file:///zz".into());
+        b.save(&kept).await.unwrap();
+        kept.log_level = Some("debug".into());
+        b.save(&kept).await.unwrap();
+        // a takes it up again, and changes it again.
+        assert_eq!(a.load("moving").await.unwrap(), Some(kept.clone()));
+        kept.subscriptions.retain(|uri| uri != "file:///zz");
+        kept.initialized = false;
+        a.save(&kept).await.unwrap();
+        assert_eq!(b.load("moving").await.unwrap(), Some(kept.clone()));
+        assert_eq!(a.load("moving").await.unwrap(), Some(kept.clone()));
+        // Saved again unchanged, by either.
+        b.save(&kept).await.unwrap();
+        assert_eq!(a.load("moving").await.unwrap(), Some(kept));
+        // Removed through b, it is gone for a, even saved anew.
+        assert!(b.remove("moving").await.unwrap());
+        assert_eq!(a.load("moving").await.unwrap(), None);
+        let fresh = record("moving");
+        a.save(&fresh).await.unwrap();
+        assert_eq!(b.load("moving").await.unwrap(), Some(fresh));
+        assert!(a.remove("moving").await.unwrap());
+    }
+
+    /// Checks `events` (`a` and `b`: two hosts' handles on one store),
+    /// kept for the sessions of `sessions`, at most `cap` per session.
+    pub async fn check_events(
+        a: &dyn StreamEvents,
+        b: &dyn StreamEvents,
+        sessions: &dyn SessionStore,
+        cap: usize,
+    ) {
+        for id in ["e1", "e2", "e3"] {
+            sessions.save(&record(id)).await.unwrap();
+        }
+        for seq in 1..=5 {
+            a.append("e1", 0, seq, &format!("e{seq}")).await.unwrap();
+        }
+        b.append("e1", 3, 1, "r1").await.unwrap();
+        // The same event again is kept once.
+        a.append("e1", 0, 5, "again").await.unwrap();
+        assert_eq!(b.last("e1").await.unwrap(), (3, 5));
+        assert_eq!(a.last("nobody").await.unwrap(), (0, 0));
+        let after = b.after("e1", 0, 2, 2).await.unwrap();
+        assert_eq!(after, [(3, "e3".to_owned()), (4, "e4".to_owned())]);
+        assert_eq!(
+            a.after("e1", 3, 0, 10).await.unwrap(),
+            [(1, "r1".to_owned())]
+        );
+        // Not a kept session: nothing is kept.
+        a.append("nobody", 0, 1, "x").await.unwrap();
+        assert!(a.after("nobody", 0, 0, 10).await.unwrap().is_empty());
+        // Past the bound, the oldest go: in order, however two hosts
+        // interleave their appends (each on its own streams).
+        let total = cap as u64 * 3;
+        let appends = (1..=total).map(|seq| {
+            let (store, stream) = if seq % 2 == 0 { (a, 1) } else { (b, 2) };
+            store.append("e2", stream + seq % 3, seq, "x")
+        });
+        for appended in futures_util::future::join_all(appends).await {
+            appended.unwrap();
+        }
+        let mut count = 0;
+        for stream in 1..=4 {
+            count += a.after("e2", stream, 0, 10 * cap).await.unwrap().len();
+        }
+        assert!(count <= cap, "{count} events kept, the bound is {cap}");
+        // One after the other, the newest `cap` are kept.
+        for seq in 1..=total {
+            a.append("e3", 0, seq, "y").await.unwrap();
+        }
+        let newest = b.after("e3", 0, 0, 10 * cap).await.unwrap();
+        let seqs: Vec<u64> = newest.iter().map(|(seq, _)| *seq).collect();
+        assert_eq!(seqs, (total - cap as u64 + 1..=total).collect::<Vec<_>>());
+        // A session's events go with it.
+        assert!(sessions.remove("e1").await.unwrap());
+        assert!(a.after("e1", 0, 0, 10).await.unwrap().is_empty());
+        assert_eq!(b.last("e1").await.unwrap(), (0, 0));
+        assert!(sessions.remove("e2").await.unwrap());
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(
+            sessions
+                .forget_idle(Duration::from_millis(20))
+                .await
+                .unwrap()
+                >= 1
+        );
+        assert!(a.after("e3", 0, 0, 10).await.unwrap().is_empty());
+    }
+
     #[tokio::test]
     async fn memory_sessions_keep_the_contract() {
         check(&MemorySessions::new(8), 8).await;
+        let store = MemorySessions::new(8);
+        check_shared(&store, &store).await;
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use super::{store_error, Live, Status, Tasks};
 use crate::protocol::RpcError;
+use crate::server::bus::Answers;
 use crate::server::{Heard, ServerEvent};
 use serde_json::{Map, Value};
 use std::sync::Weak;
@@ -104,12 +105,25 @@ impl Tasks {
         };
         let asked = record.input_requests.unwrap_or_default();
         let mut pending = super::live::Pending::checking(asked);
+        // Only the answers to questions asked travel on.
         super::live::take_answers(&mut pending, responses.clone())?;
-        self.events.publish(ServerEvent::TaskAnswered {
-            id: id.to_owned(),
+        let responses: Map<String, Value> = responses
+            .into_iter()
+            .filter(|(key, _)| pending.was_asked(key))
+            .collect();
+        if responses.is_empty() {
+            return Ok(());
+        }
+        let answers = Answers {
+            task: id.to_owned(),
             responses,
-        });
-        Ok(())
+        };
+        self.events.send_answers(answers).await.map_err(|error| {
+            tracing::warn!(task = %id, "answers not sent to the host running the task: {error:#}");
+            RpcError::internal(format!(
+                "the answers could not be sent to the host running the task: {error}"
+            ))
+        })
     }
 }
 
@@ -130,11 +144,13 @@ impl Live {
 
 /// Keeps the running tasks in step with hosts sharing the store, for as
 /// long as the tasks exist (the server spawns it): renews every third of
-/// the lease, and acts at once on what other hosts say.
+/// the lease, acts at once on what other hosts say, and hands the answers
+/// other hosts sent to the tasks running here to their calls.
 pub async fn tend(tasks: Weak<Tasks>) {
-    let (mut events, every) = match tasks.upgrade() {
+    let (mut events, mut answers, every) = match tasks.upgrade() {
         Some(tasks) => (
             tasks.events.subscribe(),
+            tasks.events.answers(),
             (tasks.options.lease / 3).max(Duration::from_millis(100)),
         ),
         None => return,
@@ -146,6 +162,17 @@ pub async fn tend(tasks: Weak<Tasks>) {
         let heard = tokio::select! {
             _ = tick.tick() => None,
             heard = events.recv() => Some(heard),
+            Some(sent) = next_answers(&mut answers) => {
+                let Some(tasks) = tasks.upgrade() else { return };
+                match tasks.live_task(&sent.task) {
+                    Some(live) => {
+                        tracing::debug!(task = %sent.task, "answers from another host handed to the task");
+                        let _ = live.take(sent.responses).await;
+                    }
+                    None => tracing::debug!(task = %sent.task, "answers for a task that no longer runs here"),
+                }
+                continue;
+            }
         };
         let Some(tasks) = tasks.upgrade() else { return };
         match heard {
@@ -155,12 +182,18 @@ pub async fn tend(tasks: Weak<Tasks>) {
             Some(Heard::Event(ServerEvent::TaskChanged(id))) if tasks.replica.is_some() => {
                 tasks.stop_if_over(&id).await
             }
-            Some(Heard::Event(ServerEvent::TaskAnswered { id, responses })) => {
-                if let Some(live) = tasks.live_task(&id) {
-                    let _ = live.take(responses).await;
-                }
-            }
             Some(Heard::Event(_)) => {}
         }
+    }
+}
+
+/// The next answers sent to the tasks running here (never, without a
+/// receiver).
+async fn next_answers(
+    answers: &mut Option<tokio::sync::mpsc::Receiver<Answers>>,
+) -> Option<Answers> {
+    match answers {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
     }
 }

@@ -296,6 +296,11 @@ impl Pending {
             answered: oneshot::channel().0,
         }
     }
+
+    /// Whether the answer to question `key` was taken.
+    pub(super) fn was_asked(&self, key: &str) -> bool {
+        self.answers.contains_key(key)
+    }
 }
 
 /// Runs a task's call to its end: records its questions and the client's
