@@ -31,9 +31,9 @@ pub struct ToolEntry {
     pub input_schema: Arc<serde_json::Value>,
     /// The compiled input schema.
     pub validator: Arc<jsonschema::Validator>,
-    /// What checking arguments against it costs per unit of their weight
+    /// What checking arguments against it may cost
     /// ([`super::schema_limits`]).
-    pub schema_cost: u64,
+    pub schema_bound: Arc<super::schema_limits::Bound>,
     /// The arguments a stateless call repeats in `Mcp-Param-*` headers.
     pub header_parameters: Arc<[HeaderParameter]>,
     /// The output schema, if the tool has a readable one.
@@ -152,10 +152,10 @@ impl Catalogue {
     fn add_tools(&mut self, entry: &PluginEntry) {
         let plugin = &entry.plugin;
         for tool in &entry.listing.tools {
-            let (input_schema, validator, schema_cost) = match compile_input_schema(
+            let (input_schema, validator, schema_bound) = match compile_input_schema(
                 &tool.input_schema,
             ) {
-                Ok((schema, v, cost)) => (Arc::new(schema), Arc::new(v), cost),
+                Ok((schema, v, bound)) => (Arc::new(schema), Arc::new(v), Arc::new(bound)),
                 Err(e) => {
                     tracing::error!(plugin = plugin.name(), tool = %tool.name, "tool skipped: {e}");
                     continue;
@@ -178,7 +178,7 @@ impl Catalogue {
                 header_parameters: header_parameters(&input_schema).into(),
                 input_schema,
                 validator,
-                schema_cost,
+                schema_bound,
                 output_schema,
             });
         }
@@ -392,21 +392,29 @@ fn unique_name(
 const MAX_PATTERN_BYTES: usize = 1 << 20;
 
 /// An input schema parsed, checked against the bounds of
-/// [`super::schema_limits`] and compiled, with its cost; it must describe
-/// an object. It is read in the draft its `$schema` names (zod and the
-/// TypeScript SDK write draft-07); without one, or naming a meta-schema
-/// this host does not know, in 2020-12. The error says why, as the end of
-/// "tool skipped: ...".
+/// [`super::schema_limits`] and compiled, with what checking arguments
+/// against it may cost; it must describe an object. It is read in the
+/// draft its `$schema` names (zod and the TypeScript SDK write draft-07);
+/// without one, or naming a meta-schema this host does not know, in
+/// 2020-12. `uniqueItems` is the host's own, in linear time. The error
+/// says why, as the end of "tool skipped: ...".
 pub fn compile_input_schema(
     schema: &str,
-) -> Result<(serde_json::Value, jsonschema::Validator, u64), String> {
+) -> Result<
+    (
+        serde_json::Value,
+        jsonschema::Validator,
+        super::schema_limits::Bound,
+    ),
+    String,
+> {
     let invalid = |e: &dyn std::fmt::Display| format!("its input schema is invalid: {e}");
     super::schema_limits::check_size(schema.len())?;
     let value: serde_json::Value = serde_json::from_str(schema).map_err(|e| invalid(&e))?;
     if value.get("type").and_then(|t| t.as_str()) != Some("object") {
         return Err(invalid(&"an input schema must have \"type\": \"object\""));
     }
-    let cost = super::schema_limits::check(&value)?;
+    let bound = super::schema_limits::check(&value)?;
     // `pattern`s run on the `regex` crate: linear in the input, so a
     // plugin's schema cannot make validating a request take long.
     let patterns = || {
@@ -414,8 +422,10 @@ pub fn compile_input_schema(
             .size_limit(MAX_PATTERN_BYTES)
             .dfa_size_limit(MAX_PATTERN_BYTES)
     };
+    let unique = super::schema_limits::unique_items_keyword;
     let by_its_draft = jsonschema::options()
         .with_pattern_options(patterns())
+        .with_keyword("uniqueItems", unique)
         .build(&value);
     let validator = match by_its_draft {
         Ok(validator) => validator,
@@ -426,12 +436,13 @@ pub fn compile_input_schema(
             }
             jsonschema::draft202012::options()
                 .with_pattern_options(patterns())
+                .with_keyword("uniqueItems", unique)
                 .build(&plain)
                 .map_err(|e| invalid(&e))?
         }
         Err(e) => return Err(invalid(&e)),
     };
-    Ok((value, validator, cost))
+    Ok((value, validator, bound))
 }
 
 #[cfg(test)]

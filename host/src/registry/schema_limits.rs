@@ -1,15 +1,30 @@
 //! Bounds on a tool's input schema, which a plugin writes and the host
 //! checks every call's arguments against.
 //!
-//! Checking arguments costs, at worst, about the schema's size (with each
-//! `$ref` written out where it is used) times the arguments' size. So a
-//! schema is refused at load when it is too big, too deep, has too long an
-//! enum or expands (through `$ref`s) past [`MAX_SCHEMA_COST`]; and a call
-//! whose arguments would cost more than [`MAX_VALIDATION_WORK`] to check
-//! is refused before any checking starts.
+//! At load, a schema is refused when it is too big, too deep, has too long
+//! an enum, expands (through `$ref`s) past [`MAX_SCHEMA_COST`], has a
+//! `$ref` that does not stay within it, or applies itself to the same value
+//! without end. What is left is read as a graph of its subschemas
+//! (`graph.rs`): per call, walking the arguments through it counts every
+//! visit the check can make, each subschema counted as often as recursion
+//! and combinators (`anyOf` in `anyOf` at every level of a recursive
+//! schema) apply it, and `uniqueItems` as the array's size (the host
+//! checks it in linear time, `unique.rs`). A call whose check could
+//! cost over [`MAX_VALIDATION_WORK`] is refused before checking starts.
+//!
+//! Memory: the walk holds a count per subschema and a list per level of the
+//! arguments; a check holds its arguments, a set of hashes per
+//! `uniqueItems` array, and the problems it lists, which are listed only
+//! within [`MAX_LISTING_WORK`] (each problem names its path and some
+//! copy the value): at most about 64 MiB besides the arguments.
+
+mod graph;
+mod unique;
 
 use serde_json::Value;
 use std::collections::HashMap;
+
+pub use unique::keyword as unique_items_keyword;
 
 /// The largest input schema, in bytes of JSON.
 pub const MAX_SCHEMA_BYTES: usize = 256 << 10;
@@ -22,13 +37,22 @@ pub const MAX_REF_DEPTH: usize = 32;
 /// The most nodes a schema may expand to, each `$ref` counted as what it
 /// refers to (a reference back into itself counted once).
 pub const MAX_SCHEMA_COST: u64 = 65_536;
-/// The most a call's check may cost: the schema's expanded nodes times the
-/// arguments' weight (their JSON values, plus a unit per 16 bytes of
-/// strings). About a tenth of a second of one core.
+/// The most a call's check may cost: every visit of a subschema to a value
+/// of the arguments (each as many times as recursion and combinators apply
+/// it), each costing the subschema's own size (its enum, its `required`)
+/// plus a unit per 16 bytes of the value's string, plus the `uniqueItems`
+/// arrays' sizes. About a tenth of a second of one core.
 pub const MAX_VALIDATION_WORK: u64 = 20_000_000;
 /// Checks that may cost more than this run on a blocking thread, not on
 /// an async worker.
 pub const INLINE_VALIDATION_WORK: u64 = 200_000;
+/// The problems of arguments that break their schema are listed when the
+/// check's work times (4 + the arguments' weight) is at most this: the
+/// schema library works out every problem before the first is listed,
+/// each with its path and some with a copy of the value (`anyOf` keeps
+/// every branch's). Over it, only the first problem is given, or none
+/// when the schema has `anyOf`/`oneOf`. About 64 bytes a unit: 64 MiB.
+pub const MAX_LISTING_WORK: u64 = 1 << 20;
 
 /// Whether a schema of `bytes` bytes of JSON may be read at all.
 pub fn check_size(bytes: usize) -> Result<(), String> {
@@ -40,26 +64,61 @@ pub fn check_size(bytes: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// What checking arguments against one input schema may cost.
+pub struct Bound {
+    graph: graph::Graph,
+}
+
+/// How much of a failed check's problems may be listed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Listing {
+    /// Up to a handful.
+    Some,
+    /// The first.
+    First,
+    /// None: only that the arguments do not match.
+    None,
+}
+
+impl Bound {
+    /// An upper bound on the work of checking `arguments`, or `None` when
+    /// it is over `limit` (finding it costs about as much as it counts, so
+    /// finding it stops there).
+    pub fn work(&self, arguments: &Value, limit: u64) -> Option<u64> {
+        self.graph.work(arguments, limit)
+    }
+
+    /// How much a failed check of `work` on `arguments` may list.
+    pub fn listing(&self, work: u64, arguments: &Value) -> Listing {
+        let cap = MAX_LISTING_WORK / work.max(1) + 1;
+        if work.saturating_mul(4 + weight(arguments, cap)) <= MAX_LISTING_WORK {
+            Listing::Some
+        } else if self.graph.branches {
+            Listing::None
+        } else {
+            Listing::First
+        }
+    }
+}
+
 /// Checks `schema` against the bounds above but its size
-/// ([`check_size`]); its cost, or why it is refused.
-pub fn check(schema: &Value) -> Result<u64, String> {
+/// ([`check_size`]); what checking arguments against it costs, or why it
+/// is refused.
+pub fn check(schema: &Value) -> Result<Bound, String> {
     let mut walk = Walk {
         root: schema,
         done: HashMap::new(),
         open: Vec::new(),
     };
-    walk.cost(schema, 0)
+    walk.cost(schema, 0)?;
+    Ok(Bound {
+        graph: graph::Graph::build(schema)?,
+    })
 }
 
-/// What a call's check of `arguments` against a schema of `cost` costs.
-pub fn validation_work(cost: u64, arguments: &Value) -> u64 {
-    // Counting stops once the product is over the limit.
-    let cap = MAX_VALIDATION_WORK / cost.max(1) + 1;
-    cost.max(1).saturating_mul(weight(arguments, cap))
-}
-
-/// The weight of `value`, counted up to `cap`.
-fn weight(value: &Value, cap: u64) -> u64 {
+/// The weight of `value` (its JSON values, plus a unit per 16 bytes of
+/// strings), counted up to `cap`.
+pub fn weight(value: &Value, cap: u64) -> u64 {
     let mut total = 0u64;
     let mut stack = vec![value];
     while let Some(value) = stack.pop() {
@@ -80,6 +139,14 @@ fn weight(value: &Value, cap: u64) -> u64 {
         }
     }
     total
+}
+
+/// `text` cut to a length fit for a log line.
+fn clip(text: &str) -> &str {
+    match text.char_indices().nth(80) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
 }
 
 struct Walk<'a> {
@@ -189,9 +256,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn cost(schema: &Value) -> Result<u64, String> {
+    fn bound(schema: &Value) -> Result<Bound, String> {
         check_size(schema.to_string().len())?;
         check(schema)
+    }
+
+    fn work(schema: &Value, arguments: &Value) -> Option<u64> {
+        bound(schema).unwrap().work(arguments, MAX_VALIDATION_WORK)
+    }
+
+    /// `[[[...[true]...]]]`, `depth` arrays deep.
+    fn nested(depth: usize) -> Value {
+        let mut value = json!([true]);
+        for _ in 0..depth {
+            value = json!([value]);
+        }
+        value
     }
 
     #[test]
@@ -199,9 +279,10 @@ mod tests {
         let schema = json!({"type": "object", "properties": {
             "name": {"type": "string"}, "n": {"type": "integer", "minimum": 0},
             "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}}}, "required": ["name"]});
-        let c = cost(&schema).unwrap();
-        assert!(c < 40, "{c}");
-        assert!(validation_work(c, &json!({"name": "x"})) <= INLINE_VALIDATION_WORK);
+        let w = work(&schema, &json!({"name": "x", "tags": ["a", "b"]})).unwrap();
+        assert!(w < 100, "{w}");
+        let b = bound(&schema).unwrap();
+        assert_eq!(b.listing(w, &json!({"name": 1})), Listing::Some);
     }
 
     #[test]
@@ -217,7 +298,7 @@ mod tests {
         defs.insert("d30".into(), json!({"type": "string"}));
         let schema =
             json!({"type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}});
-        let error = cost(&schema).unwrap_err();
+        let error = bound(&schema).err().unwrap();
         assert!(error.contains("expands"), "{error}");
     }
 
@@ -233,31 +314,37 @@ mod tests {
         defs.insert("d40".into(), json!({"type": "string"}));
         let chain =
             json!({"type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}});
-        assert!(cost(&chain).unwrap_err().contains("chains"));
+        assert!(bound(&chain).err().unwrap().contains("chains"));
         let tree = json!({"type": "object", "$defs": {"node": {"type": "object", "properties": {
             "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
             "properties": {"root": {"$ref": "#/$defs/node"}}});
-        assert!(cost(&tree).unwrap() < 100);
+        let mut node = json!({});
+        for _ in 0..100 {
+            node = json!({"children": [node, {}]});
+        }
+        // A linear recursive schema costs in step with the arguments.
+        let w = work(&tree, &json!({"root": node})).unwrap();
+        assert!(w < 100 * 1000, "{w}");
         let itself = json!({"type": "object", "properties": {"again": {"$ref": "#"}}});
-        assert!(cost(&itself).unwrap() < 20);
+        assert!(work(&itself, &json!({"again": {"again": {}}})).unwrap() < 50);
         // A %-escaped pointer reaches its target, whose size then counts.
         let values: Vec<u32> = (0..1000).collect();
         let escaped = json!({"type": "object", "$defs": {"a b": {"enum": values}},
             "properties": {"x": {"$ref": "#/$defs/a%20b"}, "y": {"$ref": "#/$defs/a%20b"}}});
-        assert!(cost(&escaped).unwrap() > 2000);
+        assert!(work(&escaped, &json!({"x": 1, "y": 2})).unwrap() > 2000);
     }
 
     #[test]
     fn size_depth_and_enum_length_are_bounded() {
         let values: Vec<String> = (0..MAX_ENUM_VALUES + 1).map(|i| i.to_string()).collect();
         let wide = json!({"type": "object", "properties": {"x": {"enum": values}}});
-        assert!(cost(&wide).unwrap_err().contains("enum"));
+        assert!(bound(&wide).err().unwrap().contains("enum"));
         let mut deep = json!({"type": "string"});
         for _ in 0..MAX_SCHEMA_DEPTH {
             deep = json!({"items": deep});
         }
         let deep = json!({"type": "object", "properties": {"x": deep}});
-        assert!(cost(&deep).unwrap_err().contains("deeper"));
+        assert!(bound(&deep).err().unwrap().contains("deeper"));
         assert!(check_size(MAX_SCHEMA_BYTES + 1)
             .unwrap_err()
             .contains("bytes"));
@@ -265,12 +352,147 @@ mod tests {
 
     #[test]
     fn the_work_of_a_check_grows_with_the_arguments_and_stops_counting_past_the_limit() {
+        let values: Vec<String> = (0..4000).map(|i| format!("value-{i}")).collect();
+        let schema = json!({"type": "object", "properties": {"x": {"type": "array", "items": {"enum": values}}}});
         let items: Vec<String> = (0..10_000).map(|i| format!("item{i}")).collect();
-        let args = json!({"x": items});
-        let work = validation_work(4_000, &args);
-        assert!(work > MAX_VALIDATION_WORK, "{work}");
-        assert!(validation_work(4_000, &json!({"x": ["a"]})) < INLINE_VALIDATION_WORK);
+        assert_eq!(work(&schema, &json!({"x": items})), None);
+        let w = work(&schema, &json!({"x": ["a"]})).unwrap();
+        assert!(w > 4000 && w < INLINE_VALIDATION_WORK, "{w}");
         let text = json!({"x": "y".repeat(1 << 20)});
-        assert!(validation_work(1, &text) > 60_000);
+        let plain = json!({"type": "object", "properties": {"x": {"type": "string"}}});
+        assert!(work(&plain, &text).unwrap() > 60_000);
+        // Values no subschema applies to cost nothing.
+        let items: Vec<u32> = (0..100_000).collect();
+        assert!(work(&plain, &json!({"y": items})).unwrap() < 100);
+    }
+
+    #[test]
+    fn recursion_through_branches_counts_every_branch_at_every_level() {
+        // The reported attack: 53 bytes of arguments, 11.8 s and 1.5 GB.
+        let any_of = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/n"}},
+            "$defs": {"n": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/n"}},
+                                      {"type": "array", "items": {"$ref": "#/$defs/n"}}]}}});
+        assert_eq!(work(&any_of, &json!({"a": nested(24)})), None);
+        // Shallow arguments stay cheap: 2^5 paths.
+        assert!(work(&any_of, &json!({"a": nested(5)})).unwrap() < 20_000);
+        for shape in [
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/n"}},
+                "$defs": {"n": {"oneOf": [{"items": {"$ref": "#/$defs/n"}}, {"items": {"$ref": "#/$defs/n"}}, {"type": "boolean"}]}}}),
+            json!({"type": "object", "properties": {"a": {"$ref": "#/definitions/n"}},
+                "definitions": {"n": {"allOf": [{"items": {"$ref": "#/definitions/n"}}, {"contains": {"$ref": "#/definitions/n"}}]}}}),
+            json!({"type": "object", "anyOf": [{"properties": {"a": {"$ref": "#"}}}, {"additionalProperties": {"$ref": "#"}}]}),
+            json!({"$schema": "https://json-schema.org/draft/2019-09/schema", "$recursiveAnchor": true, "type": "object",
+                "properties": {"a": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"items": {"$recursiveRef": "#"}, "contains": {"$ref": "#/$defs/n"}, "prefixItems": [{"$ref": "#/$defs/n"}]}}}),
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/n"}},
+                "$defs": {"n": {"$dynamicAnchor": "n", "if": {"items": {"$dynamicRef": "#n"}}, "then": {"items": {"$ref": "#n"}}}}}),
+            json!({"type": "object", "properties": {"a": {"$ref": "#/%24defs/n"}},
+                "$defs": {"n": {"not": {"items": {"$ref": "#/%24defs/n"}}, "items": {"$ref": "#/%24defs/n"}}}}),
+        ] {
+            let args = if shape.get("anyOf").is_some() {
+                let mut v = json!({});
+                for _ in 0..40 {
+                    v = json!({"a": v});
+                }
+                v
+            } else {
+                json!({"a": nested(40)})
+            };
+            assert_eq!(work(&shape, &args), None, "{shape}");
+        }
+    }
+
+    #[test]
+    fn branching_without_recursion_is_counted_too() {
+        // Six levels of anyOf, each of four branches: 4^6 paths to one
+        // value, in a schema of a few hundred bytes.
+        let mut defs = serde_json::Map::new();
+        for i in 0..6 {
+            let next = json!({"$ref": format!("#/$defs/d{}", i + 1)});
+            defs.insert(
+                format!("d{i}"),
+                json!({"anyOf": [next.clone(), next.clone(), next.clone(), next]}),
+            );
+        }
+        defs.insert("d6".into(), json!({"type": "string", "minLength": 2}));
+        let schema = json!({"type": "object", "$defs": defs,
+            "properties": {"a": {"items": {"$ref": "#/$defs/d0"}}}});
+        let b = bound(&schema).unwrap();
+        assert!(b.work(&json!({"a": ["x"]}), MAX_VALIDATION_WORK).unwrap() > 4096);
+        assert!(b
+            .work(&json!({"a": vec!["x"; 1000]}), MAX_VALIDATION_WORK)
+            .is_none());
+    }
+
+    #[test]
+    fn unique_items_costs_the_arrays_size() {
+        let schema = json!({"type": "object", "properties": {"a": {"uniqueItems": true}}});
+        let items: Vec<Value> = (0..40_000).map(|_| json!([[], []])).collect();
+        let w = work(&schema, &json!({"a": items})).unwrap();
+        assert!(w > 200_000 && w < 1_000_000, "{w}");
+        let recursive = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/u"}},
+            "$defs": {"u": {"uniqueItems": true, "items": {"$ref": "#/$defs/u"}}}});
+        let mut deep = json!([]);
+        for _ in 0..120 {
+            deep = json!([deep, vec![0; 3000]]);
+        }
+        // Each level hashes everything below it.
+        assert!(work(&recursive, &json!({"a": deep})).is_none());
+    }
+
+    #[test]
+    fn refs_that_leave_the_schema_and_loops_in_place_are_refused() {
+        for (schema, expected) in [
+            (
+                json!({"type": "object", "properties": {"a": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}}),
+                "cannot bound",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"$ref": "other.json#/x"}}}),
+                "cannot bound",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}),
+                "points at nothing",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"$ref": "#nowhere"}}}),
+                "no such anchor",
+            ),
+            (
+                json!({"type": "object", "$defs": {"b": {"$id": "https://example.com/b", "items": {"$ref": "#"}}},
+                "properties": {"a": {"$ref": "#/$defs/b"}}}),
+                "nested $id",
+            ),
+            (
+                json!({"type": "object", "allOf": [{"$ref": "#"}]}),
+                "without end",
+            ),
+            (
+                json!({"type": "object", "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}]}, "b": {"not": {"$ref": "#/$defs/a"}}},
+                "properties": {"x": {"$ref": "#/$defs/a"}}}),
+                "without end",
+            ),
+        ] {
+            let error = bound(&schema).err().unwrap_or_default();
+            assert!(error.contains(expected), "{schema}: {error}");
+        }
+        // An anchor and a property named $id are fine.
+        let anchored = json!({"type": "object", "$id": "https://example.com/root",
+            "$defs": {"n": {"$anchor": "node", "items": {"$ref": "#node"}}},
+            "properties": {"$id": {"type": "string"}, "a": {"$ref": "#node"}}});
+        assert!(work(&anchored, &json!({"$id": "x", "a": nested(50)})).unwrap() < 2000);
+    }
+
+    #[test]
+    fn listing_problems_is_bounded_by_the_work_and_the_arguments() {
+        let plain =
+            bound(&json!({"type": "object", "properties": {"a": {"type": "string"}}})).unwrap();
+        let branchy = bound(&json!({"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}})).unwrap();
+        let small = json!({"a": true});
+        assert_eq!(plain.listing(10, &small), Listing::Some);
+        let big = json!({"a": vec![0; 100_000]});
+        assert_eq!(plain.listing(100, &big), Listing::First);
+        assert_eq!(branchy.listing(100, &big), Listing::None);
+        assert_eq!(branchy.listing(MAX_LISTING_WORK, &small), Listing::None);
     }
 }

@@ -188,30 +188,36 @@ fn rerunnable(
 const HEAVY_CHECKS: usize = 2;
 
 /// -32602 listing (some of) the schema problems of `arguments`. A check
-/// that would cost more than [`schema_limits::MAX_VALIDATION_WORK`] is
-/// refused before it starts; a long one runs off the async workers.
+/// that could cost more than [`schema_limits::MAX_VALIDATION_WORK`]
+/// (recursion and combinators counted) is refused before it starts; one
+/// that may take long, and working that out, run off the async workers.
 async fn check_arguments(entry: &ToolEntry, name: &str, arguments: &Value) -> Result<(), RpcError> {
     static HEAVY: std::sync::LazyLock<Arc<tokio::sync::Semaphore>> =
         std::sync::LazyLock::new(|| Arc::new(tokio::sync::Semaphore::new(HEAVY_CHECKS)));
-    let work = schema_limits::validation_work(entry.schema_cost, arguments);
-    let problems = if work > schema_limits::MAX_VALIDATION_WORK {
-        return Err(invalid(format!(
-            "The arguments for tool {} are too large to check against its input schema \
-             (about {work} units of work, over the limit of {})",
-            clip(name),
-            schema_limits::MAX_VALIDATION_WORK
-        )));
-    } else if work <= schema_limits::INLINE_VALIDATION_WORK {
-        schema_problems(&entry.validator, arguments, work)
-    } else {
-        let permit = HEAVY.clone().acquire_owned().await;
-        let (validator, arguments) = (entry.validator.clone(), arguments.clone());
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            schema_problems(&validator, &arguments, work)
-        })
-        .await
-        .map_err(|_| RpcError::new(ErrorCode::InternalError, "checking the arguments failed"))?
+    let bound = &entry.schema_bound;
+    let problems = match bound.work(arguments, schema_limits::INLINE_VALIDATION_WORK) {
+        Some(work) => schema_problems(&entry.validator, bound, arguments, work),
+        None => {
+            let permit = HEAVY.clone().acquire_owned().await;
+            let (validator, bound) = (entry.validator.clone(), bound.clone());
+            let arguments = arguments.clone();
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                let work = bound.work(&arguments, schema_limits::MAX_VALIDATION_WORK)?;
+                Some(schema_problems(&validator, &bound, &arguments, work))
+            })
+            .await
+            .map_err(|_| RpcError::new(ErrorCode::InternalError, "checking the arguments failed"))?
+            .ok_or_else(|| {
+                invalid(format!(
+                    "The arguments for tool {} are too large to check against its input schema \
+                     (over the limit of {} units of work, counting each part of the schema as \
+                     often as recursion and combinators apply it)",
+                    clip(name),
+                    schema_limits::MAX_VALIDATION_WORK
+                ))
+            })?
+        }
     };
     if problems.is_empty() {
         return Ok(());
@@ -236,30 +242,37 @@ async fn check_arguments(entry: &ToolEntry, name: &str, arguments: &Value) -> Re
     .with_data(json!({ "errors": problems })))
 }
 
-/// Checks whose problems are all listed (up to [`MAX_REPORTED_PROBLEMS`])
-/// cost at most this much work; past it, only the first is: the schema
-/// library works out every problem before the first is listed, and each
-/// may copy part of the schema (an enum's values).
-const LIST_PROBLEMS_WORK: u64 = 20_000;
-
 /// The ways `arguments` break `validator` (none when they fit), for a
-/// check of `work` (see [`LIST_PROBLEMS_WORK`]).
-fn schema_problems(validator: &jsonschema::Validator, arguments: &Value, work: u64) -> Vec<Value> {
+/// check of `work`: up to [`MAX_REPORTED_PROBLEMS`], the first, or none but
+/// that they do not fit, as [`schema_limits::Bound::listing`] allows (the
+/// schema library works out every problem before the first is listed).
+fn schema_problems(
+    validator: &jsonschema::Validator,
+    bound: &schema_limits::Bound,
+    arguments: &Value,
+    work: u64,
+) -> Vec<Value> {
     let problem = |e: jsonschema::ValidationError<'_>| json!({ "path": clip(&e.instance_path().to_string()), "message": clip(&e.to_string()) });
     if validator.is_valid(arguments) {
-        Vec::new()
-    } else if work <= LIST_PROBLEMS_WORK {
-        validator
+        return Vec::new();
+    }
+    match bound.listing(work, arguments) {
+        schema_limits::Listing::Some => validator
             .iter_errors(arguments)
             .take(MAX_REPORTED_PROBLEMS)
             .map(problem)
-            .collect()
-    } else {
-        validator
+            .collect(),
+        schema_limits::Listing::First => validator
             .validate(arguments)
             .err()
             .map(problem)
             .into_iter()
-            .collect()
+            .collect(),
+        schema_limits::Listing::None => vec![json!({
+            "path": "",
+            "message": "they do not match its input schema (which part does not is not worked \
+                        out: for arguments this large against a schema with anyOf or oneOf, \
+                        that could take much memory)"
+        })],
     }
 }
