@@ -474,10 +474,9 @@ impl Walk<'_> {
                 return false;
             }
         }
-        if unique > 0 {
-            // Hashing every item, then comparing equal hashes.
-            let cap = (self.limit - self.total) / unique + 1;
-            if !self.charge(unique.saturating_mul(2 * weight(value, cap))) {
+        // Hashing every item, then comparing equal hashes.
+        if let Some(cap) = (self.limit - self.total).checked_div(unique) {
+            if !self.charge(unique.saturating_mul(2 * weight(value, cap + 1))) {
                 return false;
             }
         }
