@@ -17,6 +17,7 @@ mod notices;
 mod outbox;
 mod prepared;
 pub mod rates;
+pub mod refusals;
 mod request;
 mod rerun;
 mod roots;

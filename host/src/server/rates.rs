@@ -79,6 +79,7 @@ impl Rates {
         if self.per_principal.is_none() && tool_rate.is_none() {
             return Ok(());
         }
+        let caller = principal;
         let principal = principal.unwrap_or_default().to_owned();
         let now = Instant::now();
         let limits: Vec<(Key, Rate)> = self
@@ -104,12 +105,14 @@ impl Rates {
             }
         }
         if !wait.is_zero() {
-            crate::metrics::metrics().refused(crate::metrics::Refusal::Rate);
-            return Err(RpcError::new(
-                ErrorCode::InternalError,
-                format!("Too many calls: over {which} calls per second; retry later"),
-            )
-            .with_data(json!({ "retryAfterMs": (wait.as_millis() as u64).max(1) })));
+            let retry_after_ms = (wait.as_millis() as u64).max(1);
+            return Err(refused(
+                caller,
+                format!(
+                    "Too many calls: over {which} calls per second; retry in {retry_after_ms} ms"
+                ),
+                retry_after_ms,
+            ));
         }
         let new_keys = limits
             .iter()
@@ -118,12 +121,11 @@ impl Rates {
         if buckets.len() + new_keys > MAX_BUCKETS {
             buckets.retain(|_, full_at| *full_at > now);
             if buckets.len() + new_keys > MAX_BUCKETS {
-                crate::metrics::metrics().refused(crate::metrics::Refusal::Rate);
-                return Err(RpcError::new(
-                    ErrorCode::InternalError,
-                    "Too many callers are being rate limited at once; retry later",
-                )
-                .with_data(json!({ "retryAfterMs": 1000 })));
+                return Err(refused(
+                    caller,
+                    "Too many callers are being rate limited at once; retry in 1000 ms".into(),
+                    1000,
+                ));
             }
         }
         for (key, rate) in limits {
@@ -132,6 +134,23 @@ impl Rates {
         }
         Ok(())
     }
+}
+
+/// A call refused for its rate, counted and logged: an internal error
+/// whose data says when to retry (`retryAfterMs`; over HTTP, a 429 with
+/// `Retry-After`).
+fn refused(principal: Option<&str>, message: String, retry_after_ms: u64) -> RpcError {
+    crate::metrics::metrics().refused(crate::metrics::Refusal::Rate);
+    let detail = format!("retry after {retry_after_ms} ms");
+    super::refusals::note(&super::refusals::Refusal {
+        reason: "rate",
+        message: &message,
+        detail: Some(&detail),
+        principal,
+        client: None,
+    });
+    RpcError::new(ErrorCode::InternalError, message)
+        .with_data(json!({ "retryAfterMs": retry_after_ms }))
 }
 
 #[cfg(test)]

@@ -58,8 +58,9 @@ impl Request<'_> {
         let access = &self.conn.server.options.access;
         access
             .check(self.caller, plugin, kind, name, what)
-            .inspect_err(|_| {
+            .inspect_err(|error| {
                 crate::metrics::metrics().refused(crate::metrics::Refusal::Scope);
+                super::refusals::note_access(self.caller.principal.as_deref(), error);
             })
     }
 

@@ -52,6 +52,17 @@ impl Default for ConnectionLimits {
 /// Requests one HTTP/2 connection may have in progress at once.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 128;
 
+tokio::task_local! {
+    /// The client address of the connection whose request is being
+    /// handled (for the log of refusals).
+    static PEER: Option<std::net::SocketAddr>;
+}
+
+/// The client address of the request being handled, when known.
+pub fn peer() -> Option<std::net::SocketAddr> {
+    PEER.try_with(|peer| *peer).ok().flatten()
+}
+
 /// Serves `router` on `listener` (over TLS with `tls`) until `shutdown`
 /// resolves.
 pub async fn serve(
@@ -105,6 +116,7 @@ async fn serve_connection(
     tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
     let close = slot.close.clone();
+    let peer = stream.peer_addr().ok();
     let header_timeout = limits.header_timeout;
     let slot = Arc::new(slot);
     let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
@@ -122,7 +134,7 @@ async fn serve_connection(
         }
         let router = router.clone();
         async move {
-            let response = router.oneshot(request).await?;
+            let response = PEER.scope(peer, router.oneshot(request)).await?;
             Ok::<_, std::convert::Infallible>(
                 response.map(|body| Body::new(Tracked { body, _busy: busy })),
             )

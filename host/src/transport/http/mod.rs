@@ -20,7 +20,7 @@ mod sessions;
 mod tests;
 pub mod tls;
 
-pub use auth::{check_jwks_url, Auth, JwksSource, JwtCheck, Location};
+pub use auth::{check_jwks_url, Auth, JwksSource, JwtCheck, Location, Reason};
 pub use guard::Guard;
 pub use listener::ConnectionLimits;
 pub use sessions::SessionLimits;
@@ -143,6 +143,13 @@ impl App {
                 .map(|caller| Arc::new(self.profiled(caller)))
                 .map_err(|denied| {
                     crate::metrics::metrics().refused(crate::metrics::Refusal::Unauthenticated);
+                    crate::server::refusals::note(&crate::server::refusals::Refusal {
+                        reason: denied.reason.code(),
+                        message: denied.reason.description(),
+                        detail: denied.detail.as_deref(),
+                        principal: denied.principal.as_deref(),
+                        client: listener::peer(),
+                    });
                     if let Some(audit) = self.server.audit() {
                         audit.record(&crate::server::audit::Entry {
                             event: "refused",

@@ -2,12 +2,14 @@
 //! signature, expiry, issuer and audience (against a secret, a public-key
 //! file, or an identity provider's JWKS). A request without a valid token
 //! gets 401 with a `WWW-Authenticate` challenge that points at the RFC 9728
-//! protected-resource metadata.
+//! protected-resource metadata and says why ([`Reason`]).
 
 mod jwks;
+mod reason;
 
 use jwks::Jwks;
 pub use jwks::{check_url as check_jwks_url, JwksSource, Location};
+pub use reason::Reason;
 
 use crate::server::Caller;
 use anyhow::{Context as _, Result};
@@ -82,13 +84,23 @@ impl JwtCheck {
         validation
     }
 
-    /// The claims of `token`, if it is valid.
-    async fn claims(&self, token: &str) -> Result<Map<String, Value>, String> {
-        let header = jsonwebtoken::decode_header(token).map_err(|e| e.to_string())?;
+    /// The claims of `token`, if it is valid; otherwise why not.
+    async fn claims(&self, token: &str) -> Result<Map<String, Value>, Denied> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| {
+            let (reason, detail) = reason::of_unreadable_header(token);
+            Denied::new(reason, detail)
+        })?;
         let decode = |key: &DecodingKey, algorithm| {
             jsonwebtoken::decode::<Map<String, Value>>(token, key, &self.validation(algorithm))
                 .map(|data| data.claims)
-                .map_err(|e| e.to_string())
+                .map_err(|e| {
+                    let reason = Reason::of_jwt(e.kind());
+                    let mut denied = Denied::new(reason, Some(e.to_string()));
+                    if reason.signature_verified() {
+                        denied.principal = reason::signed_principal(token);
+                    }
+                    denied
+                })
         };
         let jwks = match &self.keys {
             Keys::Fixed(key, algorithm) => return decode(key, *algorithm),
@@ -100,13 +112,21 @@ impl JwtCheck {
         } else {
             jwks.refreshed(&held).await
         };
-        let key = find(&held.keys, &header).ok_or_else(|| match &header.kid {
-            Some(kid) => format!(
-                "no key {:?} for {:?} in the JWKS",
-                crate::text::excerpt(kid),
-                header.alg
-            ),
-            None => format!("no key for {:?} in the JWKS", header.alg),
+        let key = find(&held.keys, &header).ok_or_else(|| {
+            // A key it names that is held, for other algorithms, or none
+            // for its algorithm: the algorithm is at fault.
+            let reason = match &header.kid {
+                Some(kid) if held.keys.iter().any(|k| k.kid.as_ref() == Some(kid)) => {
+                    Reason::AlgorithmNotAllowed
+                }
+                None if !held.keys.is_empty() => Reason::AlgorithmNotAllowed,
+                _ => Reason::UnknownKey,
+            };
+            let detail = match &header.kid {
+                Some(kid) => format!("no key {kid} for {:?} in the JWKS", header.alg),
+                None => format!("no key for {:?} in the JWKS", header.alg),
+            };
+            Denied::new(reason, Some(detail))
         })?;
         decode(&key.key, header.alg)
     }
@@ -131,13 +151,26 @@ pub struct Auth {
     pub metadata_url: String,
 }
 
-/// Why a request was refused.
+/// Why a request was refused: the reason, and what the operator's log
+/// adds to it.
 #[derive(Debug)]
-pub enum Denied {
-    /// No bearer token.
-    Missing,
-    /// A token that is not valid.
-    Invalid(String),
+pub struct Denied {
+    /// Why.
+    pub reason: Reason,
+    /// More for the log (may quote the caller; logged escaped).
+    pub detail: Option<String>,
+    /// Who the token says it is, when its signature verified.
+    pub principal: Option<String>,
+}
+
+impl Denied {
+    fn new(reason: Reason, detail: Option<String>) -> Self {
+        Denied {
+            reason,
+            detail,
+            principal: None,
+        }
+    }
 }
 
 fn digest(token: &str) -> [u8; 32] {
@@ -170,14 +203,23 @@ impl Auth {
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Denied> {
         let value = headers
             .get(http::header::AUTHORIZATION)
-            .ok_or(Denied::Missing)?
+            .ok_or_else(|| Denied::new(Reason::MissingToken, None))?
             .to_str()
-            .map_err(|_| Denied::Invalid("unreadable Authorization header".into()))?;
+            .map_err(|_| {
+                Denied::new(
+                    Reason::NotBearer,
+                    Some("unreadable Authorization header".into()),
+                )
+            })?;
         let token = value
             .split_once(' ')
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim())
-            .ok_or_else(|| Denied::Invalid("the Authorization scheme must be Bearer".into()))?;
+            .ok_or_else(|| {
+                let scheme = value.split(' ').next().unwrap_or_default();
+                let detail = format!("scheme {}", crate::text::head(scheme, 40));
+                Denied::new(Reason::NotBearer, Some(detail))
+            })?;
         let token_digest = digest(token);
         // Comparing digests leaks nothing useful about the tokens.
         if self.token_digests.contains(&token_digest) {
@@ -188,16 +230,13 @@ impl Auth {
             return Ok(Caller::with_token(Some(format!("token:{hex}")), Map::new()));
         }
         if let Some(jwt) = &self.jwt {
-            let claims = jwt
-                .claims(token)
-                .await
-                .map_err(|e| Denied::Invalid(format!("the token was rejected: {e}")))?;
+            let claims = jwt.claims(token).await?;
             let issuer = claims["iss"].as_str().unwrap_or_default();
             let subject = claims["sub"].as_str().unwrap_or_default();
             let principal = format!("jwt:{issuer}#{subject}");
             return Ok(Caller::with_token(Some(principal), claims));
         }
-        Err(Denied::Invalid("unknown token".into()))
+        Err(Denied::new(Reason::UnknownToken, None))
     }
 
     /// The `WWW-Authenticate` challenge of a 403 for a token without the
@@ -213,17 +252,21 @@ impl Auth {
         challenge
     }
 
-    /// The 401 answer to a refused request.
+    /// The 401 answer to a refused request: the challenge says why, as
+    /// RFC 6750 lets it (no error for a request without a token), and so
+    /// does the body.
     pub fn challenge(&self, denied: &Denied) -> Response {
+        let reason = denied.reason;
         let mut challenge = format!("Bearer resource_metadata=\"{}\"", self.metadata_url);
-        let message = match denied {
-            Denied::Missing => "Unauthorized: a bearer token is required".to_owned(),
-            Denied::Invalid(why) => {
-                challenge.push_str(", error=\"invalid_token\"");
-                format!("Unauthorized: {why}")
-            }
-        };
-        let body = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32001, "message": message } });
+        if let Some(error) = reason.error() {
+            challenge.push_str(&format!(
+                ", error=\"{error}\", error_description=\"{}\"",
+                reason.description()
+            ));
+        }
+        let message = format!("Unauthorized: {}", reason.description());
+        let body = json!({ "jsonrpc": "2.0", "id": null, "error": {
+            "code": -32001, "message": message, "data": { "reason": reason.code() } } });
         (
             StatusCode::UNAUTHORIZED,
             [(http::header::WWW_AUTHENTICATE, challenge)],
@@ -263,10 +306,11 @@ mod tests {
             .principal
             .unwrap()
             .starts_with("token:"));
-        assert!(matches!(
-            auth.authenticate(&HeaderMap::new()).await,
-            Err(Denied::Missing)
-        ));
+        let reason = |result: Result<Caller, Denied>| result.err().map(|d| d.reason);
+        assert_eq!(
+            reason(auth.authenticate(&HeaderMap::new()).await),
+            Some(Reason::MissingToken)
+        );
         let exp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -288,14 +332,32 @@ mod tests {
                 .unwrap(),
             "jwt:https://issuer#ada"
         );
-        assert!(auth
+        let other = auth
             .authenticate(&bearer(&sign("https://other", "https://mcp")))
             .await
-            .is_err());
-        assert!(auth
-            .authenticate(&bearer(&sign("https://issuer", "https://elsewhere")))
-            .await
-            .is_err());
+            .unwrap_err();
+        assert_eq!(other.reason, Reason::WrongIssuer);
+        assert_eq!(other.principal.as_deref(), Some("jwt:https://other#ada"));
+        assert_eq!(
+            reason(
+                auth.authenticate(&bearer(&sign("https://issuer", "https://elsewhere")))
+                    .await
+            ),
+            Some(Reason::WrongAudience)
+        );
+        let forged = encode(
+            &Header::default(),
+            &json!({ "iss": "https://issuer", "aud": "https://mcp", "sub": "eve", "exp": exp }),
+            &EncodingKey::from_secret(b"not the key"),
+        )
+        .unwrap();
+        let forged = auth.authenticate(&bearer(&forged)).await.unwrap_err();
+        assert_eq!(forged.reason, Reason::BadSignature);
+        assert_eq!(forged.principal, None);
+        assert_eq!(
+            reason(auth.authenticate(&bearer("not.a.jwt")).await),
+            Some(Reason::Malformed)
+        );
         // Not valid before an hour from now: refused.
         let early = encode(
             &Header::default(),
@@ -304,6 +366,9 @@ mod tests {
             &EncodingKey::from_secret(b"key"),
         )
         .unwrap();
-        assert!(auth.authenticate(&bearer(&early)).await.is_err());
+        assert_eq!(
+            reason(auth.authenticate(&bearer(&early)).await),
+            Some(Reason::NotYetValid)
+        );
     }
 }
