@@ -85,6 +85,9 @@ pub async fn serve_folder(
                 .await;
         }
         reload::load_all(&background, &loads, files).await;
+        // Typos in the config's names show once everything has loaded
+        // (and again, for the plugin concerned, after each reload).
+        background.warn_unknown_items(loads.config(), None);
         drop(loading);
         if let Some(watch) = watch {
             watch.run(background, loads).await;
@@ -141,15 +144,32 @@ pub async fn serve_folder(
 /// Starts pulling the plugins the config names by OCI reference into the
 /// plugin folder (in the background: the host serves meanwhile).
 async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
+    let Some((references, following)) = sources(config, dir)? else {
+        return Ok(());
+    };
+    let mut sources = Vec::new();
+    for (name, reference) in references {
+        let trust = settings::trust(config, Some(&name)).await?;
+        sources.push((name, reference, trust));
+    }
+    tokio::spawn(crate::oci::follow(sources, following));
+    Ok(())
+}
+
+/// The plugins the config names by OCI reference, and how they are
+/// followed into `dir` (`None`: no plugin has a source). Reads nothing.
+pub fn sources(
+    config: &Config,
+    dir: &std::path::Path,
+) -> Result<Option<(Vec<(String, oci_client::Reference)>, crate::oci::Following)>> {
     let mut sources = Vec::new();
     for (name, section) in &config.plugins {
         if let Some(source) = &section.source {
-            let trust = settings::trust(config, Some(name)).await?;
-            sources.push((name.clone(), crate::oci::reference(source)?, trust));
+            sources.push((name.clone(), crate::oci::reference(source)?));
         }
     }
     if sources.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let store = settings::runtime_config(config)
         .cache_dir
@@ -157,15 +177,12 @@ async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
         .join("oci");
     let every = (config.server.oci_poll_secs > 0)
         .then(|| std::time::Duration::from_secs(config.server.oci_poll_secs));
-    tokio::spawn(crate::oci::follow(
-        sources,
-        crate::oci::Following {
-            store,
-            into: dir.to_owned(),
-            limits: crate::oci::PullLimits::of(config),
-            every,
-            logins: crate::oci::Logins::of(config),
-        },
-    ));
-    Ok(())
+    let following = crate::oci::Following {
+        store,
+        into: dir.to_owned(),
+        limits: crate::oci::PullLimits::of(config),
+        every,
+        logins: crate::oci::Logins::of(config),
+    };
+    Ok(Some((sources, following)))
 }

@@ -198,6 +198,13 @@ enum ConfigCommand {
         /// files it names are there (a config written for another machine).
         #[arg(long)]
         no_files: bool,
+        /// Also load the plugins of this folder (as `serve --plugins` takes
+        /// it; not served) and report, as problems, what the config names
+        /// that matches none of them: a [plugins.NAME] section, a rule for
+        /// a tool, prompt or resource, a profile pattern; and a plugin no
+        /// section names while access rules exist.
+        #[arg(long, short = 'p', value_name = "DIR")]
+        plugins: Option<PathBuf>,
     },
     /// Print the config file's JSON Schema, for editors that check and
     /// complete TOML as it is written (taplo, Even Better TOML).
@@ -378,12 +385,16 @@ fn main() -> Result<()> {
         Command::Config { command } => {
             match command {
                 ConfigCommand::Schema { manifest } => print!("{}", cli::config::schema(manifest)),
-                ConfigCommand::Check { file, no_files } => {
+                ConfigCommand::Check {
+                    file,
+                    no_files,
+                    plugins,
+                } => {
                     let files = match no_files {
                         true => wasm_mcp::config::Files::Skip,
                         false => wasm_mcp::config::Files::Open,
                     };
-                    if !cli::config::check(&file, files)? {
+                    if !cli::config::check(&file, files, plugins.as_deref())? {
                         std::process::exit(1);
                     }
                 }

@@ -7,9 +7,11 @@ use wasm_mcp::config::{Config, Files};
 /// Checks the config at `path` as `serve` would load it, and more (files
 /// it names are there, the host's folders outside every root; with
 /// `Files::Skip`, keys and values only), without starting anything.
-/// Prints every problem, one per line, and returns whether there were
-/// none.
-pub fn check(path: &Path, files: Files) -> Result<bool> {
+/// With `plugins`, a plugin folder, each plugin is loaded (not served)
+/// and what the config names that matches none of them is a problem too
+/// (`config::unmatched`). Prints every problem, one per line, and
+/// returns whether there were none.
+pub fn check(path: &Path, files: Files, plugins: Option<&Path>) -> Result<bool> {
     let text = wasm_mcp::files::read_regular_text(path, wasm_mcp::files::MAX_CONFIG_BYTES)
         .with_context(|| format!("reading config {}", path.display()))?;
     let base = path.parent().unwrap_or(Path::new("."));
@@ -21,11 +23,33 @@ pub fn check(path: &Path, files: Files) -> Result<bool> {
                 Files::Open => config.reachable(),
                 Files::Skip => Default::default(),
             };
-            let plugins = config.server.plugins.clone();
-            if let (Some(dir), Files::Open) = (&plugins, files) {
+            let configured = config.server.plugins.clone();
+            if let (Some(dir), Files::Open) = (&configured, files) {
                 if let Err(e) = wasm_mcp::settings::check_host_paths(&config, dir) {
                     found.problems.push(format!("{e:#}"));
                 }
+            }
+            if let Some(dir) = plugins {
+                let (offered, failed) = tokio::runtime::Builder::new_multi_thread()
+                    .enable_all()
+                    .build()?
+                    .block_on(super::inspect::offered_in(dir.to_owned(), &config))
+                    .with_context(|| format!("loading the plugins of {}", dir.display()))?;
+                for (name, why) in &failed {
+                    found.warnings.push(format!(
+                        "plugin {name} did not load, so what the config names of it is not \
+                         checked: {why}"
+                    ));
+                }
+                let failed: Vec<&str> = failed.iter().map(|(name, _)| name.as_str()).collect();
+                let unmatched =
+                    wasm_mcp::config::unmatched::findings(&config, Some(&text), &offered);
+                found.problems.extend(
+                    unmatched
+                        .into_iter()
+                        .filter(|f| !f.plugin.as_deref().is_some_and(|p| failed.contains(&p)))
+                        .map(|f| f.to_string()),
+                );
             }
             let summary = format!(
                 "{} plugin section(s), {} root(s), {}",

@@ -138,6 +138,49 @@ async fn inspect_file(file: PathBuf, config: Config) -> Result<()> {
     Ok(())
 }
 
+/// What each plugin of `dir` offers, loaded as `inspect` loads one (not
+/// served; through the compile cache `config` names), and each plugin
+/// that did not load, with why. The roots are not granted: what a plugin
+/// lists does not depend on them, and a config written for another
+/// machine names folders this one may not have.
+pub async fn offered_in(
+    dir: PathBuf,
+    config: &Config,
+) -> Result<(
+    Vec<wasm_mcp::config::unmatched::Offered>,
+    Vec<(String, String)>,
+)> {
+    let files = {
+        let dir = dir.clone();
+        tokio::task::spawn_blocking(move || reload::folder::wasm_files(&dir)).await??
+    };
+    let runtime = Runtime::new(settings::runtime_config(config))?;
+    let ungranted = Config {
+        roots: Default::default(),
+        ..config.clone()
+    };
+    let loader = Loader::new(Arc::new(Registry::new(runtime)), Policy::new(ungranted)?);
+    let mut loads = tokio::task::JoinSet::new();
+    for file in files {
+        let loader = loader.clone();
+        loads.spawn(async move {
+            let name =
+                reload::folder::plugin_name(&file).unwrap_or_else(|_| file.display().to_string());
+            (name, loader.load_file(&file).await)
+        });
+    }
+    let (mut offered, mut failed) = (Vec::new(), Vec::new());
+    while let Some(joined) = loads.join_next().await {
+        match joined? {
+            (_, Ok(entry)) => offered.push(wasm_mcp::server::Server::offered(&entry)),
+            (name, Err(e)) => failed.push((name, format!("{e:#}"))),
+        }
+    }
+    offered.sort_by(|a, b| a.plugin.cmp(&b.plugin));
+    failed.sort();
+    Ok((offered, failed))
+}
+
 /// Bytes of JSON a model reads per token, about (English text and JSON
 /// with common tokenizers); the estimates below divide by it.
 const BYTES_PER_TOKEN: usize = 4;

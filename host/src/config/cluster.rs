@@ -138,6 +138,9 @@ pub fn check_url(url: &str) -> Result<()> {
         parsed.host_str().is_some_and(|h| !h.is_empty()),
         "state.url names no host"
     );
+    // What the database client makes of it (its options, `sslmode`'s word).
+    url.parse::<tokio_postgres::Config>()
+        .map_err(|e| anyhow::anyhow!("state.url is not a PostgreSQL URL ({e})"))?;
     Ok(())
 }
 

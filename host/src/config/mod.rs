@@ -11,7 +11,9 @@ mod limits;
 mod manifest;
 mod reachable;
 pub mod schema;
+pub mod serving;
 mod tasks;
+pub mod unmatched;
 
 pub use access::{AuditSection, ClaimValues, ItemAccess, ProfileSection, ToolSearchSetting};
 pub use check::oci_reference;
@@ -437,6 +439,7 @@ impl Config {
         for (name, profile) in &config.profiles {
             keep(access::check_profile(name, profile));
         }
+        keep(serving::check(&config, text));
         if problems.is_empty() {
             Ok(config)
         } else {

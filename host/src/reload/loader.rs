@@ -31,6 +31,11 @@ impl Loader {
         self.policy.skill_limits()
     }
 
+    /// The config it grants under.
+    pub fn config(&self) -> &crate::config::Config {
+        self.policy.config()
+    }
+
     /// The registry plugins are loaded into.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry

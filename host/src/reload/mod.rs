@@ -191,8 +191,9 @@ async fn update(server: &Server, loader: &Loader, path: &Path, occasion: Occasio
             if matches!(reload, Reload::Added(_) | Reload::Replaced(_)) {
                 crate::metrics::metrics().plugin_load(&name, true);
             }
-            if !matches!(reload, Reload::Unchanged | Reload::Removed(_)) {
-                server.warn_unknown_items(&name);
+            // The first load is looked at whole once it is done (`launch`).
+            if occasion == Occasion::Change && !matches!(reload, Reload::Unchanged) {
+                server.warn_unknown_items(loader.config(), Some(&name));
             }
             server.notices().set(&notice, None);
             if occasion == Occasion::Change || server.announces_first_loads() {

@@ -158,6 +158,11 @@ impl Policy {
         d
     }
 
+    /// The config it grants under.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The largest memory cap any plugin may get, in bytes.
     pub fn max_memory_bytes(&self) -> usize {
         self.config.max_memory_bytes()

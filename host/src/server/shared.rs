@@ -490,34 +490,34 @@ impl Server {
         }
     }
 
-    /// Warns of the items the config names for `plugin` (access rules,
-    /// rates) that the version just loaded does not offer.
-    pub fn warn_unknown_items(&self, plugin: &str) {
-        use super::access::Kind;
+    /// Warns of what `config` names that matches nothing loaded
+    /// (`config::unmatched`): all of it, or with `plugin` (one just
+    /// loaded, replaced or removed), what concerns that plugin.
+    pub fn warn_unknown_items(&self, config: &crate::config::Config, plugin: Option<&str>) {
         let catalogue = self.registry.catalogue();
-        let Some(entry) = catalogue.plugin(plugin) else {
-            return;
-        };
+        let offered: Vec<_> = catalogue.plugins.iter().map(Self::offered).collect();
+        for finding in crate::config::unmatched::findings(config, None, &offered) {
+            if plugin.is_none() || finding.plugin.as_deref() == plugin {
+                let about = finding.plugin.as_deref().unwrap_or_default();
+                tracing::warn!(
+                    plugin = about,
+                    "the config names what matches nothing: {finding}"
+                );
+            }
+        }
+    }
+
+    /// What a loaded plugin offers, by the names the config gives rules.
+    pub fn offered(entry: &crate::registry::PluginEntry) -> crate::config::unmatched::Offered {
         let listing = &entry.listing;
-        let unknown = self
-            .options
-            .access
-            .unknown_items(plugin, |kind, name| match kind {
-                Kind::Tool => listing.tools.iter().any(|t| t.name == name),
-                Kind::Prompt => listing.prompts.iter().any(|p| p.name == name),
-                Kind::Resource => {
-                    listing.resources.iter().any(|r| r.uri == name)
-                        || listing.templates.iter().any(|t| t.uri_template == name)
-                        || entry.skills.files().any(|(_, file)| file.uri == name)
-                }
-            });
-        if !unknown.is_empty() {
-            tracing::warn!(
-                plugin,
-                "the config names what plugin {plugin} does not offer: plugins.{plugin}.{} \
-                 (its rules and rates apply to nothing)",
-                unknown.join(", ")
-            );
+        crate::config::unmatched::Offered {
+            plugin: entry.plugin.name().to_owned(),
+            tools: listing.tools.iter().map(|t| t.name.clone()).collect(),
+            prompts: listing.prompts.iter().map(|p| p.name.clone()).collect(),
+            resources: (listing.resources.iter().map(|r| r.uri.clone()))
+                .chain(listing.templates.iter().map(|t| t.uri_template.clone()))
+                .chain(entry.skills.files().map(|(_, file)| file.uri.clone()))
+                .collect(),
         }
     }
 

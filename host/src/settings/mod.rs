@@ -171,3 +171,6 @@ pub fn check_host_paths(config: &Config, plugins: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
