@@ -355,11 +355,6 @@ impl Catalogue {
             .iter()
             .find(|t| t.template.uri_template == uri_template)
     }
-
-    /// Whether any plugin exports completions.
-    pub fn has_completions(&self) -> bool {
-        self.plugins.iter().any(|p| p.plugin.exports().completions)
-    }
 }
 
 /// `name`, or `plugin.name` when an earlier plugin took `name`; `None`

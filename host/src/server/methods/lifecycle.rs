@@ -4,18 +4,17 @@
 use super::Request;
 use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, negotiate_handshake, ErrorCode, Revision, RpcError};
-use crate::registry::Catalogue;
 use crate::server::session::{Era, Wire};
 use crate::server::{convert, Connection, Outcome};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 /// `server/discover`: the revisions, capabilities and identity.
-pub(super) fn discover(request: &Request<'_>, catalogue: &Catalogue) -> Value {
+pub(super) fn discover(request: &Request<'_>) -> Value {
     let server = &request.conn.server;
     strip_nulls(json!({
         "supportedVersions": Revision::newest_first().collect::<Vec<_>>(),
-        "capabilities": capabilities(catalogue, request.era),
+        "capabilities": capabilities(request.era),
         "serverInfo": server.server_info(),
         "instructions": server.instructions(),
     }))
@@ -68,36 +67,37 @@ pub(in crate::server) fn initialize(
         session.client_capabilities = client_capabilities;
     }
     let server = &conn.server;
-    let catalogue = server.registry.catalogue();
     let era = Era::Handshake {
         version: Some(version),
     };
     Ok(Some(strip_nulls(json!({
         "protocolVersion": version,
-        "capabilities": capabilities(&catalogue, &era),
+        "capabilities": capabilities(&era),
         "serverInfo": server.server_info(),
         "instructions": server.instructions(),
     }))))
 }
 
-/// What the server offers.
-fn capabilities(catalogue: &Catalogue, era: &Era) -> Value {
+/// What the server offers: a function of the revision alone, never of
+/// the plugins loaded so far. Plugins come and go while the server runs
+/// (the first load may not have ended when a client asks), so everything a
+/// plugin may bring is declared from the first answer on, and stays: a
+/// list may be empty, a completion may have no values, and each list is
+/// announced when it changes.
+fn capabilities(era: &Era) -> Value {
     let mut caps = Map::new();
     if !era.is_stateless() {
         caps.insert("logging".into(), json!({}));
     }
-    // Plugins come and go while the server runs, so every list is offered,
-    // possibly empty, and announced when it changes.
     caps.insert("tools".into(), json!({ "listChanged": true }));
     caps.insert(
         "resources".into(),
         json!({ "subscribe": true, "listChanged": true }),
     );
     caps.insert("prompts".into(), json!({ "listChanged": true }));
-    let completable = !catalogue.prompts.is_empty() || !catalogue.templates.is_empty();
-    if catalogue.has_completions() && completable {
-        caps.insert("completions".into(), json!({}));
-    }
+    // A prompt or template whose plugin does not complete answers no
+    // values; one not served is invalid params.
+    caps.insert("completions".into(), json!({}));
     // Skills come and go with plugins too: the extension is always offered.
     let mut extensions = Map::new();
     extensions.insert(

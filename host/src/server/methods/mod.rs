@@ -58,9 +58,7 @@ pub(super) async fn handle(
         // The connection answers a handshake's `initialize` itself.
         Method::Initialize => Err(RpcError::method_not_found(name)),
         Method::Ping => Ok(Some(Answer::Json(json!({})))),
-        Method::Discover => Ok(Some(Answer::Json(lifecycle::discover(
-            &request, &catalogue,
-        )))),
+        Method::Discover => Ok(Some(Answer::Json(lifecycle::discover(&request)))),
         Method::SetLogLevel => persisted(&request, lifecycle::set_level(&request)).await,
         Method::ListTools => page(List::Tools(request.era.lists_output_schema())),
         Method::CallTool => json(tools::call(&request, &catalogue).await),
