@@ -156,12 +156,13 @@ async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// The plugins the config names by OCI reference (each plugin's name and
+/// reference), and how they are followed.
+pub type Sources = (Vec<(String, oci_client::Reference)>, crate::oci::Following);
+
 /// The plugins the config names by OCI reference, and how they are
 /// followed into `dir` (`None`: no plugin has a source). Reads nothing.
-pub fn sources(
-    config: &Config,
-    dir: &std::path::Path,
-) -> Result<Option<(Vec<(String, oci_client::Reference)>, crate::oci::Following)>> {
+pub fn sources(config: &Config, dir: &std::path::Path) -> Result<Option<Sources>> {
     let mut sources = Vec::new();
     for (name, section) in &config.plugins {
         if let Some(source) = &section.source {
