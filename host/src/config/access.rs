@@ -41,6 +41,60 @@ pub struct ItemAccess {
     pub calls_per_sec: Option<f64>,
 }
 
+/// `[plugins.<name>] tool_rules`: what the plugin's tools selected by
+/// their annotations require beyond what the plugin does. A tool matches
+/// when every hint in `annotated` has the value given and every hint in
+/// `unless_annotated` has not; a hint the tool leaves out counts as the
+/// protocol's default (`readOnlyHint` false, `destructiveHint` true,
+/// `idempotentHint` false, `openWorldHint` true). A tool the plugin adds
+/// later is selected the same way: `unless_annotated = { readOnlyHint =
+/// true }` covers every tool that does not promise to only read.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolRule {
+    /// Hints a tool must carry with these values to be selected.
+    pub annotated: BTreeMap<String, bool>,
+    /// Hints a tool must not carry with these values to be selected.
+    pub unless_annotated: BTreeMap<String, bool>,
+    /// Scopes the caller's token must carry, all of them.
+    pub scopes: Vec<String>,
+    /// Claims the caller's token must carry with one of the values given.
+    pub claims: BTreeMap<String, ClaimValues>,
+}
+
+/// The tool annotation hints a [`ToolRule`] may name, with the value the
+/// protocol gives one a tool leaves out.
+pub const TOOL_HINTS: [(&str, bool); 4] = [
+    ("readOnlyHint", false),
+    ("destructiveHint", true),
+    ("idempotentHint", false),
+    ("openWorldHint", true),
+];
+
+/// `[access]`: what is served when the config names no rule for it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct AccessSection {
+    /// Who may use a plugin that no `[plugins.NAME]` section names, once
+    /// any plugin, tool, resource or prompt requires scopes or claims:
+    /// `"deny"` (the default): no caller with a token or none (over stdio
+    /// the operator still sees everything), so a typo in a section's name
+    /// or a plugin added to the folder is not served to everyone;
+    /// `"open"`: everyone, as before any rule.
+    pub unnamed_plugins: UnnamedPlugins,
+}
+
+/// `[access] unnamed_plugins`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UnnamedPlugins {
+    /// Served to no caller over the network.
+    #[default]
+    Deny,
+    /// Served to everyone.
+    Open,
+}
+
 /// `[profiles.<name>]`: a named set of tools (and resources and prompts),
 /// served at an HTTP path of its own or chosen by a token claim.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
@@ -161,6 +215,31 @@ pub(super) fn check_requirement(
             !values.values().is_empty(),
             "{what}: claims.{claim} lists no value"
         );
+    }
+    Ok(())
+}
+
+/// Checks `[plugins.NAME] tool_rules`.
+pub(super) fn check_tool_rules(plugin: &str, rules: &[ToolRule]) -> Result<()> {
+    for (i, rule) in rules.iter().enumerate() {
+        let what = format!("plugins.{plugin}.tool_rules[{i}]");
+        for hint in rule.annotated.keys().chain(rule.unless_annotated.keys()) {
+            anyhow::ensure!(
+                TOOL_HINTS.iter().any(|(h, _)| h == hint),
+                "{what}: {hint:?} is not a tool annotation hint (one of {})",
+                TOOL_HINTS.map(|(h, _)| h).join(", ")
+            );
+        }
+        anyhow::ensure!(
+            !rule.annotated.is_empty() || !rule.unless_annotated.is_empty(),
+            "{what}: selects every tool; put its scopes and claims on the plugin instead, \
+             or name hints in annotated or unless_annotated"
+        );
+        anyhow::ensure!(
+            !rule.scopes.is_empty() || !rule.claims.is_empty(),
+            "{what}: requires nothing; give it scopes or claims"
+        );
+        check_requirement(&what, &rule.scopes, &rule.claims)?;
     }
     Ok(())
 }

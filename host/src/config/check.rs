@@ -239,12 +239,13 @@ fn plugin_grants(config: &Config, plugin: &str, section: &PluginSection, text: &
 
 /// What plugin `plugin` and its items require of callers, and their rates.
 fn access(plugin: &str, section: &super::PluginSection) -> Result<()> {
-    use super::access::{check_rate, check_requirement};
+    use super::access::{check_rate, check_requirement, check_tool_rules};
     check_requirement(
         &format!("plugins.{plugin}"),
         &section.scopes,
         &section.claims,
     )?;
+    check_tool_rules(plugin, &section.tool_rules)?;
     for (kind, items) in [
         ("tools", &section.tools),
         ("prompts", &section.prompts),

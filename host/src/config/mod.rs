@@ -15,7 +15,10 @@ pub mod serving;
 mod tasks;
 pub mod unmatched;
 
-pub use access::{AuditSection, ClaimValues, ItemAccess, ProfileSection, ToolSearchSetting};
+pub use access::{
+    AccessSection, AuditSection, ClaimValues, ItemAccess, ProfileSection, ToolRule,
+    ToolSearchSetting, UnnamedPlugins, TOOL_HINTS,
+};
 pub use check::oci_reference;
 pub use cluster::{check_url as check_state_url, valid_replica_name, ClusterSection, StateSection};
 pub use http::{AuthSection, HttpSection, JwtSection};
@@ -65,6 +68,8 @@ pub struct Config {
     pub audit: AuditSection,
     /// `[profiles.<name>]`: named sets of tools.
     pub profiles: BTreeMap<String, ProfileSection>,
+    /// `[access]`: what is served when no rule names it.
+    pub access: AccessSection,
 }
 
 /// `[registries."HOST[:PORT]"]`: the login for one OCI registry, named as
@@ -331,6 +336,9 @@ pub struct PluginSection {
     /// What one of its resources (by URI) or templates (by URI template)
     /// requires beyond that.
     pub resources: BTreeMap<String, ItemAccess>,
+    /// What its tools selected by their annotations require beyond what
+    /// it does (`[[plugins.NAME.tool_rules]]`).
+    pub tool_rules: Vec<ToolRule>,
 }
 
 /// `[plugins.<name>.secrets] VAR = { file = "..." }` or `{ env = "..." }`:

@@ -54,15 +54,20 @@ impl std::fmt::Display for Finding {
     }
 }
 
-/// Whether the config has access rules: scopes or claims on a plugin or
-/// on one of its items, or a call rate of a tool.
-fn has_rules(config: &Config) -> bool {
+/// Whether the config has access rules: scopes or claims on a plugin, on
+/// one of its items or in its tool rules (as `server::access::Policy`
+/// counts them: then a plugin no section names is denied, unless
+/// `[access] unnamed_plugins = "open"`).
+pub fn has_rules(config: &Config) -> bool {
     config.plugins.values().any(|p| {
+        let items = [&p.tools, &p.prompts, &p.resources];
         !p.scopes.is_empty()
             || !p.claims.is_empty()
-            || !p.tools.is_empty()
-            || !p.prompts.is_empty()
-            || !p.resources.is_empty()
+            || !p.tool_rules.is_empty()
+            || items.iter().any(|i| {
+                i.values()
+                    .any(|i| !i.scopes.is_empty() || !i.claims.is_empty())
+            })
     })
 }
 
@@ -144,10 +149,19 @@ pub fn findings(config: &Config, text: Option<&str>, offered: &[Offered]) -> Vec
                     plugin: Some(offers.plugin.clone()),
                     line: None,
                     text: format!(
-                        "plugin {} is loaded but no section plugins.{} names it: no rule of \
-                         the config applies to it{}",
+                        "plugin {} is loaded but no section plugins.{} names it: {}{}",
                         offers.plugin,
                         offers.plugin,
+                        match config.access.unnamed_plugins {
+                            super::UnnamedPlugins::Deny => {
+                                "it is served to no caller over the network ([access] \
+                                 unnamed_plugins = \"deny\")"
+                            }
+                            super::UnnamedPlugins::Open => {
+                                "no rule applies to it, every caller may use it ([access] \
+                                 unnamed_plugins = \"open\")"
+                            }
+                        },
                         did_you_mean(&offers.plugin, config.plugins.keys().map(String::as_str))
                     ),
                 });
