@@ -46,9 +46,9 @@ pub struct ResourceEntry {
     pub resource: resources::Resource,
     /// The plugin that serves it.
     pub plugin: Arc<LoadedPlugin>,
-    /// For a file of one of the plugin's skills, the file: the host
-    /// serves it, not the plugin.
-    pub skill_file: Option<Arc<SkillFile>>,
+    /// For a file of one of the plugin's skills, the skill and the file:
+    /// the host serves it, not the plugin.
+    pub skill_file: Option<(Arc<Skill>, Arc<SkillFile>)>,
 }
 
 /// A skill as offered to clients.
@@ -247,7 +247,7 @@ impl Catalogue {
                 self.resources.push(ResourceEntry {
                     resource,
                     plugin: plugin.clone(),
-                    skill_file: Some(file.clone()),
+                    skill_file: Some((skill.clone(), file.clone())),
                 });
             }
         }

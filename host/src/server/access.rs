@@ -5,8 +5,10 @@
 //! using anything else is refused naming the scopes it needs (HTTP answers
 //! 403 with an `insufficient_scope` challenge).
 
-use crate::config::{ClaimValues, Config};
+use crate::config::{ClaimValues, Config, ToolRule, UnnamedPlugins, TOOL_HINTS};
 use crate::protocol::{ErrorCode, RpcError};
+use crate::runtime::tools;
+use crate::skills::{Skill, SkillFile};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -20,8 +22,9 @@ pub struct Caller {
     /// Who it is, when the transport authenticated it.
     pub principal: Option<String>,
     grants: Grants,
-    /// The named set of tools it is served, if any.
-    profile: Option<Arc<Profile>>,
+    /// The named sets of tools it is confined to (that of the path it came
+    /// on, that of its token's claim): it is served what all of them offer.
+    profiles: Vec<Arc<Profile>>,
 }
 
 #[derive(Debug, Clone)]
@@ -42,7 +45,7 @@ impl Caller {
             Arc::new(Caller {
                 principal: None,
                 grants: Grants::Everything,
-                profile: None,
+                profiles: Vec::new(),
             })
         });
         OPERATOR.clone()
@@ -80,22 +83,76 @@ impl Caller {
                 scopes,
                 claims: Arc::new(claims),
             },
-            profile: None,
+            profiles: Vec::new(),
         }
     }
 
-    /// The caller, served `profile`.
+    /// The caller, confined to `profile` as well as to any it already was
+    /// (a path's profile never widens what a token's claim confines it to).
     pub fn in_profile(mut self, profile: Arc<Profile>) -> Caller {
-        self.profile = Some(profile);
+        if !self.profiles.iter().any(|p| p.name == profile.name) {
+            self.profiles.push(profile);
+        }
         self
     }
 
-    /// The string value of claim `name` of its token, if it has one.
-    pub fn claim(&self, name: &str) -> Option<&str> {
+    /// The names of the profiles it is confined to.
+    pub fn profile_names(&self) -> impl Iterator<Item = &str> {
+        self.profiles.iter().map(|p| p.name.as_str())
+    }
+
+    /// Claim `name` of its token, as text.
+    pub fn text_claim(&self, name: &str) -> TextClaim<'_> {
+        match &self.grants {
+            Grants::Everything => TextClaim::Absent,
+            Grants::Token { claims, .. } => match claims.get(name) {
+                None => TextClaim::Absent,
+                Some(Value::String(text)) => TextClaim::Text(text),
+                Some(_) => TextClaim::NotText,
+            },
+        }
+    }
+
+    /// Its scopes and claims, as a task that may run again elsewhere keeps
+    /// them ([`Caller::from_grants`]); `None` for the operator.
+    pub fn grants(&self) -> Option<Value> {
         match &self.grants {
             Grants::Everything => None,
-            Grants::Token { claims, .. } => claims.get(name).and_then(Value::as_str),
+            Grants::Token { claims, .. } => Some(json!({
+                "claims": &**claims,
+                "profiles": self.profile_names().collect::<Vec<_>>(),
+            })),
         }
+    }
+
+    /// The caller [`Caller::grants`] described, its profiles looked up in
+    /// `policy` (a name no longer configured offers nothing); the operator
+    /// for `None`.
+    pub fn from_grants(
+        principal: Option<String>,
+        grants: Option<&Value>,
+        policy: &Policy,
+    ) -> Caller {
+        let Some(grants) = grants else {
+            return Caller {
+                principal,
+                ..(*Caller::operator()).clone()
+            };
+        };
+        let claims = grants
+            .get("claims")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let mut caller = Caller::with_token(principal, claims);
+        let names = grants.get("profiles").and_then(Value::as_array);
+        for name in names.into_iter().flatten().filter_map(Value::as_str) {
+            let profile = policy
+                .profile(name)
+                .unwrap_or_else(|| Arc::new(Profile::empty(name)));
+            caller = caller.in_profile(profile);
+        }
+        caller
     }
 
     fn has_scope(&self, scope: &str) -> bool {
@@ -126,39 +183,29 @@ impl Caller {
     }
 }
 
-/// A `*` pattern over `PLUGIN.NAME`.
+/// A token's claim read as text ([`Caller::text_claim`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextClaim<'a> {
+    /// The token has no such claim.
+    Absent,
+    /// Its value.
+    Text(&'a str),
+    /// It is there, but not a string.
+    NotText,
+}
+
+/// A `*` pattern over `PLUGIN.NAME` (matched as `config check` matches
+/// it: [`crate::config::unmatched::glob_matches`], linear in the text).
 #[derive(Debug)]
-struct Glob(Vec<String>);
+struct Glob(String);
 
 impl Glob {
     fn new(pattern: &str) -> Self {
-        Glob(pattern.split('*').map(str::to_owned).collect())
+        Glob(pattern.to_owned())
     }
 
-    /// Whether `text` matches: the parts in order, the first at the start
-    /// and the last at the end (linear in `text`).
     fn matches(&self, text: &str) -> bool {
-        let parts = &self.0;
-        let (first, last) = (&parts[0], &parts[parts.len() - 1]);
-        if parts.len() == 1 {
-            return text == first;
-        }
-        // Both ends checked before slicing: the cuts then fall on
-        // character boundaries, and the two ends do not overlap.
-        if text.len() < first.len() + last.len()
-            || !text.starts_with(first.as_str())
-            || !text.ends_with(last.as_str())
-        {
-            return false;
-        }
-        let mut rest = &text[first.len()..text.len() - last.len()];
-        for part in &parts[1..parts.len() - 1] {
-            match rest.find(part.as_str()) {
-                Some(at) => rest = &rest[at + part.len()..],
-                None => return false,
-            }
-        }
-        true
+        crate::config::unmatched::glob_matches(&self.0, text)
     }
 }
 
@@ -200,11 +247,13 @@ impl Profile {
 }
 
 /// What a caller's token must carry: all of `scopes`, and for each claim
-/// one of its values.
+/// one of its values; or, for what no rule may reach, nothing it can carry.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Requirement {
     scopes: BTreeSet<String>,
     claims: BTreeMap<String, Vec<String>>,
+    /// Served to no caller with a token or none (the operator aside).
+    never: bool,
 }
 
 impl Requirement {
@@ -223,7 +272,11 @@ impl Requirement {
     }
 
     fn met_by(&self, caller: &Caller) -> bool {
-        self.scopes.iter().all(|s| caller.has_scope(s))
+        if matches!(caller.grants, Grants::Everything) {
+            return true;
+        }
+        !self.never
+            && self.scopes.iter().all(|s| caller.has_scope(s))
             && self
                 .claims
                 .iter()
@@ -242,12 +295,125 @@ pub enum Kind {
     Resource,
 }
 
-/// The rules of one plugin: the requirement of anything of it, and of the
-/// items with their own (indexes into [`Policy::requirements`]).
+/// What a request reaches: one tool, prompt, resource, template or skill
+/// of one plugin. Every path that reaches an item (lists, reads,
+/// subscriptions, completions, calls, tool search, tasks run again) asks
+/// about it here: [`Policy::check`], or for lists [`Policy::rule`] then
+/// [`View::sees`].
+#[derive(Clone, Copy)]
+pub struct Item<'a> {
+    plugin: &'a str,
+    kind: Kind,
+    /// The plugin's own name for a tool or prompt; a resource's URI or a
+    /// template's URI template; a skill's `SKILL.md` URI.
+    name: &'a str,
+    /// A tool's annotation hints, in the order of [`TOOL_HINTS`].
+    hints: [Option<bool>; 4],
+    /// A skill's files: a rule on any of them covers the whole skill.
+    files: &'a [Arc<SkillFile>],
+}
+
+impl<'a> Item<'a> {
+    /// Tool `tool` of `plugin` (its own description of it).
+    pub fn tool(plugin: &'a str, tool: &'a tools::Tool) -> Self {
+        let a = tool.annotations.as_ref();
+        Item {
+            plugin,
+            kind: Kind::Tool,
+            name: &tool.name,
+            hints: [
+                a.and_then(|a| a.read_only_hint),
+                a.and_then(|a| a.destructive_hint),
+                a.and_then(|a| a.idempotent_hint),
+                a.and_then(|a| a.open_world_hint),
+            ],
+            files: &[],
+        }
+    }
+
+    /// Prompt `name` (the plugin's own name) of `plugin`.
+    pub fn prompt(plugin: &'a str, name: &'a str) -> Self {
+        Item {
+            plugin,
+            kind: Kind::Prompt,
+            name,
+            hints: [None; 4],
+            files: &[],
+        }
+    }
+
+    /// The resource at `uri`, or the template `uri` (its URI template), of
+    /// `plugin`.
+    pub fn resource(plugin: &'a str, uri: &'a str) -> Self {
+        Item {
+            plugin,
+            kind: Kind::Resource,
+            name: uri,
+            hints: [None; 4],
+            files: &[],
+        }
+    }
+
+    /// `skill` of `plugin`, whichever of its files is reached.
+    pub fn skill(plugin: &'a str, skill: &'a Skill) -> Self {
+        Item {
+            plugin,
+            kind: Kind::Resource,
+            name: &skill.uri,
+            hints: [None; 4],
+            files: &skill.files,
+        }
+    }
+
+    /// Its plugin.
+    pub fn plugin(&self) -> &'a str {
+        self.plugin
+    }
+
+    /// Its name in its plugin (a URI for a resource or skill).
+    pub fn name(&self) -> &'a str {
+        self.name
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Whether a tool with its hints is selected by `rule`'s annotations.
+    fn selected_by(&self, rule: &ToolRule) -> bool {
+        let hint = |name: &str| {
+            let at = TOOL_HINTS.iter().position(|(h, _)| *h == name);
+            at.map(|i| self.hints[i].unwrap_or(TOOL_HINTS[i].1))
+        };
+        rule.annotated.iter().all(|(h, v)| hint(h) == Some(*v))
+            && rule
+                .unless_annotated
+                .iter()
+                .all(|(h, v)| hint(h) != Some(*v))
+    }
+}
+
+/// The requirements (indexes into [`Policy`]'s) an item's caller must meet,
+/// all of them; none: anyone may use it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rule(Box<[u32]>);
+
+impl Rule {
+    /// Whether anyone may use it.
+    pub fn is_open(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The rules of one plugin: the requirement of anything of it, of the
+/// items with their own, and of the tools selected by annotations
+/// (indexes into [`Policy::requirements`]).
 #[derive(Debug, Default)]
 struct PluginRules {
     all: Option<usize>,
     items: HashMap<(Kind, String), usize>,
+    tools: Vec<(ToolRule, usize)>,
 }
 
 /// What the operator requires of callers, per plugin and item.
@@ -255,24 +421,30 @@ struct PluginRules {
 pub struct Policy {
     requirements: Vec<Requirement>,
     plugins: HashMap<String, PluginRules>,
+    /// Every plugin a `[plugins.NAME]` section names.
+    sections: BTreeSet<String>,
+    /// The requirement of a plugin no section names, once any rule exists
+    /// (`[access] unnamed_plugins = "deny"`).
+    unnamed: Option<usize>,
     profiles: BTreeMap<String, Arc<Profile>>,
-    /// Every item the config names, by plugin (to say which a plugin does
-    /// not offer).
-    named: BTreeMap<String, Vec<(Kind, String)>>,
 }
 
-/// Which of a policy's requirements one caller meets, and the profile it
-/// is served: callers with the same view see the same lists.
+/// Which of a policy's requirements one caller meets, and the profiles it
+/// is confined to: callers with the same view see the same lists.
 #[derive(Debug, Clone)]
 pub struct View {
     met: Vec<bool>,
-    profile: Option<Arc<Profile>>,
+    profiles: Vec<Arc<Profile>>,
 }
 
 impl PartialEq for View {
     fn eq(&self, other: &Self) -> bool {
         self.met == other.met
-            && self.profile.as_ref().map(|p| &p.name) == other.profile.as_ref().map(|p| &p.name)
+            && self
+                .profiles
+                .iter()
+                .map(|p| &p.name)
+                .eq(other.profiles.iter().map(|p| &p.name))
     }
 }
 
@@ -281,7 +453,35 @@ impl Eq for View {}
 impl std::hash::Hash for View {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.met.hash(state);
-        self.profile.as_ref().map(|p| &p.name).hash(state);
+        for profile in &self.profiles {
+            profile.name.hash(state);
+        }
+    }
+}
+
+/// Why a caller was refused an item, as the audit log and the host's log
+/// say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Outside a profile the caller is confined to.
+    Profile,
+    /// Its token lacks a scope.
+    Scope,
+    /// Its token lacks a claim value.
+    Claim,
+    /// No section names the plugin, and unnamed plugins are denied.
+    Unnamed,
+}
+
+impl Refused {
+    /// The word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refused::Profile => "profile",
+            Refused::Scope => "missing_scope",
+            Refused::Claim => "missing_claim",
+            Refused::Unnamed => "unnamed_plugin",
+        }
     }
 }
 
@@ -294,6 +494,7 @@ impl Policy {
             policy.profiles.insert(name.clone(), profile);
         }
         for (plugin, section) in &config.plugins {
+            policy.sections.insert(plugin.clone());
             let mut base = Requirement::default();
             base.add(&section.scopes, &section.claims);
             let mut rules = PluginRules::default();
@@ -306,8 +507,6 @@ impl Policy {
                 (Kind::Resource, &section.resources),
             ] {
                 for (name, item) in items {
-                    let named = policy.named.entry(plugin.clone()).or_default();
-                    named.push((kind, name.clone()));
                     if item.scopes.is_empty() && item.claims.is_empty() {
                         continue;
                     }
@@ -317,9 +516,23 @@ impl Policy {
                     rules.items.insert((kind, name.clone()), index);
                 }
             }
-            if rules.all.is_some() || !rules.items.is_empty() {
+            for rule in &section.tool_rules {
+                let mut requirement = Requirement::default();
+                requirement.add(&rule.scopes, &rule.claims);
+                let index = policy.index(requirement);
+                rules.tools.push((rule.clone(), index));
+            }
+            if rules.all.is_some() || !rules.items.is_empty() || !rules.tools.is_empty() {
                 policy.plugins.insert(plugin.clone(), rules);
             }
+        }
+        if !policy.requirements.is_empty() && config.access.unnamed_plugins == UnnamedPlugins::Deny
+        {
+            let never = Requirement {
+                never: true,
+                ..Requirement::default()
+            };
+            policy.unnamed = Some(policy.index(never));
         }
         policy
     }
@@ -340,110 +553,160 @@ impl Policy {
         self.requirements.is_empty() && self.profiles.is_empty()
     }
 
-    /// The items the config names for `plugin` that it does not offer
-    /// (`offers` says whether it offers one), as `kind.name` texts: a typo
-    /// there would otherwise go unnoticed.
-    pub fn unknown_items(&self, plugin: &str, offers: impl Fn(Kind, &str) -> bool) -> Vec<String> {
-        let kind_name = |kind| match kind {
-            Kind::Tool => "tools",
-            Kind::Prompt => "prompts",
-            Kind::Resource => "resources",
-        };
-        self.named
-            .get(plugin)
-            .into_iter()
-            .flatten()
-            .filter(|(kind, name)| !offers(*kind, name))
-            .map(|(kind, name)| format!("{}.{name:?}", kind_name(*kind)))
-            .collect()
-    }
-
     /// The profile named `name`, if configured.
     pub fn profile(&self, name: &str) -> Option<Arc<Profile>> {
         self.profiles.get(name).cloned()
     }
 
-    /// The rule (requirement index) of item `name` of `kind` of `plugin`;
-    /// `None`: anyone may use it.
-    pub fn rule(&self, plugin: &str, kind: Kind, name: &str) -> Option<usize> {
-        let rules = self.plugins.get(plugin)?;
-        rules
-            .items
-            .get(&(kind, name.to_owned()))
-            .copied()
-            .or(rules.all)
+    /// What `item` requires of a caller.
+    pub fn rule(&self, item: &Item<'_>) -> Rule {
+        let Some(rules) = self.plugins.get(item.plugin) else {
+            return match self.unnamed {
+                Some(never) if !self.sections.contains(item.plugin) => {
+                    Rule(Box::new([never as u32]))
+                }
+                _ => Rule::default(),
+            };
+        };
+        let mut indexes: Vec<u32> = Vec::new();
+        let mut add = |i: usize| {
+            if !indexes.contains(&(i as u32)) {
+                indexes.push(i as u32);
+            }
+        };
+        let own = |name: &str| rules.items.get(&(item.kind, name.to_owned())).copied();
+        if let Some(i) = own(item.name).or(rules.all) {
+            add(i);
+        }
+        // A rule on any file of a skill covers the whole skill.
+        for file in item.files {
+            if let Some(i) = own(&file.uri) {
+                add(i);
+            }
+        }
+        if item.kind == Kind::Tool {
+            for (rule, i) in &rules.tools {
+                if item.selected_by(rule) {
+                    add(*i);
+                }
+            }
+        }
+        Rule(indexes.into_boxed_slice())
     }
 
     /// What `caller` may see; `None` when it sees everything.
     pub fn view(&self, caller: &Caller) -> Option<View> {
         let everything =
             self.requirements.is_empty() || matches!(caller.grants, Grants::Everything);
-        if everything && caller.profile.is_none() {
+        if everything && caller.profiles.is_empty() {
             return None;
         }
         Some(View {
             met: self.requirements.iter().map(|r| r.met_by(caller)).collect(),
-            profile: caller.profile.clone(),
+            profiles: caller.profiles.clone(),
         })
     }
 
-    /// Refuses `caller` the use of item `name` of `kind` of `plugin`
-    /// unless it meets what that requires (`what` names the item in the
-    /// message).
-    pub fn check(
-        &self,
-        caller: &Caller,
-        plugin: &str,
-        kind: Kind,
-        name: &str,
-        what: &str,
-    ) -> Result<(), RpcError> {
-        if let Some(profile) = &caller.profile {
-            if !profile.includes(plugin, name) {
-                return Err(RpcError::invalid_params(format!(
-                    "{what} is not offered here (profile {})",
-                    profile.name
-                )));
+    /// Refuses `caller` the use of `item` unless it meets what that
+    /// requires (`what` names the item in the message). The one decision
+    /// for every path that reaches an item.
+    pub fn check(&self, caller: &Caller, item: &Item<'_>, what: &str) -> Result<(), RpcError> {
+        self.decide(caller, item)
+            .map_err(|(why, scopes)| self.refusal(caller, why, &scopes, what))
+    }
+
+    /// Why `caller` may not use `item`, and every scope it requires.
+    fn decide(&self, caller: &Caller, item: &Item<'_>) -> Result<(), (Refused, Vec<String>)> {
+        if let Some(profile) = caller
+            .profiles
+            .iter()
+            .find(|p| !p.includes(item.plugin, item.name))
+        {
+            return Err((Refused::Profile, vec![profile.name.clone()]));
+        }
+        let rule = self.rule(item);
+        let unmet: Vec<&Requirement> = rule
+            .0
+            .iter()
+            .map(|&i| &self.requirements[i as usize])
+            .filter(|r| !r.met_by(caller))
+            .collect();
+        if unmet.is_empty() {
+            return Ok(());
+        }
+        if unmet.iter().any(|r| r.never) {
+            return Err((Refused::Unnamed, Vec::new()));
+        }
+        let scopes: BTreeSet<String> = rule
+            .0
+            .iter()
+            .flat_map(|&i| self.requirements[i as usize].scopes.iter().cloned())
+            .collect();
+        let missing_scope = unmet
+            .iter()
+            .any(|r| r.scopes.iter().any(|s| !caller.has_scope(s)));
+        let why = if missing_scope {
+            Refused::Scope
+        } else {
+            Refused::Claim
+        };
+        Err((why, scopes.into_iter().collect()))
+    }
+
+    fn refusal(&self, caller: &Caller, why: Refused, scopes: &[String], what: &str) -> RpcError {
+        let reason = why.as_str();
+        match why {
+            Refused::Profile => RpcError::invalid_params(format!(
+                "{what} is not offered here (profile {})",
+                scopes.join(" ")
+            ))
+            .with_data(json!({ "reason": reason })),
+            Refused::Unnamed => RpcError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "Forbidden: {what} is served to no caller here (no [plugins] section names \
+                     its plugin, and [access] unnamed_plugins is \"deny\")"
+                ),
+            )
+            .with_data(json!({ "reason": reason })),
+            Refused::Scope | Refused::Claim => {
+                let missing: Vec<&str> = scopes
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|s| !caller.has_scope(s))
+                    .collect();
+                let message = if missing.is_empty() {
+                    format!("Forbidden: {what} requires claims this caller's token does not carry")
+                } else {
+                    format!(
+                        "Forbidden: {what} requires the scope{} {}",
+                        if missing.len() == 1 { "" } else { "s" },
+                        missing.join(" ")
+                    )
+                };
+                RpcError::new(ErrorCode::Forbidden, message).with_data(json!({
+                    "scope": scopes.join(" "),
+                    "reason": reason,
+                }))
             }
         }
-        let Some(rule) = self.rule(plugin, kind, name) else {
-            return Ok(());
-        };
-        let requirement = &self.requirements[rule];
-        if requirement.met_by(caller) {
-            return Ok(());
-        }
-        let scopes: Vec<&str> = requirement.scopes.iter().map(String::as_str).collect();
-        let missing: Vec<&str> = scopes
-            .iter()
-            .copied()
-            .filter(|s| !caller.has_scope(s))
-            .collect();
-        let message = if missing.is_empty() {
-            format!("Forbidden: {what} requires claims this caller's token does not carry")
-        } else {
-            format!(
-                "Forbidden: {what} requires the scope{} {}",
-                if missing.len() == 1 { "" } else { "s" },
-                missing.join(" ")
-            )
-        };
-        Err(
-            RpcError::new(ErrorCode::Forbidden, message).with_data(json!({
-                "scope": scopes.join(" "),
-            })),
-        )
     }
 }
 
 impl View {
-    /// Whether item `name` of `plugin`, under `rule`, is seen.
-    pub fn sees(&self, rule: Option<usize>, plugin: &str, name: &str) -> bool {
-        rule.is_none_or(|i| self.met.get(i).copied().unwrap_or(true))
-            && self
-                .profile
-                .as_ref()
-                .is_none_or(|profile| profile.includes(plugin, name))
+    /// Whether `item`, under `rule` ([`Policy::rule`]), is seen.
+    pub fn sees(&self, rule: &Rule, item: &Item<'_>) -> bool {
+        self.sees_named(rule, Some((item.plugin, item.name)))
+    }
+
+    /// Whether an item under `rule`, of plugin and name `id` (`None`: a
+    /// host tool, in every profile), is seen.
+    pub fn sees_named(&self, rule: &Rule, id: Option<(&str, &str)>) -> bool {
+        rule.0
+            .iter()
+            .all(|&i| self.met.get(i as usize).copied().unwrap_or(false))
+            && id
+                .is_none_or(|(plugin, name)| self.profiles.iter().all(|p| p.includes(plugin, name)))
     }
 }
 
@@ -457,6 +720,36 @@ mod tests {
 
     fn token(claims: Value) -> Caller {
         Caller::with_token(Some("p".into()), claims.as_object().unwrap().clone())
+    }
+
+    fn tool(name: &str, read_only: Option<bool>) -> tools::Tool {
+        tools::Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema: "{}".into(),
+            output_schema: None,
+            annotations: read_only.map(|r| tools::ToolAnnotations {
+                title: None,
+                read_only_hint: Some(r),
+                destructive_hint: None,
+                idempotent_hint: None,
+                open_world_hint: None,
+            }),
+            task_support: tools::TaskSupport::Forbidden,
+            icons: Vec::new(),
+            meta: None,
+        }
+    }
+
+    fn item<'a>(plugin: &'a str, kind: Kind, name: &'a str) -> Item<'a> {
+        Item {
+            plugin,
+            kind,
+            name,
+            hints: [None; 4],
+            files: &[],
+        }
     }
 
     #[test]
@@ -479,7 +772,9 @@ mod tests {
         let admin = token(json!({ "realm_access": { "roles": ["ops"] } }));
         let nobody = Caller::with_token(None, Map::new());
         let check = |caller: &Caller, plugin, kind, name| {
-            policy.check(caller, plugin, kind, name, "it").is_ok()
+            policy
+                .check(caller, &item(plugin, kind, name), "it")
+                .is_ok()
         };
         assert!(check(&reader, "files", Kind::Tool, "read"));
         assert!(!check(&reader, "files", Kind::Tool, "write"));
@@ -491,10 +786,12 @@ mod tests {
         assert!(check(&Caller::operator(), "files", Kind::Tool, "write"));
 
         let refused = policy
-            .check(&reader, "files", Kind::Tool, "write", "tool write")
+            .check(&reader, &item("files", Kind::Tool, "write"), "tool write")
             .unwrap_err();
         assert_eq!(refused.code, ErrorCode::Forbidden);
-        assert_eq!(refused.data.unwrap()["scope"], "files:read files:write");
+        let data = refused.data.unwrap();
+        assert_eq!(data["scope"], "files:read files:write");
+        assert_eq!(data["reason"], "missing_scope");
         assert!(refused.message.contains("files:write"));
 
         // Views: equal for callers meeting the same requirements.
@@ -504,21 +801,139 @@ mod tests {
             view(&token(json!({ "scope": "files:read" })))
         );
         assert_ne!(view(&reader), view(&writer));
-        let rule = policy.rule("files", Kind::Tool, "write");
-        assert!(view(&writer).sees(rule, "files", "write"));
-        assert!(!view(&reader).sees(rule, "files", "write"));
+        let write = item("files", Kind::Tool, "write");
+        let rule = policy.rule(&write);
+        assert!(view(&writer).sees(&rule, &write));
+        assert!(!view(&reader).sees(&rule, &write));
         assert!(policy.view(&Caller::operator()).is_none());
-        let unknown =
-            policy.unknown_items("files", |kind, name| kind == Kind::Tool && name == "write");
-        assert_eq!(unknown, Vec::<String>::new());
-        let unknown = policy.unknown_items("files", |_, _| false);
-        assert_eq!(unknown, ["tools.\"write\""]);
-        assert_eq!(policy.unknown_items("open", |_, _| false), ["tools.\"t\""]);
         assert!(policy_of(
             r#"[plugins.x.tools.t]
             calls_per_sec = 1"#
         )
         .is_open());
+    }
+
+    #[test]
+    fn a_plugin_no_section_names_is_denied_once_any_rule_exists() {
+        let guarded = r#"
+            [plugins.filesystem]
+            scopes = ["files:read"]
+            [plugins.named]
+            roots = []
+        "#;
+        let policy = policy_of(guarded);
+        let reader = token(json!({ "scope": "files:read" }));
+        // A typo'd section leaves the real plugin unnamed: denied.
+        let refused = policy
+            .check(&reader, &item("filesytem", Kind::Tool, "read"), "tool read")
+            .unwrap_err();
+        assert_eq!(refused.code, ErrorCode::Forbidden);
+        assert_eq!(refused.data.unwrap()["reason"], "unnamed_plugin");
+        let view = policy.view(&reader).unwrap();
+        let unnamed = item("filesytem", Kind::Tool, "read");
+        assert!(!view.sees(&policy.rule(&unnamed), &unnamed));
+        // A plugin a section names, with no rule of its own, stays open.
+        assert!(policy
+            .check(&reader, &item("named", Kind::Tool, "t"), "t")
+            .is_ok());
+        // The operator still sees everything.
+        assert!(policy.check(&Caller::operator(), &unnamed, "t").is_ok());
+        // Opened on purpose.
+        let open = policy_of(&format!("{guarded}\n[access]\nunnamed_plugins = \"open\""));
+        assert!(open.check(&reader, &unnamed, "t").is_ok());
+        // No rule anywhere: nothing is denied.
+        let none = policy_of("[plugins.named]\nroots = []");
+        assert!(none.is_open());
+        assert!(none.check(&reader, &unnamed, "t").is_ok());
+    }
+
+    #[test]
+    fn tool_rules_select_by_annotations_whatever_the_plugin_adds() {
+        let policy = policy_of(
+            r#"
+            [plugins.fs]
+            scopes = ["files:read"]
+            [[plugins.fs.tool_rules]]
+            unless_annotated = { readOnlyHint = true }
+            scopes = ["files:write"]
+            [[plugins.fs.tool_rules]]
+            annotated = { destructiveHint = true, readOnlyHint = false }
+            claims = { role = "admin" }
+            "#,
+        );
+        let reader = token(json!({ "scope": "files:read" }));
+        let writer = token(json!({ "scope": "files:read files:write" }));
+        let admin = token(json!({ "scope": "files:read files:write", "role": "admin" }));
+        let read = tool("read_file", Some(true));
+        let unannotated = tool("edit_file", None);
+        let not_destructive = tools::Tool {
+            annotations: Some(tools::ToolAnnotations {
+                title: None,
+                read_only_hint: Some(false),
+                destructive_hint: Some(false),
+                idempotent_hint: None,
+                open_world_hint: None,
+            }),
+            ..tool("create_directory", None)
+        };
+        let ok = |c: &Caller, t: &tools::Tool| policy.check(c, &Item::tool("fs", t), "t").is_ok();
+        assert!(ok(&reader, &read));
+        // No annotation: not read-only, and destructive by the protocol's default.
+        assert!(!ok(&reader, &unannotated));
+        assert!(!ok(&writer, &unannotated));
+        assert!(ok(&admin, &unannotated));
+        assert!(!ok(&reader, &not_destructive));
+        assert!(ok(&writer, &not_destructive));
+        let view = policy.view(&writer).unwrap();
+        let item = Item::tool("fs", &unannotated);
+        assert!(!view.sees(&policy.rule(&item), &item));
+        let item = Item::tool("fs", &not_destructive);
+        assert!(view.sees(&policy.rule(&item), &item));
+        // A hint that is not one is a problem of the config, not a rule
+        // that matches nothing.
+        let typo =
+            "[[plugins.fs.tool_rules]]\nannotated = { destructveHint = true }\nscopes = [\"x\"]";
+        assert!(Config::parse(typo, std::path::Path::new(".")).is_err());
+    }
+
+    #[test]
+    fn a_rule_on_any_file_of_a_skill_covers_the_whole_skill() {
+        let policy = policy_of(
+            r#"
+            [plugins.docs]
+            [plugins.docs.resources."skill://docs/deploy/SKILL.md"]
+            scopes = ["ops"]
+            "#,
+        );
+        let file = |path: &str| {
+            Arc::new(SkillFile {
+                path: path.into(),
+                uri: format!("skill://docs/deploy/{path}"),
+                bytes: Arc::from(&b"x"[..]),
+                digest: String::new(),
+                mime: "text/markdown",
+            })
+        };
+        let skill = Skill {
+            name: "deploy".into(),
+            uri: "skill://docs/deploy/SKILL.md".into(),
+            root: "skill://docs/deploy".into(),
+            frontmatter: Map::new(),
+            files: vec![file("SKILL.md"), file("references/runbook.md")],
+        };
+        let nobody = Caller::with_token(None, Map::new());
+        let ops = token(json!({ "scope": "ops" }));
+        let item = Item::skill("docs", &skill);
+        assert!(policy.check(&nobody, &item, "skill").is_err());
+        assert!(policy.check(&ops, &item, "skill").is_ok());
+        // The rule may name any of its files.
+        let policy = policy_of(
+            r#"
+            [plugins.docs.resources."skill://docs/deploy/references/runbook.md"]
+            scopes = ["ops"]
+            "#,
+        );
+        assert!(policy.check(&nobody, &item, "skill").is_err());
     }
 
     #[test]
@@ -538,14 +953,35 @@ mod tests {
         assert!(!files.includes("hello", "greet"));
         assert!(policy.profile("all").unwrap().includes("hello", "greet"));
         assert!(!Profile::empty("x").includes("hello", "greet"));
-        let caller = Caller::with_token(None, Map::new()).in_profile(files);
-        let refused = policy.check(&caller, "hello", Kind::Tool, "greet", "tool greet");
+        let caller = Caller::with_token(None, Map::new()).in_profile(files.clone());
+        let refused = policy.check(&caller, &item("hello", Kind::Tool, "greet"), "tool greet");
         assert_eq!(refused.unwrap_err().code, ErrorCode::InvalidParams);
         assert!(policy
-            .check(&caller, "filesystem", Kind::Tool, "read_file", "t")
+            .check(&caller, &item("filesystem", Kind::Tool, "read_file"), "t")
             .is_ok());
         let view = policy.view(&caller).unwrap();
-        assert!(view.sees(None, "filesystem", "read_file") && !view.sees(None, "hello", "greet"));
+        let open = Rule::default();
+        assert!(view.sees(&open, &item("filesystem", Kind::Tool, "read_file")));
+        assert!(!view.sees(&open, &item("hello", Kind::Tool, "greet")));
+        // A path's profile never widens the one a token's claim names.
+        let both = caller.clone().in_profile(policy.profile("all").unwrap());
+        assert!(policy
+            .check(&both, &item("hello", Kind::Tool, "greet"), "t")
+            .is_err());
+        let time_only = Arc::new(Profile::new(
+            "time",
+            &crate::config::ProfileSection {
+                include: vec!["time.*".into()],
+                ..Default::default()
+            },
+        ));
+        let narrowed = caller.in_profile(time_only);
+        assert!(policy
+            .check(&narrowed, &item("filesystem", Kind::Tool, "read_file"), "t")
+            .is_err());
+        assert!(policy
+            .check(&narrowed, &item("time", Kind::Tool, "now"), "t")
+            .is_ok());
         assert!(Glob::new("a*b*c").matches("a-b-c") && !Glob::new("a*b*c").matches("ac"));
         assert!(Glob::new("*").matches("") && Glob::new("ab*").matches("ab"));
         // Names are the plugins' own: any text, never a panic.
@@ -556,10 +992,35 @@ mod tests {
     }
 
     #[test]
+    fn grants_kept_for_a_task_decide_as_the_token_did() {
+        let policy = policy_of(
+            r#"
+            [plugins.files]
+            scopes = ["files:read"]
+            [profiles.files]
+            include = ["files.*"]
+            "#,
+        );
+        let reader =
+            token(json!({ "scope": "files:read" })).in_profile(policy.profile("files").unwrap());
+        let kept = reader.grants();
+        let again = Caller::from_grants(Some("p".into()), kept.as_ref(), &policy);
+        let read = item("files", Kind::Tool, "read");
+        assert!(policy.check(&again, &read, "t").is_ok());
+        let nobody = Caller::from_grants(Some("p".into()), Some(&json!({})), &policy);
+        assert!(policy.check(&nobody, &read, "t").is_err());
+        assert!(Caller::operator().grants().is_none());
+        assert_eq!(again.profile_names().collect::<Vec<_>>(), ["files"]);
+    }
+
+    #[test]
     fn a_claim_named_with_dots_is_read_whole_first() {
         let caller = token(json!({ "https://example.com/groups": ["eng"] }));
         assert!(caller.has_claim("https://example.com/groups", &["eng".into()]));
         assert!(!caller.has_claim("https://example.com/groups", &["ops".into()]));
         assert!(!caller.has_claim("missing.path", &["eng".into()]));
+        let odd = token(json!({ "profile": ["a"] }));
+        assert_eq!(odd.text_claim("profile"), TextClaim::NotText);
+        assert_eq!(odd.text_claim("other"), TextClaim::Absent);
     }
 }

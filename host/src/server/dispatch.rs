@@ -82,8 +82,14 @@ impl Connection {
     /// Handles one line of stdio: responses and request-related messages go
     /// to the connection's own outbox.
     pub fn handle_text(self: &Arc<Self>, text: &str) {
+        self.handle_text_from(text, self.caller.clone())
+    }
+
+    /// [`Connection::handle_text`] for a message that came with its own
+    /// credentials (`caller`), not those the connection was opened with.
+    pub fn handle_text_from(self: &Arc<Self>, text: &str, caller: Arc<Caller>) {
         match parse_message(text) {
-            Ok(message) => self.handle(message, text.len(), self.out.clone(), self.caller.clone()),
+            Ok(message) => self.handle(message, text.len(), self.out.clone(), caller),
             Err((id, error)) => {
                 tracing::warn!("bad message: {}", error.message);
                 self.out.send(error.response(&id));
@@ -166,6 +172,7 @@ impl Connection {
                             method: parsed.map(Method::as_str),
                             outcome: "busy",
                             code: Some(error.code.code()),
+                            reason: Some(&error.message),
                             ..Default::default()
                         });
                     }
@@ -194,6 +201,7 @@ impl Connection {
                     if catalogue.is_none() && parsed.is_some_and(Method::reads_catalogue) {
                         this.server.until_loaded().await;
                     }
+                    let reached = super::audit::Reached::default();
                     let request = super::request::Request {
                         conn: &this,
                         id: &id,
@@ -202,6 +210,7 @@ impl Connection {
                         cancel: cancel.clone(),
                         reply: &reply,
                         caller: &caller,
+                        reached: &reached,
                     };
                     let outcome = methods::handle(request, &method, parsed, catalogue).await;
                     if let Some(audit) = &this.server.options.audit {
@@ -216,10 +225,12 @@ impl Connection {
                                 Ok(_) => super::audit::Outcome::answered(None),
                                 Err(error) => super::audit::Outcome::failed(error),
                             },
+                            error: outcome.as_ref().err(),
+                            reached: &reached,
                             took: started.elapsed(),
                             span: &audit_span,
                         };
-                        audit.served(served, &this.server.registry.catalogue());
+                        audit.served(served);
                     }
                     let response = this.respond(&id, &era, parsed, outcome);
                     this.untrack(&id);

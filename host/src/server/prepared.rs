@@ -2,7 +2,7 @@
 //! spliced into every page that lists them: a `tools/list` costs a copy
 //! of the text, not a conversion and a serialization of every item.
 
-use super::access::{Kind, View};
+use super::access::{Item, Rule, View};
 use super::search::{self, ToolSearch};
 use super::{convert, Server, ServerOptions};
 use crate::protocol::{meta, RequestId};
@@ -42,18 +42,18 @@ pub(super) struct PreparedLists {
 
 /// Who sees one listed item.
 struct ItemRule {
-    /// Its requirement ([`super::Policy::rule`]).
-    rule: Option<usize>,
+    /// Its requirements ([`super::Policy::rule`]).
+    rule: Rule,
     /// Its plugin and its name there, for profiles (`None`: a host tool,
     /// in every profile).
     id: Option<(String, String)>,
 }
 
 impl ItemRule {
-    fn of(policy: &super::Policy, plugin: &str, kind: Kind, name: &str) -> Self {
+    fn of(policy: &super::Policy, item: Item<'_>) -> Self {
         ItemRule {
-            rule: policy.rule(plugin, kind, name),
-            id: Some((plugin.to_owned(), name.to_owned())),
+            rule: policy.rule(&item),
+            id: Some((item.plugin().to_owned(), item.name().to_owned())),
         }
     }
 }
@@ -153,12 +153,10 @@ impl PreparedLists {
         let rules = if policy.is_open() {
             Default::default()
         } else {
-            let rule = |plugin: &crate::runtime::LoadedPlugin, kind, name: &str| {
-                ItemRule::of(policy, plugin.name(), kind, name)
-            };
+            let rule = |item| ItemRule::of(policy, item);
             let extra = if search.is_on() { 2 } else { 0 };
             let host_tool = || ItemRule {
-                rule: None,
+                rule: Rule::default(),
                 id: None,
             };
             [
@@ -167,17 +165,20 @@ impl PreparedLists {
                     .chain(
                         listed_tools(catalogue, search)
                             .into_iter()
-                            .map(|t| rule(&t.plugin, Kind::Tool, &t.tool.name)),
+                            .map(|t| rule(Item::tool(t.plugin.name(), &t.tool))),
                     )
                     .collect(),
                 (catalogue.resources.iter())
-                    .map(|r| rule(&r.plugin, Kind::Resource, &r.resource.uri))
+                    .map(|r| match &r.skill_file {
+                        Some((skill, _)) => rule(Item::skill(r.plugin.name(), skill)),
+                        None => rule(Item::resource(r.plugin.name(), &r.resource.uri)),
+                    })
                     .collect(),
                 (catalogue.templates.iter())
-                    .map(|t| rule(&t.plugin, Kind::Resource, &t.template.uri_template))
+                    .map(|t| rule(Item::resource(t.plugin.name(), &t.template.uri_template)))
                     .collect(),
                 (catalogue.prompts.iter())
-                    .map(|p| rule(&p.plugin, Kind::Prompt, &p.prompt.name))
+                    .map(|p| rule(Item::prompt(p.plugin.name(), &p.prompt.name)))
                     .collect(),
             ]
         };
@@ -218,9 +219,9 @@ impl PreparedLists {
         let rules = &self.rules[list.slot()];
         let shown: Arc<[u32]> = (0..self.items(list).len())
             .filter(|&i| {
-                rules.get(i).is_none_or(|item| match &item.id {
-                    Some((plugin, name)) => view.sees(item.rule, plugin, name),
-                    None => true,
+                rules.get(i).is_none_or(|item| {
+                    let id = item.id.as_ref().map(|(p, n)| (p.as_str(), n.as_str()));
+                    view.sees_named(&item.rule, id)
                 })
             })
             .map(|i| i as u32)

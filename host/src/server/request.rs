@@ -26,6 +26,8 @@ pub struct Request<'a> {
     pub reply: &'a Outbox,
     /// Who made it, and what its token grants.
     pub caller: &'a Arc<super::Caller>,
+    /// The item its access was decided for (for the audit log).
+    pub reached: &'a super::audit::Reached,
 }
 
 impl Request<'_> {
@@ -34,13 +36,12 @@ impl Request<'_> {
     /// against the caller's (and the tool's) calls per second.
     pub fn may_use(
         &self,
-        plugin: &str,
-        kind: super::access::Kind,
-        name: &str,
+        item: &super::access::Item<'_>,
         what: &str,
     ) -> Result<(), crate::protocol::RpcError> {
-        self.may_see(plugin, kind, name, what)?;
-        let tool = (kind == super::access::Kind::Tool).then_some((plugin, name));
+        self.may_see(item, what)?;
+        let tool =
+            (item.kind() == super::access::Kind::Tool).then_some((item.plugin(), item.name()));
         let options = &self.conn.server.options;
         options.rates.take(self.caller.principal.as_deref(), tool)
     }
@@ -50,18 +51,15 @@ impl Request<'_> {
     /// host serves itself, such as skills).
     pub fn may_see(
         &self,
-        plugin: &str,
-        kind: super::access::Kind,
-        name: &str,
+        item: &super::access::Item<'_>,
         what: &str,
     ) -> Result<(), crate::protocol::RpcError> {
+        self.reached.set(item);
         let access = &self.conn.server.options.access;
-        access
-            .check(self.caller, plugin, kind, name, what)
-            .inspect_err(|error| {
-                crate::metrics::metrics().refused(crate::metrics::Refusal::Scope);
-                super::refusals::note_access(self.caller.principal.as_deref(), error);
-            })
+        access.check(self.caller, item, what).inspect_err(|error| {
+            crate::metrics::metrics().refused(crate::metrics::Refusal::Scope);
+            super::refusals::note_access(self.caller.principal.as_deref(), error);
+        })
     }
 
     /// What a plugin call made for this request needs to know of it: from

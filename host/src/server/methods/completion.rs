@@ -5,7 +5,7 @@ use crate::protocol::params::{self, Params};
 use crate::protocol::ErrorCode;
 use crate::registry::Catalogue;
 use crate::runtime::completions;
-use crate::server::access::Kind;
+use crate::server::access::Item;
 use crate::server::call;
 use crate::server::call::outcome::{failed_request, plugin_error};
 use crate::server::{convert, Outcome};
@@ -39,9 +39,7 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
                 ))
             })?;
             request.may_use(
-                entry.plugin.name(),
-                Kind::Prompt,
-                &entry.prompt.name,
+                &Item::prompt(entry.plugin.name(), &entry.prompt.name),
                 &format!("prompt {}", clip(name)),
             )?;
             (
@@ -58,9 +56,7 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
                 ))
             })?;
             request.may_use(
-                entry.plugin.name(),
-                Kind::Resource,
-                uri,
+                &Item::resource(entry.plugin.name(), uri),
                 &format!("resource template {}", clip(uri)),
             )?;
             (

@@ -4,7 +4,7 @@ use super::{clip, invalid, unless_late, Request};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
-use crate::server::access::Kind;
+use crate::server::access::Item;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
 use crate::server::call::{self, Ended, RequestScope, Run, Target};
 use crate::server::{convert, Outcome};
@@ -23,9 +23,7 @@ pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome
         ))
     })?;
     request.may_use(
-        entry.plugin.name(),
-        Kind::Prompt,
-        &entry.prompt.name,
+        &Item::prompt(entry.plugin.name(), &entry.prompt.name),
         &format!("prompt {}", clip(name)),
     )?;
     let mut arguments = Vec::new();

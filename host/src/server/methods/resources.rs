@@ -6,11 +6,11 @@ use crate::protocol::params::{self, Params};
 use crate::protocol::{Method, RpcError};
 use crate::registry::{Catalogue, ResourceEntry};
 use crate::runtime::types;
-use crate::server::access::Kind;
+use crate::server::access::Item;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
 use crate::server::call::{self, Ended, RequestScope, Run, Target};
 use crate::server::{convert, Outcome};
-use crate::skills::SkillFile;
+use crate::skills::{Skill, SkillFile};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -31,16 +31,8 @@ pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Outcome {
     drop(session);
     // What the caller may not read, it may not follow either.
     let catalogue = request.conn.server.registry.catalogue();
-    if let Some((owner, served_as)) = catalogue.resource_entry(uri) {
-        let what = format!("resource {}", clip(uri));
-        let access = &request.conn.server.options.access;
-        access.check(
-            request.caller,
-            owner.name(),
-            Kind::Resource,
-            served_as,
-            &what,
-        )?;
+    if let Some(item) = item_at(&catalogue, uri) {
+        request.may_see(&item, &format!("resource {}", clip(uri)))?;
     }
     let mut session = request.conn.session();
     if session.subscriptions.len() >= MAX_SUBSCRIPTIONS && !session.subscriptions.contains(uri) {
@@ -64,11 +56,9 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         .with_data(json!({ "uri": clip(uri) }))
     };
     if let Some(file) = catalogue.listed_resource(uri).and_then(skill_file) {
-        let (owner, file) = file;
+        let (owner, skill, file) = file;
         request.may_see(
-            owner,
-            Kind::Resource,
-            uri,
+            &Item::skill(owner, skill),
             &format!("resource {}", clip(uri)),
         )?;
         return Ok(Some(
@@ -77,9 +67,7 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
     }
     let (owner, served_as) = catalogue.resource_entry(uri).ok_or_else(not_found)?;
     request.may_use(
-        owner.name(),
-        Kind::Resource,
-        served_as,
+        &Item::resource(owner.name(), served_as),
         &format!("resource {}", clip(uri)),
     )?;
     let plugin = owner.clone();
@@ -112,8 +100,18 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         .into_outcome()
 }
 
-/// The plugin and file of a resource that is a skill's file.
-fn skill_file(entry: &ResourceEntry) -> Option<(&str, &SkillFile)> {
-    let file = entry.skill_file.as_deref()?;
-    Some((entry.plugin.name(), file))
+/// What serves `uri` for the access policy: a skill (whichever of its
+/// files), a plugin's resource, or the template that matches it.
+pub(super) fn item_at<'c>(catalogue: &'c Catalogue, uri: &'c str) -> Option<Item<'c>> {
+    if let Some((owner, skill, _)) = catalogue.listed_resource(uri).and_then(skill_file) {
+        return Some(Item::skill(owner, skill));
+    }
+    let (owner, served_as) = catalogue.resource_entry(uri)?;
+    Some(Item::resource(owner.name(), served_as))
+}
+
+/// The plugin, skill and file of a resource that is a skill's file.
+fn skill_file(entry: &ResourceEntry) -> Option<(&str, &Skill, &SkillFile)> {
+    let (skill, file) = entry.skill_file.as_ref()?;
+    Some((entry.plugin.name(), skill, file))
 }

@@ -6,7 +6,7 @@
 use super::{clip, invalid, Request};
 use crate::protocol::params::{self, Params};
 use crate::registry::{pagination, Catalogue, SkillEntry};
-use crate::server::access::Kind;
+use crate::server::access::Item;
 use crate::server::Outcome;
 use crate::skills::{Child, Skill, SkillFile, DIRECTORY_MIME};
 use serde_json::{json, Value};
@@ -40,9 +40,7 @@ pub(super) fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     let unknown = || invalid(format!("No skill is served at {}", clip(uri)));
     let found = catalogue.skill(uri).ok_or_else(unknown)?;
     request.may_see(
-        found.plugin.name(),
-        Kind::Resource,
-        &found.skill.uri,
+        &Item::skill(found.plugin.name(), &found.skill),
         &format!("skill {}", clip(uri)),
     )?;
     let result = json!({ "skill": entry(&found.skill) });
@@ -82,9 +80,7 @@ pub(super) fn read_directory(request: &Request<'_>, catalogue: &Catalogue) -> Ou
             })
             .ok_or_else(not_a_directory)?;
         request.may_see(
-            found.plugin.name(),
-            Kind::Resource,
-            &found.skill.uri,
+            &Item::skill(found.plugin.name(), &found.skill),
             &format!("skill {}", clip(&found.skill.uri)),
         )?;
         let dir = decode(dir).ok_or_else(not_a_directory)?;
@@ -109,13 +105,7 @@ pub(super) fn read_directory(request: &Request<'_>, catalogue: &Catalogue) -> Ou
 fn sees(request: &Request<'_>, s: &SkillEntry) -> bool {
     let access = &request.conn.server.options.access;
     access
-        .check(
-            request.caller,
-            s.plugin.name(),
-            Kind::Resource,
-            &s.skill.uri,
-            "",
-        )
+        .check(request.caller, &Item::skill(s.plugin.name(), &s.skill), "")
         .is_ok()
 }
 

@@ -6,7 +6,6 @@ use super::{tasks as tasks_ext, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
 use crate::protocol::params;
 use crate::protocol::{meta, notification, RpcError};
 use crate::runtime::host_types::ListKind;
-use crate::server::access::Kind;
 use crate::server::events::{list_changed_method, served_by};
 use crate::server::tasks::Wire;
 use crate::server::{Heard, Outbox, Outcome, ServerEvent};
@@ -103,10 +102,8 @@ async fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
     let access = &request.conn.server.options.access;
     filter
         .uris
-        .retain(|uri| match catalogue.resource_entry(uri) {
-            Some((owner, served_as)) => access
-                .check(request.caller, owner.name(), Kind::Resource, served_as, uri)
-                .is_ok(),
+        .retain(|uri| match super::resources::item_at(&catalogue, uri) {
+            Some(item) => access.check(request.caller, &item, uri).is_ok(),
             None => true,
         });
     for (key, on) in [

@@ -71,6 +71,17 @@ fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
 async fn record(request: &Request<'_>) -> Result<Record, RpcError> {
     let id = task_id(request.params)?;
     let record = lookup(request, id).await?;
+    // The task's tool, as this request's own credentials may use it now.
+    let catalogue = request.conn.server.registry.catalogue();
+    if let Some(entry) = catalogue.tool(&record.target) {
+        let item = crate::server::access::Item::tool(entry.plugin.name(), &entry.tool);
+        let what = format!(
+            "task {}'s tool {}",
+            super::clip(id),
+            super::clip(&record.target)
+        );
+        request.may_see(&item, &what)?;
+    }
     request.conn.server.tasks.known(id);
     Ok(record)
 }
@@ -152,9 +163,23 @@ async fn list(request: &Request<'_>) -> Outcome {
         .await?;
     let more = records.len() > page;
     records.truncate(page);
+    // Only the tasks whose tool this request's credentials may see now
+    // (the cursor still follows every record read).
+    let catalogue = server.registry.catalogue();
+    let sees = |r: &Record| {
+        catalogue.tool(&r.target).is_none_or(|entry| {
+            let item = crate::server::access::Item::tool(entry.plugin.name(), &entry.tool);
+            server
+                .options
+                .access
+                .check(request.caller, &item, "")
+                .is_ok()
+        })
+    };
     let mut result = json!({
         "tasks": records
             .iter()
+            .filter(|r| sees(r))
             .map(|r| Value::Object(server.tasks.render(r, Wire::Handshake)))
             .collect::<Vec<_>>(),
     });

@@ -4,7 +4,7 @@
 
 use super::{invalid, Request};
 use crate::registry::Catalogue;
-use crate::server::access::Kind;
+use crate::server::access::Item;
 use crate::server::prepared::List;
 use crate::server::search::{self, CALL, SEARCH};
 use crate::server::{convert, Outcome};
@@ -55,9 +55,8 @@ fn search_tools(
         let tool = &catalogue.tools[i];
         !search::is_reserved(&tool.name)
             && view.as_ref().is_none_or(|view| {
-                let plugin = tool.plugin.name();
-                let rule = policy.rule(plugin, Kind::Tool, &tool.tool.name);
-                view.sees(rule, plugin, &tool.tool.name)
+                let item = Item::tool(tool.plugin.name(), &tool.tool);
+                view.sees(&policy.rule(&item), &item)
             })
     };
     let found: Vec<Value> = lists
@@ -130,6 +129,7 @@ async fn call_tool(
         cancel: request.cancel.clone(),
         reply: request.reply,
         caller: request.caller,
+        reached: request.reached,
     };
     Box::pin(super::tools::call(&inner, catalogue)).await
 }

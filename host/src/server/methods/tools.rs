@@ -5,7 +5,7 @@ use super::{clip, invalid, unless_late, Request};
 use crate::protocol::Params;
 use crate::protocol::{ErrorCode, Method, ResultType, RpcError};
 use crate::registry::{schema_limits, Catalogue, ToolEntry};
-use crate::server::access::Kind;
+use crate::server::access::Item;
 use crate::server::call::{self, call_plugin, tool_answer, Reply, Run, Target};
 use crate::server::search;
 use crate::server::tasks::{NewTask, Rerun, Wire};
@@ -38,9 +38,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> O
         ))
     })?;
     request.may_use(
-        entry.plugin.name(),
-        Kind::Tool,
-        &entry.tool.name,
+        &Item::tool(entry.plugin.name(), &entry.tool),
         &format!("tool {}", clip(name)),
     )?;
     let argument_tool_errors = request.era.argument_errors_are_tool_errors();
@@ -171,6 +169,10 @@ fn rerunnable(
     };
     Some(Rerun {
         tool: name.to_owned(),
+        plugin: Some(entry.plugin.name().to_owned()),
+        plugin_tool: Some(entry.tool.name.clone()),
+        component: Some(entry.plugin.hash().to_owned()),
+        grants: request.caller.grants(),
         arguments: arguments.clone(),
         principal: request.conn.principal.clone(),
         roots: roots.map(|roots| {

@@ -84,10 +84,13 @@ pub(super) async fn message(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let principal = match app.admit(&headers).await {
-        Ok(caller) => caller.principal.clone(),
+    // Each message acts with its own token's grants, not with those of
+    // the token that opened the stream (it must be the same principal's).
+    let caller = match app.admit(&headers).await {
+        Ok(caller) => caller,
         Err(refused) => return *refused,
     };
+    let principal = caller.principal.clone();
     let conn = app
         .legacy_table()
         .get(&target.session_id)
@@ -102,7 +105,7 @@ pub(super) async fn message(
     };
     match std::str::from_utf8(&body) {
         Ok(text) => {
-            conn.handle_text(text);
+            conn.handle_text_from(text, caller);
             (StatusCode::ACCEPTED, "Accepted").into_response()
         }
         Err(_) => rpc_error(

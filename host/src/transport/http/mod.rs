@@ -25,6 +25,7 @@ pub use guard::Guard;
 pub use listener::ConnectionLimits;
 pub use sessions::SessionLimits;
 
+use crate::server::access::TextClaim;
 use crate::server::{Caller, Server, ServerEvent};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::response::{IntoResponse, Response};
@@ -153,7 +154,9 @@ impl App {
                     if let Some(audit) = self.server.audit() {
                         audit.record(&crate::server::audit::Entry {
                             event: "refused",
+                            principal: denied.principal.as_deref(),
                             outcome: "unauthenticated",
+                            reason: Some(denied.reason.description()),
                             ..Default::default()
                         });
                     }
@@ -169,8 +172,19 @@ impl App {
         let Some(claim) = &self.profile_claim else {
             return caller;
         };
-        let Some(name) = caller.claim(claim) else {
-            return caller;
+        let name = match caller.text_claim(claim) {
+            TextClaim::Text(name) => name,
+            TextClaim::Absent => return caller,
+            TextClaim::NotText => {
+                // Confines it to nothing: a claim that is not a name is not
+                // a way out of every profile.
+                tracing::info!(
+                    principal = caller.principal.as_deref().unwrap_or(""),
+                    "refused: the token's {claim} claim (its profile) is not a string"
+                );
+                let nothing = crate::server::access::Profile::empty("(not a string)");
+                return caller.in_profile(Arc::new(nothing));
+            }
         };
         let profile = self
             .server
