@@ -6,6 +6,7 @@
 //! dropped and counted (`wasm_mcp_audit_lines_dropped_total`), and no
 //! request ever waits for the log.
 
+use super::access::{Caller, Item};
 use crate::config::AuditSection;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
@@ -30,7 +31,8 @@ pub struct Entry<'a> {
     /// The plugin it went to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<&'a str>,
-    /// The tool or prompt name, or the resource URI, as the client sent it.
+    /// The tool or prompt (the plugin's own name for it), the resource
+    /// URI or template, or the skill, that was reached.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<&'a str>,
     /// `ok`, `tool_error`, `error`, or why it was refused
@@ -39,6 +41,12 @@ pub struct Entry<'a> {
     /// The JSON-RPC error code, for an error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<i64>,
+    /// Why it was refused, for a refusal: what the caller was told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+    /// Whether it was a task's call run again after its replica stopped.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub rerun: bool,
     /// How long it took, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<f64>,
@@ -266,8 +274,15 @@ impl Outcome {
             .data
             .as_ref()
             .is_some_and(|d| d.get("retryAfterMs").is_some());
+        // Outside a profile is a refusal too, though the wire calls it
+        // invalid params.
+        let outside_profile = error
+            .data
+            .as_ref()
+            .is_some_and(|d| d.get("reason").and_then(Value::as_str) == Some("profile"));
         let (label, refused) = match error.code {
             ErrorCode::Forbidden => ("forbidden", true),
+            _ if outside_profile => ("forbidden", true),
             _ if rate => ("rate_limited", true),
             _ => ("error", false),
         };
@@ -279,57 +294,19 @@ impl Outcome {
     }
 }
 
-/// What a request of `method` (with `params`) names, and the plugin that
-/// serves it in `catalogue`.
-fn target_of<'p>(
-    method: crate::protocol::Method,
-    params: &'p serde_json::Map<String, Value>,
-    catalogue: &'p crate::registry::Catalogue,
-) -> (Option<&'p str>, Option<&'p str>) {
-    use crate::protocol::Method;
-    let str_of = |v: Option<&'p Value>| v.and_then(Value::as_str);
-    match method {
-        Method::CallTool => {
-            let mut name = str_of(params.get("name"));
-            if name == Some(super::search::CALL) && catalogue.tool(super::search::CALL).is_none() {
-                // Through tool search: the tool it called.
-                let inner = params.get("arguments").and_then(|a| a.get("name"));
-                name = str_of(inner).or(name);
-            }
-            (
-                name,
-                name.and_then(|n| catalogue.tool(n))
-                    .map(|e| e.plugin.name()),
-            )
-        }
-        Method::GetPrompt => {
-            let name = str_of(params.get("name"));
-            (
-                name,
-                name.and_then(|n| catalogue.prompt(n))
-                    .map(|e| e.plugin.name()),
-            )
-        }
-        Method::ReadResource | Method::Subscribe => {
-            let uri = str_of(params.get("uri"));
-            (
-                uri,
-                uri.and_then(|u| catalogue.resource_owner(u))
-                    .map(|p| p.name()),
-            )
-        }
-        Method::Complete => {
-            let reference = params.get("ref");
-            let name = str_of(reference.and_then(|r| r.get("name")));
-            let uri = str_of(reference.and_then(|r| r.get("uri")));
-            let plugin = match (name, uri) {
-                (Some(n), _) => catalogue.prompt(n).map(|e| e.plugin.name()),
-                (None, Some(u)) => catalogue.template(u).map(|e| e.plugin.name()),
-                _ => None,
-            };
-            (name.or(uri), plugin)
-        }
-        _ => (None, None),
+/// What one request reached: the plugin and item its access was decided
+/// for (set by [`super::Request::may_see`], whether it passed or not).
+#[derive(Debug, Default)]
+pub struct Reached(parking_lot::Mutex<Option<(String, String)>>);
+
+impl Reached {
+    /// Notes that `item` was reached.
+    pub fn set(&self, item: &Item<'_>) {
+        *self.0.lock() = Some((item.plugin().to_owned(), item.name().to_owned()));
+    }
+
+    fn take(&self) -> Option<(String, String)> {
+        self.0.lock().take()
     }
 }
 
@@ -340,34 +317,44 @@ pub(super) struct Served<'a> {
     pub method: Option<crate::protocol::Method>,
     pub params: &'a serde_json::Map<String, Value>,
     pub outcome: Outcome,
+    pub error: Option<&'a crate::protocol::RpcError>,
+    pub reached: &'a Reached,
     pub took: Duration,
     pub span: &'a tracing::Span,
 }
 
 impl Audit {
-    /// Records `served` if it is a call or a refusal.
-    pub(super) fn served(&self, served: Served<'_>, catalogue: &crate::registry::Catalogue) {
-        use crate::protocol::Method;
+    /// Records `served` if it reached a plugin's item (a call) or was
+    /// refused: the plugin and item are those the access decision was
+    /// made for, never guessed from the request's words.
+    pub(super) fn served(&self, served: Served<'_>) {
         let Outcome {
             label: outcome,
             refused,
             code,
         } = served.outcome;
+        use crate::protocol::Method;
+        let reached = served.reached.take();
         let call = matches!(
             served.method,
             Some(Method::CallTool | Method::ReadResource | Method::GetPrompt | Method::Complete)
         );
-        if !call && !refused {
+        let reached_by_call = call && reached.is_some();
+        if !reached_by_call && !refused {
             return;
         }
-        let (target, plugin) = match served.method {
-            Some(method) => target_of(method, served.params, catalogue),
-            None => (None, None),
-        };
         let arguments = served
             .params
             .get("arguments")
             .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()));
+        let (plugin, target) = match &reached {
+            Some((plugin, target)) => (Some(plugin.as_str()), Some(target.as_str())),
+            None => (None, None),
+        };
+        let reason = served
+            .error
+            .filter(|_| refused)
+            .map(|e| crate::text::head(&e.message, MAX_REASON_BYTES));
         self.record(&Entry {
             event: if refused { "refused" } else { "call" },
             principal: served.principal,
@@ -376,12 +363,58 @@ impl Audit {
             target: target.map(|t| crate::text::head(t, MAX_TARGET_BYTES)),
             outcome,
             code,
+            reason,
             duration_ms: Some(served.took.as_secs_f64() * 1000.0),
             trace_id: crate::traces::trace_id(served.span, served.params),
             arguments_sha256: arguments.map(digest),
+            ..Default::default()
+        });
+    }
+
+    /// Records that `caller` was refused `item` (when known) outside any
+    /// request: a task's call that is not run again.
+    pub(super) fn refused(
+        &self,
+        caller: &Caller,
+        method: Option<crate::protocol::Method>,
+        item: Option<&Item<'_>>,
+        error: &crate::protocol::RpcError,
+    ) {
+        let outcome = Outcome::failed(error);
+        self.record(&Entry {
+            event: "refused",
+            principal: caller.principal.as_deref(),
+            method: method.map(crate::protocol::Method::as_str),
+            plugin: item.map(Item::plugin),
+            target: item.map(|i| crate::text::head(i.name(), MAX_TARGET_BYTES)),
+            outcome: outcome.label,
+            code: outcome.code,
+            reason: Some(crate::text::head(&error.message, MAX_REASON_BYTES)),
+            rerun: true,
+            ..Default::default()
+        });
+    }
+
+    /// Records a task's call run again here (`tool` of `plugin`, the
+    /// plugin's own name) for `caller`, as it starts (it goes on as the
+    /// task; its end is the task's status).
+    pub(super) fn rerun(&self, caller: &Caller, plugin: &str, tool: &str, outcome: Outcome) {
+        self.record(&Entry {
+            event: "call",
+            principal: caller.principal.as_deref(),
+            method: Some(crate::protocol::Method::CallTool.as_str()),
+            plugin: Some(plugin),
+            target: Some(crate::text::head(tool, MAX_TARGET_BYTES)),
+            outcome: outcome.label,
+            code: outcome.code,
+            rerun: true,
+            ..Default::default()
         });
     }
 }
+
+/// The most bytes of a refusal's reason a line keeps.
+const MAX_REASON_BYTES: usize = 512;
 
 /// The most bytes of a name or URI a client sent that a line keeps.
 const MAX_TARGET_BYTES: usize = 512;

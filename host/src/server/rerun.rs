@@ -3,10 +3,13 @@
 //! rerun_idempotent`). The store hands a lapsed task to one replica
 //! (`TaskStore::claim_orphans`); its call runs with no client waiting.
 
+use super::access::{Caller, Item};
+use super::audit::Outcome;
 use super::call::{self, call_plugin, tool_answer, Reply, Run, Target};
 use super::tasks::{Record, Rerun, Wire};
 use super::Server;
 use crate::protocol::Method;
+use crate::registry::{Catalogue, ToolEntry};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -27,13 +30,34 @@ async fn rerun(server: &Arc<Server>, record: Record) {
         return;
     };
     let catalogue = server.registry.catalogue();
-    let Some(entry) = catalogue.tool(&asked.tool) else {
-        let tool = crate::protocol::excerpt(&asked.tool, crate::protocol::QUOTED_BYTES);
-        let why = format!("the tool {tool} is not served here any more");
+    let entry = match resolve(&catalogue, &asked) {
+        Ok(entry) => entry,
+        Err(why) => {
+            tracing::warn!(task = %record.id, "a task is not run again: {why}");
+            tasks.fail_claimed(&record, &why).await;
+            return;
+        }
+    };
+    // The same decision as the call's own request, with the grants it
+    // carried, against this replica's rules.
+    let policy = &server.options.access;
+    let caller = Caller::from_grants(asked.principal.clone(), asked.grants.as_ref(), policy);
+    let item = Item::tool(entry.plugin.name(), &entry.tool);
+    let what = format!(
+        "tool {}",
+        crate::protocol::excerpt(&asked.tool, crate::protocol::QUOTED_BYTES)
+    );
+    if let Err(refused) = policy.check(&caller, &item, &what) {
+        tracing::info!(task = %record.id, "a task is not run again: {}", refused.message);
+        if let Some(audit) = server.audit() {
+            audit.refused(&caller, Some(Method::CallTool), Some(&item), &refused);
+        }
+        let why = format!("the task is not run again here: {}", refused.message);
         tasks.fail_claimed(&record, &why).await;
         return;
-    };
+    }
     tracing::info!(task = %record.id, tool = %asked.tool, "running a task again: the replica running it stopped");
+    let audited = (entry.plugin.name().to_owned(), entry.tool.name.clone());
     let (plugin, tool) = (entry.plugin.clone(), entry.tool.name.clone());
     let stateless = record.wire == Wire::Stateless;
     let text = asked.arguments.to_string();
@@ -54,11 +78,56 @@ async fn rerun(server: &Arc<Server>, record: Record) {
     let run = Run::AsTask {
         id: record.id.clone(),
     };
-    match call::run(request, entry.plugin.name(), target, run, call).await {
+    let replied = call::run(request, entry.plugin.name(), target, run, call).await;
+    if let Some(audit) = server.audit() {
+        let outcome = match &replied {
+            Ok(_) => Outcome::answered(None),
+            Err(error) => Outcome::failed(error),
+        };
+        audit.rerun(&caller, &audited.0, &audited.1, outcome);
+    }
+    match replied {
         Ok(Reply::BecameTask(execution)) => tasks.resume(record, execution),
         Ok(reply) => tasks.conclude_claimed(&record, tool_answer(reply)).await,
         Err(error) => tasks.conclude_claimed(&record, Err(error)).await,
     }
+}
+
+/// The tool `asked` called, by identity: the same plugin, the plugin's
+/// own name for the tool and the same component; why not, when this
+/// replica does not serve exactly that.
+fn resolve<'c>(catalogue: &'c Catalogue, asked: &Rerun) -> Result<&'c ToolEntry, String> {
+    let quote = |text: &str| crate::protocol::excerpt(text, crate::protocol::QUOTED_BYTES);
+    let (Some(plugin), Some(tool), Some(component)) =
+        (&asked.plugin, &asked.plugin_tool, &asked.component)
+    else {
+        return Err(
+            "the task was started by an older host that did not record which plugin served it"
+                .to_owned(),
+        );
+    };
+    let same = |e: &&ToolEntry| {
+        e.plugin.name() == plugin && e.tool.name == *tool && e.plugin.hash() == component
+    };
+    if let Some(entry) = catalogue.tools.iter().find(same) {
+        return Ok(entry);
+    }
+    let served = catalogue.plugin(plugin).map(|p| p.plugin.hash().to_owned());
+    Err(match served {
+        Some(other) if other != *component => format!(
+            "plugin {} is served here as another version (component sha256:{} here, \
+             sha256:{} when the task started)",
+            quote(plugin),
+            quote(&other),
+            quote(component)
+        ),
+        Some(_) => format!(
+            "plugin {} no longer offers the tool {}",
+            quote(plugin),
+            quote(tool)
+        ),
+        None => format!("plugin {} is not served here", quote(plugin)),
+    })
 }
 
 /// Runs again, every third of the lease, the calls of tasks whose host

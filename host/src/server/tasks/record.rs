@@ -88,12 +88,27 @@ pub struct Record {
     pub rerun: Option<Value>,
 }
 
-/// A call that may be run again on another host: the tool, its
-/// arguments, and who it acted for.
+/// A call that may be run again on another host: the tool (by the name
+/// clients call it, and by identity: its plugin, the plugin's own name for
+/// it and the component's digest), its arguments, and who it acted for
+/// with what grants (so the run again passes the same access check).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rerun {
-    /// The tool.
+    /// The tool, as clients call it.
     pub tool: String,
+    /// The plugin that served it (absent from records of older hosts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    /// The plugin's own name for the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_tool: Option<String>,
+    /// The SHA-256 of the plugin's component, in hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
+    /// The caller's token claims and profiles ([`crate::server::Caller::grants`]);
+    /// absent for the operator's own client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grants: Option<Value>,
     /// Its arguments.
     pub arguments: Value,
     /// The principal the call acted for.
