@@ -374,13 +374,13 @@ def test_a_rule_naming_what_a_plugin_does_not_offer_is_pointed_out(http_host_fac
                       '[plugins.hello.tools.add]\ncalls_per_sec = 5\n'
                       '[plugins.notes.resources."notes://note/{id}"]\nscopes = ["notes:read"]\n')
     host = http_host_factory(two_plugins, env=dict(host_env, WASM_MCP_CONFIG=str(config)))
-    log = host.wait_for_log("the config names what plugin hello does not offer", timeout=60)
-    line = next(l for l in log.splitlines() if "does not offer" in l)
-    assert 'plugins.hello.tools."gret"' in line
+    log = host.wait_for_log("plugin hello offers no such tool", timeout=60)
+    line = next(l for l in log.splitlines() if "offers no such" in l)
+    assert 'plugins.hello.tools."gret"' in line and 'did you mean "greet"' in line
     assert '"add"' not in line
     # Names that match stay quiet, templates included.
     tool_names(modern(host, 1, "tools/list"))
-    assert "plugin notes does not offer" not in host.log()
+    assert "plugin notes offers no such" not in host.log()
 
 
 def test_skills_follow_their_plugins_rules(http_host_factory, two_plugins, host_env, tmp_path, idp):
