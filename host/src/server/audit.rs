@@ -295,7 +295,7 @@ impl Outcome {
 }
 
 /// What one request reached: the plugin and item its access was decided
-/// for (set by [`super::Request::may_see`], whether it passed or not).
+/// for (set by `Request::may_see`, whether it passed or not).
 #[derive(Debug, Default)]
 pub struct Reached(parking_lot::Mutex<Option<(String, String)>>);
 
