@@ -144,7 +144,7 @@ pub async fn serve_folder(
 /// Starts pulling the plugins the config names by OCI reference into the
 /// plugin folder (in the background: the host serves meanwhile).
 async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
-    let Some((references, following)) = sources(config, dir)? else {
+    let Some((references, following)) = settings::sources(config, dir)? else {
         return Ok(());
     };
     let mut sources = Vec::new();
@@ -154,36 +154,4 @@ async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
     }
     tokio::spawn(crate::oci::follow(sources, following));
     Ok(())
-}
-
-/// The plugins the config names by OCI reference (each plugin's name and
-/// reference), and how they are followed.
-pub type Sources = (Vec<(String, oci_client::Reference)>, crate::oci::Following);
-
-/// The plugins the config names by OCI reference, and how they are
-/// followed into `dir` (`None`: no plugin has a source). Reads nothing.
-pub fn sources(config: &Config, dir: &std::path::Path) -> Result<Option<Sources>> {
-    let mut sources = Vec::new();
-    for (name, section) in &config.plugins {
-        if let Some(source) = &section.source {
-            sources.push((name.clone(), crate::oci::reference(source)?));
-        }
-    }
-    if sources.is_empty() {
-        return Ok(None);
-    }
-    let store = settings::runtime_config(config)
-        .cache_dir
-        .context("plugins with an OCI source need the compile cache (server.cache_dir), where they are kept")?
-        .join("oci");
-    let every = (config.server.oci_poll_secs > 0)
-        .then(|| std::time::Duration::from_secs(config.server.oci_poll_secs));
-    let following = crate::oci::Following {
-        store,
-        into: dir.to_owned(),
-        limits: crate::oci::PullLimits::of(config),
-        every,
-        logins: crate::oci::Logins::of(config),
-    };
-    Ok(Some((sources, following)))
 }

@@ -12,7 +12,7 @@ use crate::runtime::RuntimeConfig;
 use crate::server::search::ToolSearch;
 use crate::server::tasks::{TaskOptions, TaskQuotas};
 use crate::server::{AdmissionLimits, Notices, ServerOptions};
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -170,6 +170,38 @@ pub fn check_host_paths(config: &Config, plugins: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The plugins the config names by OCI reference (each plugin's name and
+/// reference), and how they are followed.
+pub type Sources = (Vec<(String, oci_client::Reference)>, crate::oci::Following);
+
+/// The plugins the config names by OCI reference, and how they are
+/// followed into `dir` (`None`: no plugin has a source). Reads nothing.
+pub fn sources(config: &Config, dir: &std::path::Path) -> Result<Option<Sources>> {
+    let mut sources = Vec::new();
+    for (name, section) in &config.plugins {
+        if let Some(source) = &section.source {
+            sources.push((name.clone(), crate::oci::reference(source)?));
+        }
+    }
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let store = runtime_config(config)
+        .cache_dir
+        .context("plugins with an OCI source need the compile cache (server.cache_dir), where they are kept")?
+        .join("oci");
+    let every = (config.server.oci_poll_secs > 0)
+        .then(|| std::time::Duration::from_secs(config.server.oci_poll_secs));
+    let following = crate::oci::Following {
+        store,
+        into: dir.to_owned(),
+        limits: crate::oci::PullLimits::of(config),
+        every,
+        logins: crate::oci::Logins::of(config),
+    };
+    Ok(Some((sources, following)))
 }
 
 #[cfg(test)]

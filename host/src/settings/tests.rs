@@ -352,7 +352,7 @@ fn start(
         let options = super::server_options(&config, Arc::default());
         let server = crate::server::Server::new(registry, options);
         let _ = crate::cluster::replica_name(&config);
-        crate::launch::sources(&config, Path::new("/nonexistent"))
+        super::sources(&config, Path::new("/nonexistent"))
             .map_err(|e| format!("sources: {e:#}"))?;
         let local = config
             .http
