@@ -217,7 +217,8 @@ def test_a_rate_refusal_says_when_to_retry_over_http(http_host_factory, hello, h
     bare = idp.token(key, subject="sam")
     refused = modern(host, 10, "tools/call", greet, **bearer(bare))
     assert refused.status == 403
-    line = next(l for l in host.wait_for_log("reason=scope ", timeout=30).splitlines() if "reason=scope " in l)
+    line = next(l for l in host.wait_for_log("reason=missing_scope ", timeout=30).splitlines()
+                if "reason=missing_scope " in l)
     assert "hello:use" in line and f"#sam" in line, line
 
 

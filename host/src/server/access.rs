@@ -479,7 +479,7 @@ impl Refused {
         match self {
             Refused::Profile => "profile",
             Refused::Scope => "missing_scope",
-            Refused::Claim => "missing_claim",
+            Refused::Claim => "missing_claim_value",
             Refused::Unnamed => "unnamed_plugin",
         }
     }

@@ -44,14 +44,22 @@ struct Window {
     reporter: bool,
 }
 
-/// Logs a refusal by the access policy: `scope` (the token lacks a
-/// scope or claim the item needs: 403) or `profile` (the caller's profile
-/// does not offer the item).
+/// Logs a refusal by the access policy, with the reason its error's
+/// data gives (`missing_scope`, `missing_claim_value`, `profile`,
+/// `unnamed_plugin`; else `scope` for a 403, `profile` otherwise).
 pub fn note_access(principal: Option<&str>, error: &RpcError) {
-    let reason = if error.code == ErrorCode::Forbidden {
-        "scope"
-    } else {
-        "profile"
+    let given = error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("reason"))
+        .and_then(serde_json::Value::as_str);
+    let reason = match given {
+        Some("missing_scope") => "missing_scope",
+        Some("missing_claim_value") => "missing_claim_value",
+        Some("profile") => "profile",
+        Some("unnamed_plugin") => "unnamed_plugin",
+        _ if error.code == ErrorCode::Forbidden => "scope",
+        _ => "profile",
     };
     note(&Refusal {
         reason,
