@@ -39,6 +39,21 @@ pub struct LimitsSection {
     /// When a fresh instance is made for the plugin's next call while a
     /// call of it runs (one at most; the book's "The sandbox and its limits").
     pub spare_instance: SpareMode,
+    /// The longest key a plugin granted the key-value store may use, in
+    /// bytes (bucket names too).
+    pub keyvalue_key_bytes: usize,
+    /// The largest value it may store under one key, in KiB.
+    pub keyvalue_value_kb: usize,
+    /// Keys one tenant's data of the plugin may hold, across its buckets.
+    pub keyvalue_keys: u64,
+    /// Bytes of keys and values one tenant's data of the plugin may hold,
+    /// across its buckets, in MiB.
+    pub keyvalue_mb: u64,
+    /// Keys one `list-keys` page (and one batch) holds at most.
+    pub keyvalue_page_keys: usize,
+    /// Key-value operations one call may make (a batch counts one per
+    /// key); more fail.
+    pub keyvalue_ops_per_call: u32,
 }
 
 impl Default for LimitsSection {
@@ -57,6 +72,12 @@ impl Default for LimitsSection {
             max_blocking_threads: 16,
             calls_per_instance: 1,
             spare_instance: SpareMode::Auto,
+            keyvalue_key_bytes: 512,
+            keyvalue_value_kb: 1024,
+            keyvalue_keys: 100_000,
+            keyvalue_mb: 64,
+            keyvalue_page_keys: 1000,
+            keyvalue_ops_per_call: 10_000,
         }
     }
 }
@@ -116,6 +137,18 @@ pub struct LimitsOverride {
     pub calls_per_instance: Option<u32>,
     /// See [`LimitsSection::spare_instance`].
     pub spare_instance: Option<SpareMode>,
+    /// See [`LimitsSection::keyvalue_key_bytes`].
+    pub keyvalue_key_bytes: Option<usize>,
+    /// See [`LimitsSection::keyvalue_value_kb`].
+    pub keyvalue_value_kb: Option<usize>,
+    /// See [`LimitsSection::keyvalue_keys`].
+    pub keyvalue_keys: Option<u64>,
+    /// See [`LimitsSection::keyvalue_mb`].
+    pub keyvalue_mb: Option<u64>,
+    /// See [`LimitsSection::keyvalue_page_keys`].
+    pub keyvalue_page_keys: Option<usize>,
+    /// See [`LimitsSection::keyvalue_ops_per_call`].
+    pub keyvalue_ops_per_call: Option<u32>,
 }
 
 impl LimitsSection {
@@ -139,6 +172,14 @@ impl LimitsSection {
                 .unwrap_or(self.max_blocking_threads),
             calls_per_instance: over.calls_per_instance.unwrap_or(self.calls_per_instance),
             spare_instance: over.spare_instance.unwrap_or(self.spare_instance),
+            keyvalue_key_bytes: over.keyvalue_key_bytes.unwrap_or(self.keyvalue_key_bytes),
+            keyvalue_value_kb: over.keyvalue_value_kb.unwrap_or(self.keyvalue_value_kb),
+            keyvalue_keys: over.keyvalue_keys.unwrap_or(self.keyvalue_keys),
+            keyvalue_mb: over.keyvalue_mb.unwrap_or(self.keyvalue_mb),
+            keyvalue_page_keys: over.keyvalue_page_keys.unwrap_or(self.keyvalue_page_keys),
+            keyvalue_ops_per_call: over
+                .keyvalue_ops_per_call
+                .unwrap_or(self.keyvalue_ops_per_call),
         }
     }
 

@@ -13,5 +13,6 @@ wasmtime::component::bindgen!({
         default: trappable,
     },
     exports: { default: async },
+    with: { "wasi:keyvalue": crate::runtime::keyvalue::bindings::wasi::keyvalue },
     additional_derives: [PartialEq],
 });

@@ -19,6 +19,8 @@ pub struct Grants {
     pub hosts: Vec<HostPattern>,
     /// What one call may use.
     pub limits: Limits,
+    /// The key-value store (`wasi:keyvalue`), when granted.
+    pub keyvalue: Option<super::keyvalue::KeyValueGrant>,
 }
 
 /// A value only the plugin sees: debug output shows `[hidden]`, never the
@@ -151,6 +153,8 @@ pub struct Limits {
     /// When a fresh instance is made for the next call while a call runs
     /// (see the runtime's `spare` module).
     pub spare_instance: SpareMode,
+    /// What its use of the key-value store may reach.
+    pub keyvalue: super::keyvalue::Bounds,
 }
 
 impl Default for Limits {
@@ -174,6 +178,16 @@ impl From<&crate::config::LimitsSection> for Limits {
             max_blocking_threads: section.max_blocking_threads,
             calls_per_instance: section.calls_per_instance,
             spare_instance: section.spare_instance,
+            keyvalue: super::keyvalue::Bounds {
+                key_bytes: section.keyvalue_key_bytes,
+                value_bytes: section.keyvalue_value_kb << 10,
+                quota: super::keyvalue::Quota {
+                    max_keys: section.keyvalue_keys,
+                    max_bytes: section.keyvalue_mb << 20,
+                },
+                page_keys: section.keyvalue_page_keys.max(1),
+                ops_per_call: section.keyvalue_ops_per_call,
+            },
         }
     }
 }

@@ -16,6 +16,7 @@ mod exports;
 mod grants;
 mod imports;
 mod inspect;
+pub mod keyvalue;
 mod lift;
 mod limiter;
 mod log_pipe;
