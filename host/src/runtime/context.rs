@@ -46,6 +46,13 @@ pub trait CallContext: Send + Sync + 'static {
     fn principal(&self) -> Option<&str> {
         None
     }
+    /// Whose data the call reaches: its tenant's folder in each `{tenant}`
+    /// root, its tenant's namespace in the key-value store.
+    fn tenant(&self) -> &crate::tenant::Tenant {
+        static LOCAL: std::sync::LazyLock<crate::tenant::Tenant> =
+            std::sync::LazyLock::new(crate::tenant::Tenant::local);
+        &LOCAL
+    }
 }
 
 /// A context with no client behind it (used when the host itself calls a

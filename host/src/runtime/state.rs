@@ -6,6 +6,7 @@
 use super::bindings::wasm_mcp::plugin::{host, types};
 use super::context::CallContext;
 use super::grants::{DirGrant, Grants};
+use super::keyvalue::{KeyValueState, Namespace};
 use super::limiter::MemoryCap;
 use super::log_pipe::LogPipe;
 use super::quota::Quota;
@@ -45,6 +46,8 @@ pub struct CallState {
     asked: u32,
     /// What the plugin wrote last on stderr, for the error if it fails.
     pub(super) stderr: std::sync::Weak<parking_lot::Mutex<super::log_pipe::Tail>>,
+    /// `wasi:keyvalue`: the plugin's data of the call's tenant.
+    pub(super) keyvalue: KeyValueState,
 }
 
 impl CallState {
@@ -58,6 +61,14 @@ impl CallState {
         grants: &Arc<Grants>,
     ) -> anyhow::Result<Self> {
         let limits = &grants.limits;
+        let keyvalue = KeyValueState::new(
+            Namespace {
+                plugin: plugin.clone(),
+                tenant: context.tenant().key().clone(),
+            },
+            grants.keyvalue.clone(),
+            limits.keyvalue,
+        );
         let quota = Arc::new(Quota::new(limits.notifications_per_sec));
         let mut wasi = WasiCtxBuilder::new();
         let stderr = LogPipe::new(plugin.clone(), "stderr", quota.clone());
@@ -104,6 +115,7 @@ impl CallState {
             wait_clock: Arc::default(),
             asked: 0,
             stderr: stderr_tail,
+            keyvalue,
         })
     }
 }
@@ -129,6 +141,13 @@ impl CallState {
         self.context = context;
         self.wait_clock = Arc::default();
         self.asked = 0;
+        self.keyvalue.rebind();
+    }
+
+    /// The store's key-value state with the resource table its buckets
+    /// live in (for the `wasi:keyvalue` host functions).
+    pub(super) fn keyvalue(&mut self) -> (&mut KeyValueState, &mut ResourceTable) {
+        (&mut self.keyvalue, &mut self.table)
     }
 
     /// Lets go of the call that ended, for the state to be kept: its turn

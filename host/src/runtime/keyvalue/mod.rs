@@ -10,6 +10,9 @@
 
 mod backend;
 pub mod bindings;
+mod state;
+
+pub use state::KeyValueState;
 
 pub use backend::{Backend, Entry, Namespace, Quota, StoreError, Usage, Versioned};
 
