@@ -30,6 +30,10 @@ tool returns a str (text), anything JSON can hold (text and structured
 content) or `result(...)` (its own text beside structured content); an
 exception becomes a tool error with its message (a `ToolError`'s message
 alone, else prefixed with the exception's type).
+
+`KeyValue.open()` is the plugin's key-value store (wasi:keyvalue), when
+the host grants it: get, set, delete, increment, compare-and-swap
+(`update` for a read-modify-write), keys and batches.
 """
 
 import importlib
@@ -84,7 +88,7 @@ def _template_matcher(uri_template: str):
 
     return match
 
-__all__ = ["Plugin", "ToolError", "result", "text"]
+__all__ = ["Plugin", "ToolError", "result", "text", "KeyValue", "KeyValueError", "AccessDenied"]
 
 
 def text(value: str) -> types.Content:
@@ -400,3 +404,218 @@ class Plugin:
             return func
 
         return register(func) if func is not None else register
+
+
+# --- the key-value store (wasi:keyvalue) --------------------------------------
+
+def _imported(interface: str):
+    """The bindings of an interface the world imports, or None (a
+    component built against a contract older than wasi:keyvalue)."""
+    try:
+        return importlib.import_module(f"wit_world.imports.{interface}")
+    except ImportError:
+        return None
+
+
+_store = _imported("store")
+_atomics = _imported("atomics")
+_batch = _imported("batch")
+
+# How often `update` and `add` try again when another writer changed the
+# key between their read and their write.
+UPDATE_RETRIES = 100
+# Keys `items` reads with one get_many: well within the host's bounds on a
+# batch's keys and bytes.
+_ITEMS_CHUNK = 100
+
+
+class KeyValueError(Exception):
+    """A key-value operation the host refused or could not do; the message
+    is the host's (a bound, a full quota, the store unreachable)."""
+
+
+class AccessDenied(KeyValueError):
+    """The plugin is not granted the store (`[plugins.NAME] keyvalue = true`
+    in the host's config)."""
+
+
+def _error(error) -> KeyValueError:
+    if isinstance(error, _store.Error_AccessDenied):
+        return AccessDenied("this plugin is not granted the key-value store "
+                            "([plugins.NAME] keyvalue = true in the host's config)")
+    if isinstance(error, _store.Error_NoSuchStore):
+        return KeyValueError("no such key-value store")
+    return KeyValueError(error.value)
+
+
+def _call(func, *args):
+    try:
+        return func(*args)
+    except Err as e:
+        raise _error(e.value) from None
+
+
+def _bytes(value) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"a key-value value is bytes or str, not {type(value).__name__}")
+
+
+_UNREAD = object()
+
+
+class Snapshot:
+    """A key's value as `KeyValue.snapshot` read it, to write with
+    `compare_and_swap` only if nobody wrote the key since."""
+
+    __slots__ = ("key", "_cas", "_value")
+
+    def __init__(self, key: str, cas):
+        self.key = key
+        self._cas = cas
+        self._value = _UNREAD
+
+    @property
+    def value(self) -> bytes | None:
+        """The value read (None: the key had none)."""
+        if self._value is _UNREAD:
+            if self._cas is None:
+                raise KeyValueError(f"the snapshot of {self.key!r} was written already")
+            self._value = _call(self._cas.current)
+        return self._value
+
+
+class KeyValue:
+    """One bucket of the plugin's key-value store: its data of the calling
+    tenant, kept by the host (on every replica the same).
+
+        kv = KeyValue.open()
+        kv.set("greeting", "hello")
+        kv.get("greeting")                        # b"hello"
+        kv.increment("visits")                    # 1, then 2, ...
+        kv.update("names", lambda old: (old or b"") + b"Ann\\n")
+
+    Open it in the call that uses it. Every method is one atomic operation
+    of the host's (batches included: all or nothing), and raises
+    `KeyValueError` with the host's text when refused (`AccessDenied` when
+    the plugin is not granted the store). Keys are strings; values bytes
+    (a str is stored as UTF-8). The host bounds key and value sizes, the
+    keys in one page or batch, the operations in one call and what a
+    tenant may keep; over a bound, the operation fails and writes nothing.
+    """
+
+    def __init__(self, bucket, name: str):
+        self._bucket = bucket
+        self.name = name
+
+    @classmethod
+    def open(cls, name: str = "default") -> "KeyValue":
+        """The bucket `name` (made on first write)."""
+        if _store is None:
+            raise KeyValueError("this component was built without wasi:keyvalue: build it "
+                                "against a contract that imports it (`wasm-mcp wit`)")
+        return cls(_call(_store.open, name), name)
+
+    def get(self, key: str) -> bytes | None:
+        """The value of `key`, None when it has none."""
+        return _call(self._bucket.get, key)
+
+    def set(self, key: str, value: bytes | str) -> None:
+        """Sets `key` to `value`."""
+        _call(self._bucket.set, key, _bytes(value))
+
+    def delete(self, key: str) -> None:
+        """Deletes `key` (no error when it has no value)."""
+        _call(self._bucket.delete, key)
+
+    def exists(self, key: str) -> bool:
+        """Whether `key` has a value."""
+        return _call(self._bucket.exists, key)
+
+    def __contains__(self, key: str) -> bool:
+        return self.exists(key)
+
+    def increment(self, key: str, delta: int = 1) -> int:
+        """Adds `delta` to the integer at `key` (0 when it has none), kept as
+        decimal text, and returns the sum: a counter every writer shares."""
+        return _call(_atomics.increment, self._bucket, key, delta)
+
+    def keys(self, prefix: str | None = None):
+        """Every key (starting with `prefix`), page by page as the host
+        lists them; a key written meanwhile may or may not be in it."""
+        for page in self._pages():
+            yield from (k for k in page if prefix is None or k.startswith(prefix))
+
+    def items(self, prefix: str | None = None):
+        """Every (key, value) pair (keys starting with `prefix`), their
+        values read a batch at a time."""
+        for page in self._pages():
+            wanted = [k for k in page if prefix is None or k.startswith(prefix)]
+            for start in range(0, len(wanted), _ITEMS_CHUNK):
+                yield from self.get_many(wanted[start:start + _ITEMS_CHUNK]).items()
+
+    def _pages(self):
+        cursor = None
+        while True:
+            page = _call(self._bucket.list_keys, cursor)
+            yield page.keys
+            cursor = page.cursor
+            if cursor is None:
+                return
+
+    def get_many(self, keys: list[str]) -> dict[str, bytes]:
+        """The keys that have a value, with it, in the order asked (at most
+        a page of keys)."""
+        found = _call(_batch.get_many, self._bucket, list(keys))
+        return {pair[0]: pair[1] for pair in found if pair is not None}
+
+    def set_many(self, items) -> None:
+        """Sets every (key, value) of `items` (a dict or pairs): all or none."""
+        pairs = items.items() if hasattr(items, "items") else items
+        _call(_batch.set_many, self._bucket, [(k, _bytes(v)) for k, v in pairs])
+
+    def delete_many(self, keys) -> None:
+        """Deletes every key: all or none."""
+        _call(_batch.delete_many, self._bucket, list(keys))
+
+    def snapshot(self, key: str) -> Snapshot:
+        """`key`'s value (`.value`), to write back with `compare_and_swap`."""
+        return Snapshot(key, _call(_atomics.Cas.new, self._bucket, key))
+
+    def compare_and_swap(self, snapshot: Snapshot, value: bytes | str) -> bool:
+        """Writes `value` if the key is unchanged since `snapshot` was read.
+        True if it did; False if another writer came first: the snapshot
+        then holds the newer value, ready to try again."""
+        if snapshot._cas is None:
+            raise KeyValueError(f"the snapshot of {snapshot.key!r} was written already")
+        cas, snapshot._cas = snapshot._cas, None
+        try:
+            _atomics.swap(cas, _bytes(value))
+        except Err as e:
+            if isinstance(e.value, _atomics.CasError_CasFailed):
+                snapshot._cas, snapshot._value = e.value.value, _UNREAD
+                return False
+            raise _error(e.value.value) from None
+        snapshot._value = _bytes(value)
+        return True
+
+    def update(self, key: str, change, retries: int = UPDATE_RETRIES) -> bytes | None:
+        """Read-modify-write, safe against every other writer: `change(old)`
+        (old: the value, or None) returns the new value, or None to write
+        nothing; it runs again on the newer value whenever another writer
+        came first (so it should only compute). Returns what was written,
+        or None. Fails after `retries` lost races."""
+        snapshot = self.snapshot(key)
+        for _ in range(retries):
+            new = change(snapshot.value)
+            if new is None:
+                return None
+            if self.compare_and_swap(snapshot, new):
+                return _bytes(new)
+        raise KeyValueError(f"{key!r} changed {retries} times while being updated; nothing was written")
+
+    def add(self, key: str, value: bytes | str) -> bool:
+        """Sets `key` only if it has no value; whether it did."""
+        return self.update(key, lambda old: value if old is None else None) is not None
