@@ -38,7 +38,6 @@ const RUST: &[File] = &[
         "wasm-mcp-sdk/Cargo.toml",
         include_str!("../../sdk-guest/Cargo.toml"),
     ),
-    ("wasm-mcp-sdk/wit/plugin.wit", crate::dev::WIT),
     (
         "wasm-mcp-sdk/src/lib.rs",
         include_str!("../../sdk-guest/src/lib.rs"),
@@ -54,6 +53,10 @@ const RUST: &[File] = &[
     (
         "wasm-mcp-sdk/src/host.rs",
         include_str!("../../sdk-guest/src/host.rs"),
+    ),
+    (
+        "wasm-mcp-sdk/src/keyvalue.rs",
+        include_str!("../../sdk-guest/src/keyvalue.rs"),
     ),
     (
         "wasm-mcp-sdk/src/plugin.rs",
@@ -97,7 +100,6 @@ const PYTHON: &[File] = &[
     ("app.py", include_str!("../templates/python/app.py")),
     ("wasm_mcp.py", include_str!("../../sdk-python/wasm_mcp.py")),
     ("README.md", include_str!("../templates/python/README.md")),
-    ("wit/plugin.wit", crate::dev::WIT),
 ];
 
 const JS: &[File] = &[
@@ -105,14 +107,12 @@ const JS: &[File] = &[
     ("wasm-mcp.js", include_str!("../../sdk-js/wasm-mcp.js")),
     ("package.json", include_str!("../templates/js/package.json")),
     ("README.md", include_str!("../templates/js/README.md")),
-    ("wit/plugin.wit", crate::dev::WIT),
 ];
 
 const C: &[File] = &[
     ("plugin.c", include_str!("../templates/c/plugin.c")),
     ("build.sh", include_str!("../templates/c/build.sh")),
     ("README.md", include_str!("../templates/c/README.md")),
-    ("wit/plugin.wit", crate::dev::WIT),
 ];
 
 const GO: &[File] = &[
@@ -126,7 +126,10 @@ const GO: &[File] = &[
         "wasmmcp/abi.go",
         include_str!("../../sdk-go/wasmmcp/abi.go"),
     ),
-    ("wit/plugin.wit", crate::dev::WIT),
+    (
+        "wasmmcp/keyvalue.go",
+        include_str!("../../sdk-go/wasmmcp/keyvalue.go"),
+    ),
     ("build.sh", include_str!("../templates/go/build.sh")),
     ("README.md", include_str!("../templates/go/README.md")),
 ];
@@ -147,6 +150,13 @@ pub fn create(language: Language, name: &str, parent: &Path) -> Result<PathBuf> 
         Language::C => C,
         Language::Go => GO,
     };
+    // The contract, with the WIT packages it uses (wasi:keyvalue), where
+    // the template's build reads it.
+    let wit = match language {
+        Language::Rust => dir.join("wasm-mcp-sdk/wit"),
+        _ => dir.join("wit"),
+    };
+    crate::dev::write_wit(&wit).with_context(|| format!("writing {}", wit.display()))?;
     let lib = name.replace('-', "_");
     for (path, text) in files.iter().chain([&SKILL]) {
         let target = dir.join(path);
@@ -228,6 +238,19 @@ mod tests {
             assert_eq!(skills.skills.len(), 1);
             assert!(skills.skills[0].description().contains(name));
             assert!(create(language, name, parent.path()).is_err(), "exists");
+        }
+        // Each carries the whole contract: plugin.wit and its WIT deps.
+        for (dir, wit) in [
+            ("my-tool", "wasm-mcp-sdk/wit"),
+            ("py_tool", "wit"),
+            ("jsTool", "wit"),
+            ("c-tool", "wit"),
+            ("go_tool", "wit"),
+        ] {
+            let wit = parent.path().join(dir).join(wit);
+            for (path, text) in crate::dev::WIT_FILES {
+                assert_eq!(std::fs::read_to_string(wit.join(path)).unwrap(), *text);
+            }
         }
         let sdk = parent.path().join("my-tool/wasm-mcp-sdk/src/lib.rs");
         assert!(std::fs::read_to_string(sdk)

@@ -20,20 +20,30 @@
 //!
 //! The SDK derives each tool's input schema from its argument type, parses
 //! and validates JSON, and converts results to the WIT contract's types.
+//! [`keyvalue`] is the plugin's key-value store, where the operator grants
+//! it.
 
 pub mod bindings {
-    //! The raw bindings of the `wasm-mcp:plugin@0.1.0` contract.
+    //! The raw bindings of the `wasm-mcp:plugin@0.1.0` contract, and of
+    //! `wasi:keyvalue@0.2.0-draft2` that its worlds import.
     wit_bindgen::generate!({
         path: "wit",
         world: "wasm-mcp:plugin/plugin@0.1.0",
         pub_export_macro: true,
         export_macro_name: "__export_plugin_world",
         default_bindings_module: "::wasm_mcp_sdk::bindings",
+        // The key-value store every world imports (see `keyvalue`).
+        with: {
+            "wasi:keyvalue/store@0.2.0-draft2": generate,
+            "wasi:keyvalue/atomics@0.2.0-draft2": generate,
+            "wasi:keyvalue/batch@0.2.0-draft2": generate,
+        },
     });
 }
 
 mod content;
 pub mod host;
+pub mod keyvalue;
 mod plugin;
 mod prompt;
 mod resource;
@@ -55,7 +65,7 @@ pub use tool::{
 /// Everything a plugin usually needs, in one `use`.
 pub mod prelude {
     pub use crate::{
-        assistant, audio, embedded, error_result, export_plugin, host, image, text, user,
+        assistant, audio, embedded, error_result, export_plugin, host, image, keyvalue, text, user,
         CallResult, Content, Plugin, PromptMessage, Resource, ResourceContents, Structured,
         TaskSupport, Template, Tool, ToolAnnotations, UriVars,
     };

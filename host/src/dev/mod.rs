@@ -10,7 +10,7 @@ mod toolchain;
 mod wit_docs;
 
 pub use serve::serve;
-pub use toolchain::{Toolchain, WIT};
+pub use toolchain::{write_wit, Contract, Toolchain, WIT, WIT_FILES};
 
 use anyhow::{bail, Context as _, Result};
 use notify::event::{EventKind, ModifyKind};
@@ -67,7 +67,7 @@ impl Workspace {
         let wit = root.path().join("wit");
         std::fs::create_dir(&plugins)
             .and_then(|()| std::fs::create_dir(&wit))
-            .and_then(|()| std::fs::write(wit.join("plugin.wit"), toolchain::WIT))
+            .and_then(|()| toolchain::write_wit(&wit))
             .with_context(|| format!("creating {}", root.path().display()))?;
         Ok(Workspace {
             _root: root,

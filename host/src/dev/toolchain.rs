@@ -10,9 +10,94 @@ use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-/// The plugin contract (`wasm-mcp wit` prints it; `dev` writes it where the
-/// Python and JavaScript generators read it).
-pub const WIT: &str = include_str!("../../../wit/plugin.wit");
+/// The plugin contract, file by file as a `wit/` folder holds it:
+/// `plugin.wit` and, under `deps/`, the WIT packages its worlds include
+/// (`wasi:keyvalue@0.2.0-draft2`). `dev` writes it where the generators
+/// read it ([`write_wit`]); `wasm-mcp new` puts it in every template.
+pub const WIT_FILES: &[(&str, &str)] = &[
+    ("plugin.wit", include_str!("../../../wit/plugin.wit")),
+    (
+        "deps/keyvalue/atomic.wit",
+        include_str!("../../../wit/deps/keyvalue/atomic.wit"),
+    ),
+    (
+        "deps/keyvalue/batch.wit",
+        include_str!("../../../wit/deps/keyvalue/batch.wit"),
+    ),
+    (
+        "deps/keyvalue/store.wit",
+        include_str!("../../../wit/deps/keyvalue/store.wit"),
+    ),
+    (
+        "deps/keyvalue/watch.wit",
+        include_str!("../../../wit/deps/keyvalue/watch.wit"),
+    ),
+    (
+        "deps/keyvalue/world.wit",
+        include_str!("../../../wit/deps/keyvalue/world.wit"),
+    ),
+];
+
+/// The plugin contract as one self-contained WIT document (`wasm-mcp wit`
+/// prints it): `plugin.wit`, then each package under `deps/` as a nested
+/// `package NAME { ... }` block, which every generator reads as the
+/// folder. Its text is [`Contract`]'s `Display`.
+pub const WIT: Contract = Contract;
+
+/// The type of [`WIT`].
+#[derive(Debug, Clone, Copy)]
+pub struct Contract;
+
+impl std::fmt::Display for Contract {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (main, deps) = WIT_FILES.split_first().expect("plugin.wit comes first");
+        f.write_str(main.1)?;
+        let mut open: Option<&str> = None;
+        for (path, text) in deps {
+            let folder = path.rsplit_once('/').map_or("", |(folder, _)| folder);
+            if open != Some(folder) {
+                if open.is_some() {
+                    f.write_str("}\n")?;
+                }
+                let package = package_of(folder).expect("every dependency has a package line");
+                write!(f, "\npackage {package} {{\n")?;
+                open = Some(folder);
+            }
+            for line in text.lines() {
+                if !line.trim_start().starts_with("package ") {
+                    writeln!(f, "{line}")?;
+                }
+            }
+        }
+        if open.is_some() {
+            f.write_str("}\n")?;
+        }
+        Ok(())
+    }
+}
+
+/// The package that the files of `folder` (in [`WIT_FILES`]) declare.
+fn package_of(folder: &str) -> Option<&'static str> {
+    WIT_FILES
+        .iter()
+        .filter(|(path, _)| path.rsplit_once('/').map(|(f, _)| f) == Some(folder))
+        .flat_map(|(_, text)| text.lines())
+        .find_map(|line| line.trim().strip_prefix("package "))
+        .map(|rest| rest.trim_end_matches(';').trim())
+}
+
+/// Writes the contract's files ([`WIT_FILES`]) into `dir` (made if
+/// missing), as the folder the generators read.
+pub fn write_wit(dir: &Path) -> std::io::Result<()> {
+    for (path, text) in WIT_FILES {
+        let target = dir.join(path);
+        if let Some(folder) = target.parent() {
+            std::fs::create_dir_all(folder)?;
+        }
+        std::fs::write(target, text)?;
+    }
+    Ok(())
+}
 
 /// How a source folder is built.
 #[derive(Debug, Clone, PartialEq)]
@@ -436,6 +521,44 @@ mod tests {
             assert!(wit.contains(&format!("world {name} {{")), "{name}");
         }
         assert_eq!(world(false, false, false, false), None);
+    }
+
+    #[test]
+    fn the_printed_contract_is_the_folder_in_one_document() {
+        let printed = WIT.to_string();
+        assert!(printed.starts_with(WIT_FILES[0].1));
+        assert!(printed.contains("package wasi:keyvalue@0.2.0-draft2 {"));
+        let mut one = wit_parser::Resolve::default();
+        one.push_str("plugin.wit", &printed).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        write_wit(dir.path()).unwrap();
+        let mut folder = wit_parser::Resolve::default();
+        folder.push_dir(dir.path()).unwrap();
+        let names = |r: &wit_parser::Resolve| {
+            let mut names: Vec<String> = r
+                .interfaces
+                .iter()
+                .filter_map(|(_, i)| {
+                    let package = &r.packages[i.package?].name;
+                    Some(format!("{package}/{}", i.name.as_deref()?))
+                })
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(&one), names(&folder));
+        assert!(names(&one).contains(&"wasi:keyvalue@0.2.0-draft2/atomics".to_owned()));
+        // Every world of the contract imports the store.
+        let tools = folder
+            .worlds
+            .iter()
+            .find(|(_, w)| w.name == "tools-plugin")
+            .unwrap()
+            .1;
+        assert!(tools
+            .imports
+            .keys()
+            .any(|k| folder.name_world_key(k) == "wasi:keyvalue/store@0.2.0-draft2"));
     }
 
     #[test]

@@ -55,7 +55,7 @@ mod tests {
         assert!(with_docs(&with, wit.path()).unwrap().is_none());
         // The contract's own docs are not added.
         let contract = tempfile::tempdir().unwrap();
-        std::fs::write(contract.path().join("plugin.wit"), crate::dev::WIT).unwrap();
+        crate::dev::write_wit(contract.path()).unwrap();
         assert!(with_docs(&component, contract.path()).unwrap().is_none());
     }
 }

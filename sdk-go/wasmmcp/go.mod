@@ -1,0 +1,3 @@
+module wasmmcp
+
+go 1.24
