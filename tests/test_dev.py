@@ -2,6 +2,7 @@
 
 import shutil
 import time
+from pathlib import Path
 
 from conftest import ROOT, RawHost, modern_meta
 
@@ -97,7 +98,8 @@ def test_the_examples_carry_the_helpers_as_shipped():
     `wasm-mcp new` writes them; the copies must not drift."""
     for example, helper in [("wordcount-python/wasm_mcp.py", "sdk-python/wasm_mcp.py"),
                             ("memory-python/wasm_mcp.py", "sdk-python/wasm_mcp.py"),
-                            ("shout-js/wasm-mcp.js", "sdk-js/wasm-mcp.js")]:
+                            ("shout-js/wasm-mcp.js", "sdk-js/wasm-mcp.js"),
+                            ("kv-js/wasm-mcp.js", "sdk-js/wasm-mcp.js")]:
         assert (ROOT / "plugins" / example).read_text() == (ROOT / helper).read_text(), example
 
 
@@ -107,8 +109,22 @@ def test_wit_prints_the_contract_the_sdk_carries():
     from conftest import BINARY
 
     printed = subprocess.run([str(BINARY), "wit"], capture_output=True, check=True, timeout=30).stdout.decode()
-    assert printed == (ROOT / "sdk-guest" / "wit" / "plugin.wit").read_text()
+    # The contract, then the packages its worlds include (wit/deps), nested:
+    # one document a generator reads as it reads the folder.
+    assert printed.startswith((ROOT / "sdk-guest" / "wit" / "plugin.wit").read_text())
     assert "world tools-plugin" in printed
+    assert "\npackage wasi:keyvalue@0.2.0-draft2 {\n" in printed
+    for dep in (ROOT / "sdk-guest" / "wit" / "deps" / "keyvalue").glob("*.wit"):
+        body = [line for line in dep.read_text().splitlines() if not line.startswith("package ")]
+        assert "\n".join(body) in printed, dep.name
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        wit = Path(folder) / "plugin.wit"
+        wit.write_text(printed)
+        parsed = subprocess.run([str(ROOT / ".cache" / "venv" / "bin" / "wasm-tools"), "component", "wit", str(wit)],
+                                capture_output=True, text=True, timeout=60)
+    assert parsed.returncode == 0, parsed.stderr
+    assert "import wasi:keyvalue/atomics@0.2.0-draft2;" in parsed.stdout
 
 
 def test_a_printing_command_whose_reader_went_away_ends_quietly():
