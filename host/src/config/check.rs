@@ -98,9 +98,9 @@ pub(super) fn open_roots(
     }
     // Overlaps say something only of roots that opened.
     anyhow::ensure!(problems.is_empty(), problems.join("\n"));
-    let paths: Vec<(&String, &PathBuf)> = roots
+    let paths: Vec<(&String, &Path)> = roots
         .iter()
-        .map(|(name, root)| (name, root.path.get_ref()))
+        .map(|(name, root)| (name, root.area()))
         .collect();
     for (i, (a, a_path)) in paths.iter().enumerate() {
         for (b, b_path) in &paths[i + 1..] {
@@ -132,9 +132,30 @@ fn open_root(
         "roots.{name}: a root name must be letters, digits, '-' or '_'"
     );
     let span = root.path.span();
-    let path = base.join(root.path.get_ref());
+    let written = root.path.get_ref();
+    anyhow::ensure!(
+        written
+            .parent()
+            .is_none_or(|p| !p.to_string_lossy().contains(RootSection::TENANT))
+            && (written.file_name().is_none_or(|f| f == RootSection::TENANT)
+                || !written.to_string_lossy().contains(RootSection::TENANT)),
+        "{}: roots.{name}.path {}: {{tenant}} must be the path's last part \
+         (\"/srv/files/{{tenant}}\": each tenant's folder is made inside /srv/files)",
+        at(span.clone()),
+        written.display()
+    );
+    let per_tenant = root.tenant_parent().is_some();
+    // A root per tenant: its parent is what must exist.
+    let path = match root.tenant_parent() {
+        Some(parent) => base.join(parent),
+        None => base.join(written),
+    };
+    let tenant = |path: PathBuf| match per_tenant {
+        true => path.join(RootSection::TENANT),
+        false => path,
+    };
     if files == super::Files::Skip {
-        *root.path.get_mut() = std::path::absolute(&path).unwrap_or(path);
+        *root.path.get_mut() = tenant(std::path::absolute(&path).unwrap_or(path));
         return Ok(());
     }
     let path = path
@@ -146,7 +167,7 @@ fn open_root(
         at(span),
         path.display()
     );
-    *root.path.get_mut() = path;
+    *root.path.get_mut() = tenant(path);
     Ok(())
 }
 

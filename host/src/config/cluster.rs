@@ -29,6 +29,10 @@ pub struct StateSection {
     /// (default: the system's). Whether TLS is used is the URL's
     /// `sslmode` (`disable`, `prefer`, the default, or `require`).
     pub ca_file: Option<PathBuf>,
+    /// Without `url`: the SQLite file that keeps plugins' key-value data
+    /// (default: `keyvalue.db` in the host's state folder, beside the task
+    /// store; `""` keeps it in memory, lost at exit).
+    pub keyvalue_store: Option<PathBuf>,
 }
 
 impl Default for StateSection {
@@ -40,6 +44,7 @@ impl Default for StateSection {
             timeout_ms: d::STATE_TIMEOUT_MS,
             max_stream_events: d::STATE_STREAM_EVENTS,
             ca_file: None,
+            keyvalue_store: None,
         }
     }
 }

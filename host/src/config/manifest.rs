@@ -4,6 +4,7 @@
 //! ```toml
 //! hosts = ["api.github.com"]      # outbound HTTP ("*": every host the config allows it)
 //! env = ["GITHUB_TOKEN"]          # environment variables
+//! keyvalue = true                 # a key-value store (wasi:keyvalue)
 //!
 //! [roots]                         # folders, by the config's root names
 //! notes = "read-write"
@@ -31,6 +32,9 @@ pub struct Manifest {
     pub hosts: Vec<String>,
     /// Environment variables it wants to read.
     pub env: Vec<String>,
+    /// Whether it wants a key-value store (`wasi:keyvalue`): its own data
+    /// of each tenant, granted by `[plugins.NAME] keyvalue = true`.
+    pub keyvalue: bool,
 }
 
 impl Manifest {

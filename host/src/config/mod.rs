@@ -27,6 +27,7 @@ pub use manifest::Manifest;
 pub use reachable::Findings;
 pub use tasks::TasksSection;
 
+
 use anyhow::{Context as _, Result};
 use check::{check_limits, overlap};
 use schemars::JsonSchema;
@@ -70,6 +71,30 @@ pub struct Config {
     pub profiles: BTreeMap<String, ProfileSection>,
     /// `[access]`: what is served when no rule names it.
     pub access: AccessSection,
+    /// `[tenancy]`: whose plugin data a caller reaches.
+    pub tenancy: Option<TenancySection>,
+}
+
+/// `[tenancy]`: which token claim names a caller's tenant, whose own
+/// folder in each `{tenant}` root and own key-value data it reaches.
+/// Without it, an authenticated caller's tenant is its `sub` (else its
+/// principal), and every other caller's is `local`. With it, a token
+/// without the claim is refused.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct TenancySection {
+    /// The claim: a name, or a dotted path into nested objects (`org.id`).
+    /// `sub` (the default) makes each principal its own tenant; `org`
+    /// (say) puts a whole team in one.
+    pub claim: String,
+}
+
+impl Default for TenancySection {
+    fn default() -> Self {
+        TenancySection {
+            claim: "sub".into(),
+        }
+    }
 }
 
 /// `[registries."HOST[:PORT]"]`: the login for one OCI registry, named as
@@ -298,6 +323,25 @@ pub struct RootSection {
     pub mode: Mode,
 }
 
+impl RootSection {
+    /// The last component of a root's path that makes it a root per
+    /// tenant: `path = "/srv/files/{tenant}"`.
+    pub const TENANT: &'static str = "{tenant}";
+
+    /// The folder that holds each tenant's folder, when the path ends in
+    /// `{tenant}`.
+    pub fn tenant_parent(&self) -> Option<&Path> {
+        let path = self.path.get_ref();
+        (path.file_name()? == Self::TENANT).then(|| path.parent())?
+    }
+
+    /// The folder the root takes up on the host: its own, or the one that
+    /// holds each tenant's.
+    pub fn area(&self) -> &Path {
+        self.tenant_parent().unwrap_or(self.path.get_ref())
+    }
+}
+
 /// `[plugins.<name>]`: what the operator allows one plugin. A plugin gets
 /// what its manifest asks for and this allows, nothing more.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
@@ -339,6 +383,9 @@ pub struct PluginSection {
     /// What its tools selected by their annotations require beyond what
     /// it does (`[[plugins.NAME.tool_rules]]`).
     pub tool_rules: Vec<ToolRule>,
+    /// A key-value store (`wasi:keyvalue`): one namespace per tenant, in
+    /// the host's store (SQLite, or `[state] url`'s PostgreSQL).
+    pub keyvalue: bool,
 }
 
 /// `[plugins.<name>.secrets] VAR = { file = "..." }` or `{ env = "..." }`:
@@ -462,11 +509,11 @@ impl Config {
         let path = canonical_or_nearest(path);
         for (name, root) in &self.roots {
             anyhow::ensure!(
-                !overlap(&path, root.path.get_ref()),
+                !overlap(&path, root.area()),
                 "{what} {} overlaps roots.{name} ({}): a plugin granted that root could \
                  change it; keep the host's own folders outside every root",
                 path.display(),
-                root.path.get_ref().display()
+                root.area().display()
             );
         }
         Ok(())

@@ -3,7 +3,8 @@
 //! decision is reported item by item.
 
 use crate::config::{Config, Manifest, Mode};
-use crate::runtime::{DirGrant, DirHandle, Grants, HostPattern, Limits, Secret};
+use crate::runtime::keyvalue::KeyValueGrant;
+use crate::runtime::{DirGrant, DirHandle, Grants, HostPattern, Limits, Secret, TenantDirs};
 use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,6 +14,10 @@ use std::sync::Arc;
 pub struct Policy {
     config: Config,
     dirs: BTreeMap<String, Arc<DirHandle>>,
+    /// The roots per tenant: their tenants' folders.
+    tenants: BTreeMap<String, Arc<TenantDirs>>,
+    /// The store of plugins granted `keyvalue`.
+    keyvalue: Option<KeyValueGrant>,
 }
 
 /// What was granted to one plugin, and why each asked-for item was or was
@@ -48,13 +53,30 @@ impl Policy {
     /// later replaced).
     pub fn new(config: Config) -> Result<Self> {
         let mut dirs = BTreeMap::new();
+        let mut tenants = BTreeMap::new();
         for (name, root) in &config.roots {
-            let path = root.path.get_ref();
+            let path = root.area();
             let dir = DirHandle::open(path)
                 .with_context(|| format!("opening roots.{name}.path {}", path.display()))?;
-            dirs.insert(name.clone(), Arc::new(dir));
+            let dir = Arc::new(dir);
+            if root.tenant_parent().is_some() {
+                tenants.insert(name.clone(), Arc::new(TenantDirs::new(dir.clone())));
+            }
+            dirs.insert(name.clone(), dir);
         }
-        Ok(Policy { config, dirs })
+        Ok(Policy {
+            config,
+            dirs,
+            tenants,
+            keyvalue: None,
+        })
+    }
+
+    /// This policy, granting `store` to the plugins allowed `keyvalue`
+    /// (without one, none is granted: `inspect` says so).
+    pub fn with_keyvalue(mut self, store: KeyValueGrant) -> Self {
+        self.keyvalue = Some(store);
+        self
     }
 
     /// Decides what `plugin` gets for what `manifest` asks.
@@ -103,14 +125,29 @@ impl Policy {
                     .push(format!("root {name}: its folder was not opened"));
                 continue;
             };
+            let tenants = self.tenants.get(name).cloned();
+            let per_tenant = if tenants.is_some() { ", per tenant" } else { "" };
             d.granted
-                .push(format!("root {name} ({mode}) at {guest_path}"));
+                .push(format!("root {name} ({mode}{per_tenant}) at {guest_path}"));
             d.grants.dirs.push(DirGrant {
-                host_path: root.path.get_ref().clone(),
+                host_path: root.area().to_owned(),
                 dir,
                 guest_path,
                 writable: mode == Mode::ReadWrite,
+                tenants,
             });
+        }
+
+        match (allowed.keyvalue, &self.keyvalue) {
+            (true, Some(store)) => {
+                d.granted.push("keyvalue (per tenant)".into());
+                d.grants.keyvalue = Some(store.clone());
+            }
+            (true, None) => d.denied.push("keyvalue: no store is open here".into()),
+            (false, _) if manifest.keyvalue => d.denied.push(format!(
+                "keyvalue: not allowed to plugin {plugin} ([plugins.{plugin}] keyvalue = true)"
+            )),
+            (false, _) => {}
         }
 
         let allowed_hosts: Vec<HostPattern> = allowed

@@ -58,6 +58,9 @@ pub struct DirGrant {
     pub guest_path: String,
     /// Whether the plugin may create, change, rename and delete in it.
     pub writable: bool,
+    /// A root per tenant: `host_path` and `dir` are the folder that holds
+    /// each tenant's, and a call sees its tenant's folder only.
+    pub tenants: Option<Arc<super::tenant_dirs::TenantDirs>>,
 }
 
 impl PartialEq for DirGrant {
@@ -65,6 +68,7 @@ impl PartialEq for DirGrant {
         self.host_path == other.host_path
             && self.guest_path == other.guest_path
             && self.writable == other.writable
+            && self.tenants.is_some() == other.tenants.is_some()
     }
 }
 
@@ -99,6 +103,36 @@ impl DirHandle {
         handle.by_fd = std::fs::metadata(handle.fd_path())
             .is_ok_and(|m| (m.dev(), m.ino()) == id && m.is_dir());
         Ok(handle)
+    }
+
+    /// Opens `name`, a folder directly inside this one, without following
+    /// a symlink in its place.
+    pub fn open_child(&self, name: &str) -> std::io::Result<Self> {
+        use rustix::fs::{openat, Mode, OFlags};
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = openat(&self.file, name, flags, Mode::empty()).map_err(|e| match e {
+            // O_NOFOLLOW|O_PATH on a symlink opens the link itself, and
+            // O_DIRECTORY then refuses it.
+            rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP => std::io::Error::other(
+                format!("{} is not a folder", self.path.join(name).display()),
+            ),
+            other => other.into(),
+        })?;
+        let file = std::fs::File::from(fd);
+        let meta = file.metadata()?;
+        let mut handle = DirHandle {
+            file,
+            path: self.path.join(name),
+            id: (meta.dev(), meta.ino()),
+            by_fd: false,
+        };
+        handle.by_fd = self.by_fd;
+        Ok(handle)
+    }
+
+    /// The open descriptor.
+    pub(super) fn file(&self) -> &std::fs::File {
+        &self.file
     }
 
     fn fd_path(&self) -> PathBuf {

@@ -170,12 +170,7 @@ impl LoadedPlugin {
         context: Arc<dyn CallContext>,
         roots: &Roots,
     ) -> Result<Store<CallState>, CallError> {
-        let state = CallState::new(
-            &self.name,
-            context,
-            roots.as_ref().map(|r| r.as_slice()),
-            &self.grants,
-        )
+        let state = CallState::new(&self.name, context, roots, &self.grants)
         .map_err(|e| CallError::Setup(format!("{e:#}")))?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
@@ -205,7 +200,7 @@ impl LoadedPlugin {
             turn = self.turns.clone().acquire_owned() => turn.expect("the semaphore is never closed"),
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
-        let roots = context.client_roots();
+        let roots = super::spare::Placement::of(&*context);
         let warm = affinity.as_ref().and_then(|a| self.warm.take(a));
         let (mut store, slot, kept, served) = match warm {
             Some(warm) => {

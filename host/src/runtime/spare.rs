@@ -45,8 +45,46 @@ use tokio::sync::futures::Notified;
 use wasmtime::component::Instance;
 use wasmtime::Store;
 
-/// The client roots an instance's preopens were chosen for.
-pub(super) type Roots = Option<Arc<Vec<PathBuf>>>;
+/// What an instance's preopens and key-value namespace were made for:
+/// the call's tenant and the client roots. An instance serves only calls
+/// with the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    tenant: crate::tenant::Tenant,
+    client_roots: Option<Arc<Vec<PathBuf>>>,
+}
+
+impl Placement {
+    /// The placement of a call from `context`.
+    pub(super) fn of(context: &dyn super::context::CallContext) -> Self {
+        Placement {
+            tenant: context.tenant().clone(),
+            client_roots: context.client_roots(),
+        }
+    }
+
+    /// The client roots.
+    pub(super) fn client_roots(&self) -> Option<&[PathBuf]> {
+        self.client_roots.as_deref().map(Vec::as_slice)
+    }
+
+    /// The tenant.
+    pub(super) fn tenant(&self) -> &crate::tenant::Tenant {
+        &self.tenant
+    }
+
+    /// The local tenant with `client_roots` (for tests).
+    #[cfg(test)]
+    pub(super) fn local(client_roots: Option<Arc<Vec<PathBuf>>>) -> Self {
+        Placement {
+            tenant: crate::tenant::Tenant::local(),
+            client_roots,
+        }
+    }
+}
+
+/// What a spare was made for.
+pub(super) type Roots = Placement;
 
 /// An instance made ahead, with its store and the slot it holds.
 pub(super) struct Spare {
@@ -221,7 +259,7 @@ mod tests {
     }
 
     fn roots(paths: &[&str]) -> Roots {
-        Some(Arc::new(paths.iter().map(PathBuf::from).collect()))
+        Placement::local(Some(Arc::new(paths.iter().map(PathBuf::from).collect())))
     }
 
     #[tokio::test]
@@ -236,9 +274,9 @@ mod tests {
         assert_eq!(slots.free(), 2);
         assert!(cell.take(&roots(&["/a"])).is_none());
         assert!(cell.start_making());
-        cell.put(spare(&slots, None).await);
-        assert!(cell.take(&None).is_some());
-        assert!(cell.take(&None).is_none());
+        cell.put(spare(&slots, Placement::local(None)).await);
+        assert!(cell.take(&Placement::local(None)).is_some());
+        assert!(cell.take(&Placement::local(None)).is_none());
     }
 
     #[tokio::test]

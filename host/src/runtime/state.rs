@@ -5,14 +5,14 @@
 
 use super::bindings::wasm_mcp::plugin::{host, types};
 use super::context::CallContext;
-use super::grants::{DirGrant, Grants};
+use super::grants::Grants;
 use super::keyvalue::{KeyValueState, Namespace};
 use super::limiter::MemoryCap;
 use super::log_pipe::LogPipe;
 use super::quota::Quota;
+use super::spare::Placement;
 use super::wait_clock::WaitClock;
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -52,19 +52,23 @@ pub struct CallState {
 
 impl CallState {
     /// A fresh state with what the plugin was granted and nothing else: its
-    /// folders as preopens (where the client named `client_roots`, only
-    /// those inside them), its variables, no sockets, stdio to the log.
+    /// folders as preopens (those per tenant, the folder of the placement's
+    /// tenant; where the client named roots, only those inside them), its
+    /// variables, its key-value data of that tenant, no sockets, stdio to
+    /// the log.
     pub fn new(
         plugin: &Arc<str>,
         context: Arc<dyn CallContext>,
-        client_roots: Option<&[PathBuf]>,
+        placement: &Placement,
         grants: &Arc<Grants>,
     ) -> anyhow::Result<Self> {
+        let client_roots = placement.client_roots();
+        let tenant = placement.tenant().key();
         let limits = &grants.limits;
         let keyvalue = KeyValueState::new(
             Namespace {
                 plugin: plugin.clone(),
-                tenant: context.tenant().key().clone(),
+                tenant: tenant.clone(),
             },
             grants.keyvalue.clone(),
             limits.keyvalue,
@@ -81,20 +85,27 @@ impl CallState {
         for (key, value) in &grants.env {
             wasi.env(key, value.expose());
         }
-        let visible = |dir: &&DirGrant| {
-            client_roots
-                .is_none_or(|roots| roots.iter().any(|root| dir.host_path.starts_with(root)))
-        };
-        for dir in grants.dirs.iter().filter(visible) {
+        for dir in &grants.dirs {
+            let host_path = match &dir.tenants {
+                Some(_) => dir.host_path.join(&**tenant),
+                None => dir.host_path.clone(),
+            };
+            if client_roots.is_some_and(|roots| !roots.iter().any(|r| host_path.starts_with(r))) {
+                continue;
+            }
             let perms = if dir.writable {
                 FsPerms::ReadWrite
             } else {
                 FsPerms::ReadOnly
             };
             let open = |e: std::io::Error| {
-                anyhow::anyhow!("opening granted folder {}: {e}", dir.host_path.display())
+                anyhow::anyhow!("opening granted folder {}: {e}", host_path.display())
             };
-            let path = dir.dir.open_path().map_err(open)?;
+            let folder = match &dir.tenants {
+                Some(tenants) => tenants.folder(tenant).map_err(open)?,
+                None => dir.dir.clone(),
+            };
+            let path = folder.open_path().map_err(open)?;
             wasi.preopened_dir(&path, &dir.guest_path, perms)
                 .map_err(|e| open(std::io::Error::other(e.to_string())))?;
         }
@@ -129,7 +140,7 @@ impl CallState {
             Arc::new(super::context::Quiet {
                 plugin: "test".into(),
             }),
-            None,
+            &Placement::local(None),
             &Arc::new(Grants::default()),
         )
         .expect("no grants to open")

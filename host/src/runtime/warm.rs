@@ -9,8 +9,9 @@
 //! leaves in memory (its heap, its statics, the handles it did not close)
 //! is then seen by the calls after it in that instance. Limits on that:
 //!
-//! - an instance serves only calls of the same principal with the same
-//!   client roots (so the same preopened folders);
+//! - an instance serves only calls of the same principal and tenant with
+//!   the same client roots (so the same preopened folders, the same
+//!   tenant's folders and key-value data);
 //! - one that trapped, timed out, was cancelled or failed in any way is
 //!   torn down, never kept;
 //! - at most `max_concurrent_calls` instances of a plugin are kept; they
@@ -20,10 +21,9 @@
 
 use super::context::CallContext;
 use super::slots::Slot;
+use super::spare::Placement;
 use super::state::CallState;
 use parking_lot::Mutex;
-use std::path::PathBuf;
-use std::sync::Arc;
 use wasmtime::component::Instance;
 use wasmtime::Store;
 
@@ -32,7 +32,7 @@ use wasmtime::Store;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Affinity {
     principal: Option<String>,
-    client_roots: Option<Arc<Vec<PathBuf>>>,
+    placement: Placement,
 }
 
 impl Affinity {
@@ -40,7 +40,7 @@ impl Affinity {
     pub(super) fn of(context: &dyn CallContext) -> Self {
         Affinity {
             principal: context.principal().map(str::to_owned),
-            client_roots: context.client_roots(),
+            placement: Placement::of(context),
         }
     }
 }
@@ -115,6 +115,7 @@ mod tests {
     use super::*;
     use crate::runtime::slots::{Patience, Slots};
     use crate::runtime::BoxFuture;
+    use std::sync::Arc;
     use wasmtime::component::{Component, Linker};
 
     /// A caller authenticated as `principal`.

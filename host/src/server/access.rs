@@ -5,6 +5,7 @@
 //! using anything else is refused naming the scopes it needs (HTTP answers
 //! 403 with an `insufficient_scope` challenge).
 
+use crate::tenant::Tenant;
 use crate::config::{ClaimValues, Config, ToolRule, UnnamedPlugins, TOOL_HINTS};
 use crate::protocol::{ErrorCode, RpcError};
 use crate::runtime::tools;
@@ -25,6 +26,8 @@ pub struct Caller {
     /// The named sets of tools it is confined to (that of the path it came
     /// on, that of its token's claim): it is served what all of them offer.
     profiles: Vec<Arc<Profile>>,
+    /// Whose plugin data it reaches.
+    pub tenant: Tenant,
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +49,7 @@ impl Caller {
                 principal: None,
                 grants: Grants::Everything,
                 profiles: Vec::new(),
+                tenant: Tenant::local(),
             })
         });
         OPERATOR.clone()
@@ -77,6 +81,12 @@ impl Caller {
         while scopes.len() > MAX_SCOPES {
             scopes.pop_last();
         }
+        // Its own tenant by default: the token's subject, else whoever it
+        // is, else (anonymous) the one local tenant.
+        let tenant = match claims.get("sub") {
+            Some(Value::String(sub)) => Tenant::new(sub),
+            _ => principal.as_deref().and_then(Tenant::new),
+        };
         Caller {
             principal,
             grants: Grants::Token {
@@ -84,6 +94,32 @@ impl Caller {
                 claims: Arc::new(claims),
             },
             profiles: Vec::new(),
+            tenant: tenant.unwrap_or_else(Tenant::local),
+        }
+    }
+
+    /// The caller, as a member of `tenant`.
+    pub fn in_tenant(mut self, tenant: Tenant) -> Caller {
+        self.tenant = tenant;
+        self
+    }
+
+    /// The text of the token's `claim`, by its name, else as a dotted path
+    /// into nested objects (as rules read claims).
+    pub fn claim_at(&self, claim: &str) -> TextClaim<'_> {
+        let claims = match &self.grants {
+            Grants::Everything => return TextClaim::Absent,
+            Grants::Token { claims, .. } => claims,
+        };
+        let found = claims.get(claim).or_else(|| {
+            let mut parts = claim.split('.');
+            let first = claims.get(parts.next()?)?;
+            parts.try_fold(first, |at, part| at.get(part))
+        });
+        match found {
+            None => TextClaim::Absent,
+            Some(Value::String(text)) => TextClaim::Text(text),
+            Some(_) => TextClaim::NotText,
         }
     }
 
@@ -121,6 +157,7 @@ impl Caller {
             Grants::Token { claims, .. } => Some(json!({
                 "claims": &**claims,
                 "profiles": self.profile_names().collect::<Vec<_>>(),
+                "tenant": self.tenant.name(),
             })),
         }
     }
@@ -145,6 +182,9 @@ impl Caller {
             .cloned()
             .unwrap_or_default();
         let mut caller = Caller::with_token(principal, claims);
+        if let Some(tenant) = grants.get("tenant").and_then(Value::as_str).and_then(Tenant::new) {
+            caller.tenant = tenant;
+        }
         let names = grants.get("profiles").and_then(Value::as_array);
         for name in names.into_iter().flatten().filter_map(Value::as_str) {
             let profile = policy

@@ -101,6 +101,7 @@ impl Request<'_> {
         };
         CallRequest {
             principal: conn.principal.clone(),
+            tenant: self.caller.tenant.clone(),
             client_capabilities,
             client_roots,
             log_level,

@@ -70,6 +70,7 @@ async fn rerun(server: &Arc<Server>, record: Record) {
     let request = call::headless(
         server,
         asked.principal.clone(),
+        caller.tenant.clone(),
         asked
             .roots
             .as_ref()

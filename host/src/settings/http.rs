@@ -63,6 +63,7 @@ pub fn http_options(
         tls,
         profile_paths,
         profile_claim,
+        tenant_claim: config.tenancy.as_ref().map(|t| t.claim.clone()),
         path: section.path.clone(),
         json_response: section.json_response || json_response,
         legacy_sse: section.legacy_sse || legacy_sse,

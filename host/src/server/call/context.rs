@@ -71,6 +71,8 @@ pub struct RequestScope {
     pub client_roots: Option<Arc<Vec<PathBuf>>>,
     /// Who the client authenticated as, if anyone.
     pub principal: Option<String>,
+    /// Whose plugin data the call reaches.
+    pub tenant: crate::tenant::Tenant,
     /// The capabilities the client declared.
     pub client_capabilities: Value,
     /// The first client capability the plugin needed and the client had
@@ -103,6 +105,7 @@ impl RequestScope {
             notices: request.notices.clone(),
             client_roots: request.client_roots.clone(),
             principal: request.principal.clone(),
+            tenant: request.tenant.clone(),
             client_capabilities: request.client_capabilities.clone(),
             missing_capability: Mutex::default(),
             questions,
@@ -201,6 +204,10 @@ impl CallContext for RequestScope {
 
     fn principal(&self) -> Option<&str> {
         self.principal.as_deref()
+    }
+
+    fn tenant(&self) -> &crate::tenant::Tenant {
+        &self.tenant
     }
 
     fn is_cancelled(&self) -> bool {

@@ -65,6 +65,8 @@ pub struct Target<'a> {
 pub struct CallRequest {
     /// Who the request acts for.
     pub principal: Option<String>,
+    /// Whose plugin data it reaches.
+    pub tenant: crate::tenant::Tenant,
     /// The capabilities the client declared.
     pub client_capabilities: Value,
     /// The client's roots, when it declared them.
@@ -92,11 +94,13 @@ pub struct CallRequest {
 pub fn headless(
     server: &Arc<super::Server>,
     principal: Option<String>,
+    tenant: crate::tenant::Tenant,
     roots: Option<Vec<PathBuf>>,
 ) -> CallRequest {
     let nobody: Weak<dyn Client> = Weak::<super::Connection>::new();
     CallRequest {
         principal,
+        tenant,
         client_capabilities: Value::Object(Map::new()),
         client_roots: roots.map(Arc::new),
         log_level: None,

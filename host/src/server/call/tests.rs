@@ -127,6 +127,7 @@ impl Harness {
         };
         CallRequest {
             principal: None,
+            tenant: crate::tenant::Tenant::local(),
             client_capabilities: json!({ "roots": {} }),
             client_roots: None,
             log_level: Some(LogLevel::Debug),

@@ -26,6 +26,7 @@ pub use listener::ConnectionLimits;
 pub use sessions::SessionLimits;
 
 use crate::server::access::TextClaim;
+use auth::Denied;
 use crate::server::{Caller, Server, ServerEvent};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::response::{IntoResponse, Response};
@@ -78,6 +79,9 @@ pub struct HttpOptions {
     /// The token claim naming the profile a caller is served on the main
     /// path.
     pub profile_claim: Option<String>,
+    /// The token claim naming a caller's tenant (`[tenancy] claim`); a
+    /// token without it is refused. `None`: its `sub`.
+    pub tenant_claim: Option<String>,
 }
 
 impl Default for HttpOptions {
@@ -99,6 +103,7 @@ impl Default for HttpOptions {
             drain: None,
             profile_paths: Vec::new(),
             profile_claim: None,
+            tenant_claim: None,
             tls: None,
         }
     }
@@ -114,6 +119,7 @@ pub struct App {
     guard: Guard,
     auth: Option<Auth>,
     profile_claim: Option<String>,
+    tenant_claim: Option<String>,
 }
 
 impl App {
@@ -141,7 +147,8 @@ impl App {
             Some(auth) => auth
                 .authenticate(headers)
                 .await
-                .map(|caller| Arc::new(self.profiled(caller)))
+                .map(|caller| self.profiled(caller))
+                .and_then(|caller| self.tenanted(caller).map(Arc::new))
                 .map_err(|denied| {
                     crate::metrics::metrics().refused(crate::metrics::Refusal::Unauthenticated);
                     crate::server::refusals::note(&crate::server::refusals::Refusal {
@@ -162,6 +169,33 @@ impl App {
                     }
                     Box::new(auth.challenge(&denied))
                 }),
+        }
+    }
+
+    /// `caller` as a member of the tenant its token's `[tenancy] claim`
+    /// names; refused when the token has no such claim, or one that is
+    /// not a non-empty string.
+    fn tenanted(&self, caller: Caller) -> Result<Caller, Denied> {
+        let Some(claim) = &self.tenant_claim else {
+            return Ok(caller);
+        };
+        let tenant = match caller.claim_at(claim) {
+            TextClaim::Text(name) => crate::tenant::Tenant::new(name),
+            TextClaim::Absent | TextClaim::NotText => None,
+        };
+        match tenant {
+            Some(tenant) => Ok(caller.in_tenant(tenant)),
+            None => Err(Denied {
+                principal: caller.principal.clone(),
+                ..Denied::new(
+                    Reason::NoTenant,
+                    Some(format!(
+                        "the token's {} claim, which names its tenant ([tenancy] claim), \
+                         is missing, empty or not a string",
+                        crate::text::head(claim, 80)
+                    )),
+                )
+            }),
         }
     }
 
@@ -259,6 +293,7 @@ pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
         guard: options.guard,
         auth: options.auth,
         profile_claim: options.profile_claim,
+        tenant_claim: options.tenant_claim,
     });
     let mut router = Router::new()
         .route(ops::HEALTH_PATH, get(ops::health))

@@ -164,7 +164,8 @@ pub struct Denied {
 }
 
 impl Denied {
-    fn new(reason: Reason, detail: Option<String>) -> Self {
+    /// Refused for `reason`, with `detail` for the log.
+    pub fn new(reason: Reason, detail: Option<String>) -> Self {
         Denied {
             reason,
             detail,
@@ -264,11 +265,16 @@ impl Auth {
                 reason.description()
             ));
         }
-        let message = format!("Unauthorized: {}", reason.description());
+        // A valid token that names no tenant may not be served: 403.
+        let (status, what) = match reason {
+            Reason::NoTenant => (StatusCode::FORBIDDEN, "Forbidden"),
+            _ => (StatusCode::UNAUTHORIZED, "Unauthorized"),
+        };
+        let message = format!("{what}: {}", reason.description());
         let body = json!({ "jsonrpc": "2.0", "id": null, "error": {
             "code": -32001, "message": message, "data": { "reason": reason.code() } } });
         (
-            StatusCode::UNAUTHORIZED,
+            status,
             [(http::header::WWW_AUTHENTICATE, challenge)],
             axum::Json(body),
         )

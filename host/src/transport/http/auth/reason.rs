@@ -37,6 +37,10 @@ pub enum Reason {
     MissingClaim,
     /// Not one of the static tokens, and no JWTs are accepted.
     UnknownToken,
+    /// Valid, but without the claim that names its tenant (`[tenancy]
+    /// claim`), or with one that is empty or not a string: refused with
+    /// 403, as a token that is valid but may not be served.
+    NoTenant,
 }
 
 impl Reason {
@@ -55,6 +59,7 @@ impl Reason {
             Reason::WrongIssuer => "wrong_issuer",
             Reason::MissingClaim => "missing_claim",
             Reason::UnknownToken => "unknown_token",
+            Reason::NoTenant => "no_tenant",
         }
     }
 
@@ -76,6 +81,9 @@ impl Reason {
             Reason::WrongIssuer => "the token is from another issuer",
             Reason::MissingClaim => "the token lacks a required claim (exp, iss, aud, sub)",
             Reason::UnknownToken => "the token is not one this server accepts",
+            Reason::NoTenant => {
+                "the token has no tenant: its tenancy claim is missing, empty or not a string"
+            }
         }
     }
 
@@ -100,6 +108,7 @@ impl Reason {
                 | Reason::WrongAudience
                 | Reason::WrongIssuer
                 | Reason::MissingClaim
+                | Reason::NoTenant
         )
     }
 
