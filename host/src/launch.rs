@@ -27,6 +27,35 @@ pub struct Http {
 
 /// Serves the plugins in `dir`, watching it for changes when `watch`, over
 /// stdio or as `http` says; `served`, when given, is told the server;
+/// The store of plugins' key-value data, when any plugin may be granted
+/// one: `shared` (the replicas' database), else the SQLite file
+/// ([`settings::keyvalue_store_path`]). One that cannot be opened stops
+/// the host: a plugin granted a store must not lose its writes.
+async fn keyvalue_store(
+    config: &Config,
+    shared: Option<Arc<dyn crate::runtime::keyvalue::Backend>>,
+) -> Result<Option<crate::runtime::keyvalue::KeyValueGrant>> {
+    if !settings::grants_keyvalue(config) {
+        return Ok(None);
+    }
+    let backend = match shared {
+        Some(shared) => shared,
+        None => {
+            let path = settings::keyvalue_store_path(config);
+            let store = tokio::task::spawn_blocking(move || {
+                let opened = crate::plugin_data::SqliteStore::open(path.as_deref());
+                opened.with_context(|| match &path {
+                    Some(path) => format!("opening the key-value store {}", path.display()),
+                    None => "opening the key-value store in memory".to_owned(),
+                })
+            })
+            .await??;
+            Arc::new(store)
+        }
+    };
+    Ok(Some(crate::runtime::keyvalue::KeyValueGrant { backend }))
+}
+
 /// `notices` are added to the instructions.
 pub async fn serve_folder(
     dir: PathBuf,
@@ -44,7 +73,7 @@ pub async fn serve_folder(
         .with_context(|| format!("the plugin folder {} cannot be read", dir.display()))?;
     let runtime = Runtime::new(settings::runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime));
-    let loader = Loader::new(registry.clone(), Policy::new(config.clone())?);
+    let policy = Policy::new(config.clone())?;
     // Watch first, so a file written while the folder loads is not missed.
     let watch = if watch {
         Some(FolderWatch::start(&dir)?)
@@ -67,7 +96,14 @@ pub async fn serve_folder(
         .await??
         .map(Arc::new);
     let replica = crate::cluster::replica_name(&config);
-    let server = match crate::cluster::connect(&config, &replica, options.max_sessions).await? {
+    let shared = crate::cluster::connect(&config, &replica, options.max_sessions).await?;
+    let keyvalue = shared.as_ref().and_then(|s| s.keyvalue.clone());
+    let policy = match keyvalue_store(&config, keyvalue).await? {
+        Some(store) => policy.with_keyvalue(store),
+        None => policy,
+    };
+    let loader = Loader::new(registry.clone(), policy);
+    let server = match shared {
         Some(shared) => Server::with_backends(registry, options, shared),
         None => Server::new(registry, options),
     };

@@ -100,6 +100,9 @@ pub struct Backends {
     /// Set once the shared stores were reached at start (`None`: a host on
     /// its own, whose stores are there at once).
     pub reached: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// The shared store of plugins' key-value data (`None`: a host on its
+    /// own, which opens its own).
+    pub keyvalue: Option<Arc<dyn crate::runtime::keyvalue::Backend>>,
 }
 
 impl Backends {
@@ -114,6 +117,7 @@ impl Backends {
             stream_events: None,
             replica: None,
             reached: None,
+            keyvalue: None,
         }
     }
 }
@@ -196,6 +200,7 @@ impl Server {
             stream_events,
             replica,
             reached,
+            keyvalue: _,
         } = backends;
         let waiting = call::Waiting::new(options.max_waiting_per_principal);
         let parking = call::Parking::new(options.input_timeout, waiting.clone());

@@ -128,6 +128,22 @@ pub fn task_options(config: &Config) -> TaskOptions {
     }
 }
 
+/// Where plugins' key-value data is kept without `[state] url`: `[state]
+/// keyvalue_store`, else `keyvalue.db` in the state folder (beside
+/// `tasks.db`); `None` keeps it in memory.
+pub fn keyvalue_store_path(config: &Config) -> Option<PathBuf> {
+    match &config.state.keyvalue_store {
+        Some(path) if path.as_os_str().is_empty() => None,
+        Some(path) => Some(path.clone()),
+        None => state_dir().map(|dir| dir.join("keyvalue.db")),
+    }
+}
+
+/// Whether any plugin may be granted a key-value store.
+pub fn grants_keyvalue(config: &Config) -> bool {
+    config.plugins.values().any(|p| p.keyvalue)
+}
+
 /// The runtime's settings: the compile cache and its key, the memory cap.
 pub fn runtime_config(config: &Config) -> RuntimeConfig {
     let cache_dir = match &config.server.cache_dir {
@@ -163,6 +179,7 @@ pub fn check_host_paths(config: &Config, plugins: &Path) -> Result<()> {
         ("the compile cache", runtime.cache_dir),
         ("the compile cache key", runtime.cache_key_file),
         ("the task store", tasks.store),
+        ("the key-value store", keyvalue_store_path(config)),
     ];
     for (what, path) in paths {
         if let Some(path) = path {
