@@ -84,9 +84,14 @@ def test_each_helper_sets_gets_counts_swaps_lists_and_deletes(host, language):
     assert sorted(ok(host, op("keys")).split("\n")) == ["greeting", "log", "visits", "x/2"]
 
     if language != "c":
-        assert ok(host, op("batch"), key="p,q,r", value="v") == "p=v,q=v,r=v"
+        assert ok(host, op("batch"), key="p,q", value="v") == "p=v,q=v"
         # Deleted again by the same call.
         assert ok(host, op("get"), key="q") == "(none)"
+        # A batch over the bound (a page's keys) fails with the host's own
+        # text, whole: nothing of it written.
+        text, failed = call(host, op("batch"), key="p,q,r", value="v")
+        assert failed and "over this plugin's limit of 2 keys" in text, text
+        assert ok(host, op("get"), key="p") == "(none)"
 
 
 @pytest.mark.parametrize("language", PLUGINS)
