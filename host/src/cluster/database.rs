@@ -229,6 +229,29 @@ const STEPS: &[&str] = &[
     CREATE INDEX IF NOT EXISTS wasm_mcp_answers_by_replica ON wasm_mcp_answers (replica, n);
     CREATE INDEX IF NOT EXISTS wasm_mcp_answers_by_age ON wasm_mcp_answers (at_ms);
     ",
+    // 5: plugins' key-value data (`keyvalue.rs`): a row per key, its
+    // bucket and key as bytes (byte order, NUL allowed), versions from one
+    // sequence; a usage row per namespace, the lock its writes take turns
+    // on. (Written to run again harmlessly.)
+    "
+    CREATE SEQUENCE IF NOT EXISTS wasm_mcp_kv_versions;
+    CREATE TABLE IF NOT EXISTS wasm_mcp_kv (
+        tenant text NOT NULL,
+        plugin text NOT NULL,
+        bucket bytea NOT NULL,
+        key bytea NOT NULL,
+        value bytea NOT NULL,
+        version bigint NOT NULL,
+        PRIMARY KEY (tenant, plugin, bucket, key)
+    );
+    CREATE TABLE IF NOT EXISTS wasm_mcp_kv_usage (
+        tenant text NOT NULL,
+        plugin text NOT NULL,
+        keys bigint NOT NULL,
+        bytes bigint NOT NULL,
+        PRIMARY KEY (tenant, plugin)
+    );
+    ",
 ];
 
 /// Brings the schema up to date (idempotent; replicas starting at once

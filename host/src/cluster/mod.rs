@@ -5,6 +5,7 @@
 
 mod bus;
 mod database;
+mod keyvalue;
 mod sessions;
 mod tasks;
 #[cfg(test)]
@@ -12,6 +13,7 @@ mod tests;
 
 pub use bus::PgBus;
 pub use database::Target;
+pub use keyvalue::PgKeyValue;
 pub use sessions::{PgSessions, PgStreamEvents};
 pub use tasks::PgTasks;
 
@@ -64,34 +66,8 @@ pub async fn connect(
     let Some(url) = &config.state.url else {
         return Ok(None);
     };
-    let source = config.state.password.clone();
-    let password = match source {
-        Some(source) => Some(
-            tokio::task::spawn_blocking(move || source.read())
-                .await?
-                .map_err(|why| anyhow::anyhow!("state.password: {why}"))?,
-        ),
-        None => None,
-    };
-    let ca = match config.state.ca_file.clone() {
-        Some(path) => Some(
-            tokio::task::spawn_blocking(move || {
-                crate::files::read_regular(&path, MAX_CA_BYTES)
-                    .with_context(|| format!("reading state.ca_file {}", path.display()))
-            })
-            .await??,
-        ),
-        None => None,
-    };
     let timeout = Duration::from_millis(config.state.timeout_ms);
-    let target = Target::new(
-        url,
-        password,
-        replica,
-        config.state.max_connections,
-        timeout,
-        ca.as_deref(),
-    )?;
+    let target = target(config, url, replica).await?;
     let pool = target.pool()?;
     let lease = Duration::from_secs(config.cluster.lease_secs);
     let rerun = config.cluster.rerun_idempotent;
@@ -117,6 +93,54 @@ pub async fn connect(
         replica: Some(replica.to_owned()),
         reached: Some(reached),
     }))
+}
+
+/// The shared database at `url` as `config` reaches it (its password
+/// and certificate authorities read off the async workers), for replica
+/// `replica`.
+async fn target(config: &Config, url: &str, replica: &str) -> Result<Target> {
+    let source = config.state.password.clone();
+    let password = match source {
+        Some(source) => Some(
+            tokio::task::spawn_blocking(move || source.read())
+                .await?
+                .map_err(|why| anyhow::anyhow!("state.password: {why}"))?,
+        ),
+        None => None,
+    };
+    let ca = match config.state.ca_file.clone() {
+        Some(path) => Some(
+            tokio::task::spawn_blocking(move || {
+                crate::files::read_regular(&path, MAX_CA_BYTES)
+                    .with_context(|| format!("reading state.ca_file {}", path.display()))
+            })
+            .await??,
+        ),
+        None => None,
+    };
+    Target::new(
+        url,
+        password,
+        replica,
+        config.state.max_connections,
+        Duration::from_millis(config.state.timeout_ms),
+        ca.as_deref(),
+    )
+}
+
+/// The key-value store of plugin data in the shared database `config`
+/// names (`None` without `[state] url`), its schema brought up to date:
+/// what `wasm-mcp tenant` reads and deletes.
+pub async fn keyvalue_store(config: &Config) -> Result<Option<PgKeyValue>> {
+    let Some(url) = &config.state.url else {
+        return Ok(None);
+    };
+    let target = target(config, url, "tenant-command").await?;
+    let pool = target.pool()?;
+    database::within(target.timeout, database::migrate(&pool))
+        .await
+        .with_context(|| format!("reaching the shared database ({})", redacted(url)))?;
+    Ok(Some(PgKeyValue::new(pool, target.timeout)))
 }
 
 /// Reaches the shared database: the schema brought up to date, then the

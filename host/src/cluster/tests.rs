@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// A PostgreSQL server, stopped when dropped.
-struct Postgres {
+pub(super) struct Postgres {
     dir: tempfile::TempDir,
     url: String,
 }
@@ -19,7 +19,7 @@ fn script() -> PathBuf {
 }
 
 impl Postgres {
-    fn start() -> Postgres {
+    pub(super) fn start() -> Postgres {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new(script())
             .arg("start")
@@ -36,7 +36,7 @@ impl Postgres {
     }
 
     /// A new database on it, its schema up to date.
-    async fn database(&self, name: &str) -> Target {
+    pub(super) async fn database(&self, name: &str) -> Target {
         let target = self.empty_database(name).await;
         database::migrate(&target.pool().unwrap()).await.unwrap();
         target
