@@ -182,6 +182,12 @@ enum Command {
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// List, export or delete each tenant's plugin data (its key-value
+    /// data and its folders in the roots made per tenant).
+    Tenant {
+        #[command(subcommand)]
+        command: cli::tenant::TenantCommand,
+    },
 }
 
 /// `wasm-mcp config ...`
@@ -451,6 +457,7 @@ fn main() -> Result<()> {
                 wasm_mcp::dev::build(sources, out, release, world).await
             }
             Command::Inspect { file, config } => cli::inspect::inspect(file, config).await,
+            Command::Tenant { command } => cli::tenant::run(command).await,
             Command::Push {
                 file,
                 reference,

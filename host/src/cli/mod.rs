@@ -4,3 +4,4 @@
 pub mod config;
 pub mod inspect;
 pub mod oci;
+pub mod tenant;
