@@ -205,19 +205,25 @@ MEMORY_CALLS = [
 ]
 
 
-def memory_config(root: Path, mode: str = "read-write") -> str:
+def memory_config(root: Path, mode: str = "read-write", keyvalue: bool = False) -> str:
     return (
         f'[roots.memory]\npath = "{root}"\nmode = "{mode}"\n\n'
-        '[plugins.memory]\nroots = ["memory"]\n\n'
+        f'[plugins.memory]\nroots = ["memory"]\n{"keyvalue = true" if keyvalue else ""}\n\n'
         "[plugins.memory.limits]\nmax_concurrent_calls = 1\n"
     )
 
 
-async def test_memory_matches_server_memory(tmp_path, cache_dir):
+@pytest.mark.parametrize("store", [False, True], ids=["file", "store"])
+async def test_memory_matches_server_memory(tmp_path, cache_dir, store):
+    """The same calls, the same answers: with the graph in the root's file
+    as the reference keeps it, and in the host's key-value store (granted
+    as well as the root: the store is used, the root left alone)."""
     our_root, their_root = tmp_path / "ours", tmp_path / "theirs"
     our_root.mkdir()
     their_root.mkdir()
-    mine = ours(tmp_path, cache_dir, "memory", memory_config(our_root))
+    state = tmp_path / "state"
+    mine = ours(tmp_path, cache_dir, "memory", memory_config(our_root, keyvalue=store),
+                env={"XDG_STATE_HOME": str(state)})
     theirs = node_server("server-memory", env={"MEMORY_FILE_PATH": str(their_root / "memory.jsonl")})
     async with mine as a, theirs as b:
         listed_a = {t.name: described(t) for t in (await a.list_tools()).tools}
@@ -235,8 +241,12 @@ async def test_memory_matches_server_memory(tmp_path, cache_dir):
         read_a = (await a.read_resource(uri)).contents[0]
         read_b = (await b.read_resource(uri)).contents[0]
         assert (read_a.text, read_a.mime_type) == (read_b.text, read_b.mime_type)
-        assert (our_root / "memory.jsonl").read_bytes() == (their_root / "memory.jsonl").read_bytes()
-        assert sorted(p.name for p in our_root.iterdir()) == ["memory.jsonl"]  # no temporary file left
+        if store:
+            assert list(our_root.iterdir()) == []
+            assert (state / "wasm-mcp" / "keyvalue.db").is_file()
+        else:
+            assert (our_root / "memory.jsonl").read_bytes() == (their_root / "memory.jsonl").read_bytes()
+            assert sorted(p.name for p in our_root.iterdir()) == ["memory.jsonl"]  # no temporary file left
 
         # Arguments that do not fit the schema are a tool error in both, each
         # in its own words: zod's in the reference; in ours the host's check
