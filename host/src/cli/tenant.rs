@@ -120,11 +120,14 @@ async fn load(config: Option<PathBuf>) -> Result<(Config, Vec<TenantRoot>)> {
     Ok((config, roots))
 }
 
+/// What one tenant holds: its use of each plugin's store, and its folder
+/// in each root (the root's name, the folder, what it holds).
+type Held = (Vec<Usage>, Vec<(String, PathBuf, Tally)>);
+
 async fn list(config: Option<PathBuf>) -> Result<()> {
     let (config, roots) = load(config).await?;
     let (store, place) = open_store(&config).await?;
-    let mut tenants: BTreeMap<String, (Vec<Usage>, Vec<(String, PathBuf, Tally)>)> =
-        BTreeMap::new();
+    let mut tenants: BTreeMap<String, Held> = BTreeMap::new();
     for usage in store.usage().await? {
         tenants
             .entry(usage.namespace.tenant.to_string())
