@@ -331,7 +331,13 @@ pub fn write_archive(
             .create_new(true)
             .mode(0o600)
             .open(out)
-            .with_context(|| format!("creating {}", out.display()))?
+            .with_context(|| match out.exists() {
+                true => format!(
+                    "{} exists: an export never overwrites a file",
+                    out.display()
+                ),
+                false => format!("creating {}", out.display()),
+            })?
     };
     let written = archive(io::BufWriter::new(file), key, entries, roots, limit);
     if written.is_err() {
