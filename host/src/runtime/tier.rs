@@ -51,6 +51,7 @@ impl Tier {
             |s| s,
         )?;
         super::imports::add_to_linker(&mut linker)?;
+        super::keyvalue::add_to_linker(&mut linker)?;
         Ok(Tier {
             engine,
             linker,
