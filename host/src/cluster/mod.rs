@@ -85,6 +85,7 @@ pub async fn connect(
         tasks: Box::new(tasks),
         tasks_failed: false,
         sessions: Arc::new(PgSessions::new(pool.clone(), max_sessions, timeout)),
+        keyvalue: Some(Arc::new(PgKeyValue::new(pool.clone(), timeout))),
         stream_events: Some(Arc::new(PgStreamEvents::new(
             pool,
             config.state.max_stream_events,

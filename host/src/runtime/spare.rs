@@ -287,7 +287,7 @@ mod tests {
         assert!(!cell.start_making());
         cell.abandon();
         assert!(cell.start_making());
-        cell.put(spare(&slots, None).await);
+        cell.put(spare(&slots, Placement::local(None)).await);
         assert!(!cell.start_making());
         assert!(cell.is_full());
     }
@@ -301,8 +301,8 @@ mod tests {
         );
         slots.spares.register(&one);
         slots.spares.register(&other);
-        one.put(spare(&slots, None).await);
-        other.put(spare(&slots, None).await);
+        one.put(spare(&slots, Placement::local(None)).await);
+        other.put(spare(&slots, Placement::local(None)).await);
         assert_eq!((slots.free(), slots.spares.count()), (0, 2));
         // A call gets one, and another, then the host is full.
         let first = slots.take(Patience::Call).await.ok().unwrap();
@@ -350,7 +350,7 @@ mod tests {
         });
         tokio::task::yield_now().await;
         // Made anyway (it did not hear the call): kept, then counted as made.
-        cell.put(spare_in(slot, None));
+        cell.put(spare_in(slot, Placement::local(None)));
         drop(making);
         assert!(call.await.unwrap());
         assert!(!cell.is_full());
@@ -373,7 +373,7 @@ mod tests {
         let slots = Slots::new(1);
         let cell = Arc::new(SpareCell::default());
         slots.spares.register(&cell);
-        cell.put(spare(&slots, None).await);
+        cell.put(spare(&slots, Placement::local(None)).await);
         drop(cell);
         // Its spare went with it; registering another forgets it.
         assert_eq!((slots.free(), slots.spares.count()), (1, 0));

@@ -344,6 +344,7 @@ fn start(
             roots: [(Manifest::ANY.to_owned(), Mode::ReadWrite)].into(),
             hosts: vec![Manifest::ANY.to_owned()],
             env: vec!["HOME".into()],
+            keyvalue: true,
         };
         for plugin in config.plugins.keys() {
             policy.decide(plugin, &asks);
