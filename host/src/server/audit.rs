@@ -25,6 +25,10 @@ pub struct Entry<'a> {
     /// Who asked (absent: an anonymous or local caller).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub principal: Option<&'a str>,
+    /// Whose plugin data it reached (absent: the local tenant); at most
+    /// 256 bytes of the name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<&'a str>,
     /// The MCP method.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<&'a str>,
@@ -314,6 +318,7 @@ impl Reached {
 /// and any request refused for its token or its rate.
 pub(super) struct Served<'a> {
     pub principal: Option<&'a str>,
+    pub tenant: &'a crate::tenant::Tenant,
     pub method: Option<crate::protocol::Method>,
     pub params: &'a serde_json::Map<String, Value>,
     pub outcome: Outcome,
@@ -358,6 +363,7 @@ impl Audit {
         self.record(&Entry {
             event: if refused { "refused" } else { "call" },
             principal: served.principal,
+            tenant: tenant_of(served.tenant),
             method: served.method.map(crate::protocol::Method::as_str),
             plugin,
             target: target.map(|t| crate::text::head(t, MAX_TARGET_BYTES)),
@@ -384,6 +390,7 @@ impl Audit {
         self.record(&Entry {
             event: "refused",
             principal: caller.principal.as_deref(),
+            tenant: tenant_of(&caller.tenant),
             method: method.map(crate::protocol::Method::as_str),
             plugin: item.map(Item::plugin),
             target: item.map(|i| crate::text::head(i.name(), MAX_TARGET_BYTES)),
@@ -402,6 +409,7 @@ impl Audit {
         self.record(&Entry {
             event: "call",
             principal: caller.principal.as_deref(),
+            tenant: tenant_of(&caller.tenant),
             method: Some(crate::protocol::Method::CallTool.as_str()),
             plugin: Some(plugin),
             target: Some(crate::text::head(tool, MAX_TARGET_BYTES)),
@@ -411,6 +419,12 @@ impl Audit {
             ..Default::default()
         });
     }
+}
+
+/// A tenant's name for a line: none for the local tenant, else at most
+/// 256 bytes of it.
+pub(super) fn tenant_of(tenant: &crate::tenant::Tenant) -> Option<&str> {
+    (tenant.name() != crate::tenant::Tenant::LOCAL).then(|| crate::text::head(tenant.name(), 256))
 }
 
 /// The most bytes of a refusal's reason a line keeps.

@@ -169,6 +169,7 @@ impl Connection {
                         audit.record(&super::audit::Entry {
                             event: "refused",
                             principal: caller.principal.as_deref(),
+                            tenant: super::audit::tenant_of(&caller.tenant),
                             method: parsed.map(Method::as_str),
                             outcome: "busy",
                             code: Some(error.code.code()),
@@ -189,6 +190,7 @@ impl Connection {
             otel.kind = "server",
             rpc.method = crate::traces::method_name(parsed),
             mcp.request.id = %crate::traces::Excerpt(&id),
+            mcp.tenant = %caller.tenant,
         );
         crate::traces::continue_from(&span, &params);
         let audit_span = span.clone();
@@ -216,6 +218,7 @@ impl Connection {
                     if let Some(audit) = &this.server.options.audit {
                         let served = super::audit::Served {
                             principal: caller.principal.as_deref(),
+                            tenant: &caller.tenant,
                             method: parsed,
                             params: &params,
                             outcome: match &outcome {
