@@ -44,7 +44,10 @@ impl KeyValueState {
     }
 
     /// The granted store; without a grant, `access-denied` (logged once
-    /// per call, naming the config line that grants it).
+    /// per call at debug level, and the first time for each plugin at
+    /// warning level, naming the config line that grants it: a plugin
+    /// that tries the store on every call and falls back, as `memory`
+    /// does, is not a warning per call).
     pub(super) fn backend(&mut self) -> Result<Arc<dyn Backend>, Error> {
         if let Some(grant) = &self.grant {
             return Ok(grant.backend.clone());
@@ -52,11 +55,15 @@ impl KeyValueState {
         if !self.warned {
             self.warned = true;
             let plugin = &self.namespace.plugin;
-            tracing::warn!(
-                plugin = %plugin,
-                "the plugin opened a key-value bucket without a store: refused \
-                 (grant one with `[plugins.{plugin}] keyvalue = true`)"
-            );
+            if first_refusal_of(plugin) {
+                tracing::warn!(
+                    plugin = %plugin,
+                    "the plugin opened a key-value bucket without a store: refused \
+                     (grant one with `[plugins.{plugin}] keyvalue = true`)"
+                );
+            } else {
+                tracing::debug!(plugin = %plugin, "a key-value bucket refused: no store granted");
+            }
         }
         Err(Error::AccessDenied)
     }
@@ -195,3 +202,15 @@ pub(super) fn check_batch_bytes(bytes: usize) -> Result<(), Error> {
 pub(super) fn other(text: impl Into<String>) -> Error {
     Error::Other(text.into())
 }
+
+/// Whether `plugin` is refused a store for the first time in this process
+/// (at most [`MAX_WARNED`] plugins remembered; past it, none warns again).
+fn first_refusal_of(plugin: &str) -> bool {
+    static WARNED: std::sync::LazyLock<parking_lot::Mutex<std::collections::HashSet<String>>> =
+        std::sync::LazyLock::new(Default::default);
+    let mut warned = WARNED.lock();
+    warned.len() < MAX_WARNED && warned.insert(plugin.to_owned())
+}
+
+/// The most plugins remembered as warned of a refused store.
+const MAX_WARNED: usize = 1024;
