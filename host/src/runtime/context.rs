@@ -47,11 +47,11 @@ pub trait CallContext: Send + Sync + 'static {
         None
     }
     /// Whose data the call reaches: its tenant's folder in each `{tenant}`
-    /// root, its tenant's namespace in the key-value store.
-    fn tenant(&self) -> &crate::tenant::Tenant {
-        static LOCAL: std::sync::LazyLock<crate::tenant::Tenant> =
-            std::sync::LazyLock::new(crate::tenant::Tenant::local);
-        &LOCAL
+    /// root, its tenant's namespace in the key-value store. `None` (a call
+    /// the host makes itself, such as a plugin's lists at load, which every
+    /// tenant shares): no tenant's data.
+    fn tenant(&self) -> Option<&crate::tenant::Tenant> {
+        None
     }
 }
 

@@ -50,7 +50,7 @@ use wasmtime::Store;
 /// with the same.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
-    tenant: crate::tenant::Tenant,
+    tenant: Option<crate::tenant::Tenant>,
     client_roots: Option<Arc<Vec<PathBuf>>>,
 }
 
@@ -58,7 +58,7 @@ impl Placement {
     /// The placement of a call from `context`.
     pub(super) fn of(context: &dyn super::context::CallContext) -> Self {
         Placement {
-            tenant: context.tenant().clone(),
+            tenant: context.tenant().cloned(),
             client_roots: context.client_roots(),
         }
     }
@@ -68,16 +68,16 @@ impl Placement {
         self.client_roots.as_deref().map(Vec::as_slice)
     }
 
-    /// The tenant.
-    pub(super) fn tenant(&self) -> &crate::tenant::Tenant {
-        &self.tenant
+    /// The tenant (`None` for the host's own calls).
+    pub(super) fn tenant(&self) -> Option<&crate::tenant::Tenant> {
+        self.tenant.as_ref()
     }
 
     /// The local tenant with `client_roots` (for tests).
     #[cfg(test)]
     pub(super) fn local(client_roots: Option<Arc<Vec<PathBuf>>>) -> Self {
         Placement {
-            tenant: crate::tenant::Tenant::local(),
+            tenant: Some(crate::tenant::Tenant::local()),
             client_roots,
         }
     }

@@ -55,7 +55,8 @@ impl CallState {
     /// folders as preopens (those per tenant, the folder of the placement's
     /// tenant; where the client named roots, only those inside them), its
     /// variables, its key-value data of that tenant, no sockets, stdio to
-    /// the log.
+    /// the log. A placement without a tenant (the host's own calls) gets
+    /// neither folders per tenant nor the store.
     pub fn new(
         plugin: &Arc<str>,
         context: Arc<dyn CallContext>,
@@ -63,14 +64,17 @@ impl CallState {
         grants: &Arc<Grants>,
     ) -> anyhow::Result<Self> {
         let client_roots = placement.client_roots();
-        let tenant = placement.tenant().key();
+        // A call the host makes itself (a plugin's lists, shared by every
+        // tenant) reaches no tenant's data: no folder of a root per
+        // tenant, no store.
+        let tenant = placement.tenant().map(|t| t.key());
         let limits = &grants.limits;
         let keyvalue = KeyValueState::new(
             Namespace {
                 plugin: plugin.clone(),
-                tenant: tenant.clone(),
+                tenant: tenant.cloned().unwrap_or_else(|| Arc::from("")),
             },
-            grants.keyvalue.clone(),
+            grants.keyvalue.clone().filter(|_| tenant.is_some()),
             limits.keyvalue,
         );
         let quota = Arc::new(Quota::new(limits.notifications_per_sec));
@@ -86,9 +90,10 @@ impl CallState {
             wasi.env(key, value.expose());
         }
         for dir in &grants.dirs {
-            let host_path = match &dir.tenants {
-                Some(_) => dir.host_path.join(&**tenant),
-                None => dir.host_path.clone(),
+            let host_path = match (&dir.tenants, tenant) {
+                (Some(_), Some(tenant)) => dir.host_path.join(&**tenant),
+                (Some(_), None) => continue,
+                (None, _) => dir.host_path.clone(),
             };
             if client_roots.is_some_and(|roots| !roots.iter().any(|r| host_path.starts_with(r))) {
                 continue;
@@ -101,9 +106,9 @@ impl CallState {
             let open = |e: std::io::Error| {
                 anyhow::anyhow!("opening granted folder {}: {e}", host_path.display())
             };
-            let folder = match &dir.tenants {
-                Some(tenants) => tenants.folder(tenant).map_err(open)?,
-                None => dir.dir.clone(),
+            let folder = match (&dir.tenants, tenant) {
+                (Some(tenants), Some(tenant)) => tenants.folder(tenant).map_err(open)?,
+                _ => dir.dir.clone(),
             };
             let path = folder.open_path().map_err(open)?;
             wasi.preopened_dir(&path, &dir.guest_path, perms)

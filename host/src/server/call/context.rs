@@ -206,8 +206,8 @@ impl CallContext for RequestScope {
         self.principal.as_deref()
     }
 
-    fn tenant(&self) -> &crate::tenant::Tenant {
-        &self.tenant
+    fn tenant(&self) -> Option<&crate::tenant::Tenant> {
+        Some(&self.tenant)
     }
 
     fn is_cancelled(&self) -> bool {
