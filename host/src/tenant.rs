@@ -133,12 +133,24 @@ mod tests {
 
     #[test]
     fn a_key_is_always_a_plain_file_name() {
-        for name in ["..", ".", "/", "a/../../b", "\0", "\n\r\t", "~x", "%41", "ａdmin", &"x".repeat(10_000)] {
+        for name in [
+            "..",
+            ".",
+            "/",
+            "a/../../b",
+            "\0",
+            "\n\r\t",
+            "~x",
+            "%41",
+            "ａdmin",
+            &"x".repeat(10_000),
+        ] {
             let key = encode(name);
             assert!(!key.is_empty() && key != "." && key != "..", "{name:?}");
             assert!(key.len() <= MAX_KEY.max(65), "{name:?}");
             assert!(
-                key.bytes().all(|b| b.is_ascii_alphanumeric() || b"%_-~".contains(&b)),
+                key.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"%_-~".contains(&b)),
                 "{name:?} -> {key:?}"
             );
         }
@@ -150,10 +162,8 @@ mod tests {
         assert!(encode(&long).starts_with('~'));
         assert_ne!(encode(&long), encode(&"x".repeat(10_001)));
         let names = ["a", "A", "%41", "%2541", "a b", "a%20b", "ａ", "~", "~a"];
-        let keys: std::collections::BTreeSet<String> = names
-            .iter()
-            .map(|n| encode(n).to_lowercase())
-            .collect();
+        let keys: std::collections::BTreeSet<String> =
+            names.iter().map(|n| encode(n).to_lowercase()).collect();
         // Distinct even with case ignored.
         assert_eq!(keys.len(), names.len());
     }

@@ -27,7 +27,6 @@ pub use manifest::Manifest;
 pub use reachable::Findings;
 pub use tasks::TasksSection;
 
-
 use anyhow::{Context as _, Result};
 use check::{check_limits, overlap};
 use schemars::JsonSchema;

@@ -126,7 +126,11 @@ impl Policy {
                 continue;
             };
             let tenants = self.tenants.get(name).cloned();
-            let per_tenant = if tenants.is_some() { ", per tenant" } else { "" };
+            let per_tenant = if tenants.is_some() {
+                ", per tenant"
+            } else {
+                ""
+            };
             d.granted
                 .push(format!("root {name} ({mode}{per_tenant}) at {guest_path}"));
             d.grants.dirs.push(DirGrant {

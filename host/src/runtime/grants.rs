@@ -113,9 +113,10 @@ impl DirHandle {
         let fd = openat(&self.file, name, flags, Mode::empty()).map_err(|e| match e {
             // O_NOFOLLOW|O_PATH on a symlink opens the link itself, and
             // O_DIRECTORY then refuses it.
-            rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP => std::io::Error::other(
-                format!("{} is not a folder", self.path.join(name).display()),
-            ),
+            rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP => std::io::Error::other(format!(
+                "{} is not a folder",
+                self.path.join(name).display()
+            )),
             other => other.into(),
         })?;
         let file = std::fs::File::from(fd);

@@ -34,12 +34,12 @@ mod warm;
 pub use cache::ComponentSource;
 pub use context::{BoxFuture, CallContext, Quiet};
 pub use engine::{Runtime, RuntimeConfig};
-pub use tenant_dirs::TenantDirs;
 pub use grants::{DirGrant, DirHandle, Grants, HostPattern, Limits, Secret, SpareMode};
 pub use inspect::{describe, ComponentDescription};
 pub use plain::{custom_section_bytes, has_package_docs, Docs as PlainDocs, PlainTools};
 pub use plugin::{CallError, Exports, Listing, LoadedPlugin};
 pub use slots::answer_first;
+pub use tenant_dirs::TenantDirs;
 
 /// The contract's `completions` interface types.
 pub use bindings::exports::wasm_mcp::plugin::completions;

@@ -171,7 +171,7 @@ impl LoadedPlugin {
         roots: &Roots,
     ) -> Result<Store<CallState>, CallError> {
         let state = CallState::new(&self.name, context, roots, &self.grants)
-        .map_err(|e| CallError::Setup(format!("{e:#}")))?;
+            .map_err(|e| CallError::Setup(format!("{e:#}")))?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
         store.set_epoch_deadline(1);

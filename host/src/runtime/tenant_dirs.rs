@@ -76,7 +76,10 @@ mod tests {
         let made = root.path().join(&*key);
         assert!(made.is_dir());
         assert_eq!(made.metadata().unwrap().permissions().mode() & 0o777, 0o700);
-        assert_eq!(dir.open_path().unwrap().canonicalize().unwrap(), made.canonicalize().unwrap());
+        assert_eq!(
+            dir.open_path().unwrap().canonicalize().unwrap(),
+            made.canonicalize().unwrap()
+        );
         // Opened again from the cache, and again after it is forgotten.
         assert!(Arc::ptr_eq(&dir, &dirs.folder(&key).unwrap()));
         dirs.open.lock().clear();

@@ -5,11 +5,11 @@
 //! using anything else is refused naming the scopes it needs (HTTP answers
 //! 403 with an `insufficient_scope` challenge).
 
-use crate::tenant::Tenant;
 use crate::config::{ClaimValues, Config, ToolRule, UnnamedPlugins, TOOL_HINTS};
 use crate::protocol::{ErrorCode, RpcError};
 use crate::runtime::tools;
 use crate::skills::{Skill, SkillFile};
+use crate::tenant::Tenant;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -182,7 +182,11 @@ impl Caller {
             .cloned()
             .unwrap_or_default();
         let mut caller = Caller::with_token(principal, claims);
-        if let Some(tenant) = grants.get("tenant").and_then(Value::as_str).and_then(Tenant::new) {
+        if let Some(tenant) = grants
+            .get("tenant")
+            .and_then(Value::as_str)
+            .and_then(Tenant::new)
+        {
             caller.tenant = tenant;
         }
         let names = grants.get("profiles").and_then(Value::as_array);

@@ -26,8 +26,8 @@ pub use listener::ConnectionLimits;
 pub use sessions::SessionLimits;
 
 use crate::server::access::TextClaim;
-use auth::Denied;
 use crate::server::{Caller, Server, ServerEvent};
+use auth::Denied;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
