@@ -193,14 +193,20 @@ impl LoadedPlugin {
         patience: Patience,
         call: impl AsyncFnOnce(&mut Store<CallState>, Instance) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        let affinity = self.warm.enabled().then(|| Affinity::of(&*context));
+        let affinity = self
+            .warm
+            .enabled()
+            .then(|| Affinity::of(&*context).for_grants(&self.grants));
         // Wait for a turn (the client may give up meanwhile); the deadline
         // starts when the call does.
         let turn = tokio::select! {
             turn = self.turns.clone().acquire_owned() => turn.expect("the semaphore is never closed"),
             () = context.cancelled() => return Err(CallError::Cancelled),
         };
-        let roots = super::spare::Placement::of(&*context);
+        // Whose data the instance reaches matters only to a plugin granted
+        // some: for the others, a spare made after the listing at load (a
+        // call of no tenant) serves any tenant's call.
+        let roots = super::spare::Placement::of(&*context).for_grants(&self.grants);
         let warm = affinity.as_ref().and_then(|a| self.warm.take(a));
         let (mut store, slot, kept, served) = match warm {
             Some(warm) => {

@@ -68,6 +68,26 @@ impl Placement {
         self.client_roots.as_deref().map(Vec::as_slice)
     }
 
+    /// This placement as it matters to a fresh instance of a plugin with
+    /// `grants`: the tenant is dropped for a plugin granted no tenant's
+    /// data (no root per tenant, no store), whose fresh instances are the
+    /// same for every tenant.
+    pub(super) fn for_grants(mut self, grants: &super::grants::Grants) -> Self {
+        if !per_tenant(grants) {
+            self.tenant = None;
+        }
+        self
+    }
+
+    /// This placement, with the host's own calls counted as the local
+    /// tenant's for a plugin granted no tenant's data.
+    pub(super) fn local_unless_per_tenant(mut self, grants: &super::grants::Grants) -> Self {
+        if self.tenant.is_none() && !per_tenant(grants) {
+            self.tenant = Some(crate::tenant::Tenant::local());
+        }
+        self
+    }
+
     /// The tenant (`None` for the host's own calls).
     pub(super) fn tenant(&self) -> Option<&crate::tenant::Tenant> {
         self.tenant.as_ref()
@@ -81,6 +101,11 @@ impl Placement {
             client_roots,
         }
     }
+}
+
+/// Whether a plugin with `grants` reaches a tenant's data.
+fn per_tenant(grants: &super::grants::Grants) -> bool {
+    grants.keyvalue.is_some() || grants.dirs.iter().any(|d| d.tenants.is_some())
 }
 
 /// What a spare was made for.

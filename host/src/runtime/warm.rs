@@ -43,6 +43,15 @@ impl Affinity {
             placement: Placement::of(context),
         }
     }
+
+    /// This affinity as it matters to a plugin with `grants`: the instance
+    /// of a call the host made itself (its lists at load) may serve the
+    /// local tenant's calls when the plugin is granted no tenant's data
+    /// (it holds none).
+    pub(super) fn for_grants(mut self, grants: &super::grants::Grants) -> Self {
+        self.placement = self.placement.local_unless_per_tenant(grants);
+        self
+    }
 }
 
 /// An instance between two calls, with its store and the slot it holds.
