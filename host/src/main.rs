@@ -19,7 +19,11 @@ mod cli;
 /// Logs go to stderr (set the level with RUST_LOG, e.g. RUST_LOG=debug);
 /// stdout carries only MCP messages.
 #[derive(Parser)]
-#[command(name = "wasm-mcp", version, verbatim_doc_comment)]
+#[command(
+    name = "wasm-mcp",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("WASM_MCP_REVISION"), ")"),
+    verbatim_doc_comment
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -1,0 +1,75 @@
+//! Gives the binary its source revision: `WASM_MCP_REVISION`, which
+//! `wasm-mcp --version` prints and the image's labels repeat.
+//!
+//! The revision is the environment's `WASM_MCP_REVISION` when set (a build
+//! from a tarball has no `.git`), else `git rev-parse HEAD` (the full
+//! 40-character hash), else `unknown`. Cargo reruns this script when HEAD
+//! moves: after a commit, a checkout or a fetch that updates packed refs.
+//! Standard library only.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=WASM_MCP_REVISION");
+    let dir = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
+    let revision = match std::env::var("WASM_MCP_REVISION") {
+        Ok(value) if !value.trim().is_empty() => value.trim().to_string(),
+        _ => {
+            watch_head(&dir);
+            git(&dir, &["rev-parse", "HEAD"])
+                .filter(|hash| hash.len() >= 7 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+                .unwrap_or_else(|| "unknown".to_string())
+        }
+    };
+    println!("cargo:rustc-env=WASM_MCP_REVISION={revision}");
+}
+
+/// Asks cargo to rerun this script when the checked-out commit changes:
+/// `HEAD`, the branch it points to (its loose file, or its folder while the
+/// ref is packed, since a commit then writes a new loose file) and `packed-refs`.
+/// Only files that exist are named: cargo reruns every build for a missing one.
+fn watch_head(dir: &Path) {
+    let mut paths = Vec::new();
+    if let Some(head) = git_path(dir, "HEAD") {
+        paths.push(head);
+    }
+    if let Some(name) = git(dir, &["symbolic-ref", "-q", "HEAD"]) {
+        if let Some(branch) = git_path(dir, &name) {
+            if branch.is_file() {
+                paths.push(branch);
+            } else if let Some(parent) = branch.parent() {
+                paths.push(parent.to_path_buf());
+            }
+        }
+    }
+    if let Some(packed) = git_path(dir, "packed-refs") {
+        paths.push(packed);
+    }
+    for path in paths.into_iter().filter(|path| path.exists()) {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+}
+
+/// Where git keeps `name` (worktrees keep refs in the common folder).
+fn git_path(dir: &Path, name: &str) -> Option<PathBuf> {
+    git(dir, &["rev-parse", "--git-path", name]).map(|path| dir.join(path))
+}
+
+/// One line of git's output, or `None` when git is missing or fails.
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(output.stdout).ok()?;
+    let line = text.trim();
+    (!line.is_empty()).then(|| line.to_string())
+}
