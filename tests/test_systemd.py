@@ -12,6 +12,7 @@ that user's alone), under `strace` when it is installed, so that every
 system call the host makes is checked against the unit's
 SystemCallFilter."""
 
+import json
 import os
 import re
 import shlex
@@ -27,7 +28,9 @@ from pathlib import Path
 
 import pytest
 
+from cluster import Postgres
 from conftest import BINARY, PLUGINS, ROOT, HostLog
+from test_cluster import modern
 from test_operations import call, initialize, ready
 
 SYSTEMD = ROOT / "deploy" / "systemd"
@@ -278,9 +281,10 @@ class UnitLikeHost(HostLog):
     %S and %C its var/lib and var/cache, run as nobody with umask 077;
     under strace (its output in `trace`) when strace is installed."""
 
-    def __init__(self, root: Path, trace: Path | None):
+    def __init__(self, root: Path, trace: Path | None, unit: Path = UNIT):
+        """`unit`: the file whose ExecStart runs (the unit, or a drop-in)."""
         self.root = root
-        command = exec_start(UNIT)
+        command = exec_start(unit)
         at = {"/usr/local/": root / "usr" / "local", "/etc/": root / "etc"}
         for i, word in enumerate(command):
             for prefix, there in at.items():
@@ -330,26 +334,35 @@ def unit_root():
     shutil.rmtree(root, ignore_errors=True)
 
 
-def test_the_host_runs_as_the_unit_runs_it_and_stops_on_sigterm(unit_root, record_property):
-    root = unit_root
+def lay_out(root: Path, plugins: list[Path], config: str, text: str) -> tuple[Path, Path]:
+    """What the book's installation makes, under `root`: the binary, the
+    plugin folder and /etc/wasm-mcp/`config` (holding `text`), root's and
+    read-only to others; and what StateDirectory= and CacheDirectory= make,
+    the service user's alone (0700). Returns those two folders."""
     binary = root / "usr" / "local" / "bin" / "wasm-mcp"
-    plugins = root / "usr" / "local" / "lib" / "wasm-mcp" / "plugins"
-    for folder in (binary.parent, plugins, root / "etc" / "wasm-mcp"):
-        folder.mkdir(parents=True)
+    folder = root / "usr" / "local" / "lib" / "wasm-mcp" / "plugins"
+    for made in (binary.parent, folder, root / "etc" / "wasm-mcp"):
+        made.mkdir(parents=True)
     for path in root.rglob("*"):
         path.chmod(0o755)
     shutil.copy(BINARY, binary)
-    for name in ("time.wasm", "memory.wasm", "memory.toml", "time.toml"):
-        shutil.copy(PLUGINS / name, plugins / name)
-    shutil.copy(CONFIG, root / "etc" / "wasm-mcp" / "wasm-mcp.toml")
-    # What StateDirectory= and CacheDirectory= make: the service user's, 0700.
+    for plugin in plugins:
+        shutil.copy(plugin, folder / plugin.name)
+    (root / "etc" / "wasm-mcp" / config).write_text(text)
     state, cache = root / "var" / "lib" / "wasm-mcp", root / "var" / "cache" / "wasm-mcp"
-    for folder in (state, cache):
-        folder.mkdir(parents=True)
-        os.chown(folder, NOBODY, NOBODY)
-        folder.chmod(0o700)
-    for folder in (root / "var", root / "var" / "lib", root / "var" / "cache"):
-        folder.chmod(0o755)
+    for made in (state, cache):
+        made.mkdir(parents=True)
+        os.chown(made, NOBODY, NOBODY)
+        made.chmod(0o700)
+    for made in (root / "var", root / "var" / "lib", root / "var" / "cache"):
+        made.chmod(0o755)
+    return state, cache
+
+
+def test_the_host_runs_as_the_unit_runs_it_and_stops_on_sigterm(unit_root, record_property):
+    root = unit_root
+    plugins = [PLUGINS / name for name in ("time.wasm", "memory.wasm", "memory.toml", "time.toml")]
+    state, cache = lay_out(root, plugins, "wasm-mcp.toml", CONFIG.read_text())
     trace = None
     if STRACE is not None:
         traces = root / "trace"
@@ -417,3 +430,59 @@ def test_the_book_shows_the_replica_config_as_shipped():
     blocks = [tomllib.loads(b) for b in re.findall(r"^```toml\n(.*?)^```", page, re.S | re.M)]
     assert tomllib.loads(REPLICA_CONFIG.read_text()) in blocks
     assert "1.2 OK" in page or ANALYZE is None
+
+
+def test_a_replica_run_as_the_drop_in_runs_it_reads_its_credential_and_drains_within_the_stop_timeout(
+        unit_root, tmp_path):
+    """The drop-in's command line and replica.toml against a real PostgreSQL
+    (trust authentication: the password file is read, not checked), the
+    password where LoadCredential= puts it (the service user's, 0400), and
+    a task running longer than drain_secs: on SIGTERM the replica drains
+    for all of drain_secs, hands the task back, and still exits with 0
+    before TimeoutStopSec."""
+    postgres = Postgres(tmp_path / "postgres")
+    try:
+        root = unit_root
+        credentials = root / "run" / "credentials" / "wasm-mcp.service"
+        config = re.sub(r'(?m)^url = "[^"]*"', f'url = "{postgres.url}"', REPLICA_CONFIG.read_text())
+        config = config.replace("/run/credentials/wasm-mcp.service", str(credentials))
+        assert str(credentials) in config and postgres.url in config
+        plugins = [PLUGINS / "memory.wasm", PLUGINS / "memory.toml", ROOT / "dist" / "conformance" / "conformance.wasm"]
+        lay_out(root, plugins, "replica.toml", config)
+        credentials.mkdir(parents=True)
+        for made in (root / "run", root / "run" / "credentials"):
+            made.chmod(0o755)
+        (credentials / "db-password").write_text("not-needed-with-trust\n")
+        for path, mode in ((credentials / "db-password", 0o400), (credentials, 0o500)):
+            os.chown(path, NOBODY, NOBODY)
+            path.chmod(mode)
+
+        host = UnitLikeHost(root, None, DROPIN)
+        try:
+            ready(host.base)
+            with urllib.request.urlopen(f"{host.base}/readyz", timeout=10) as answer:
+                assert json.loads(answer.read())["store"] == "reachable"
+            session = initialize(host.url)
+            made = call(host.url, session, "create_entities", {"entities": [
+                {"name": "replica", "entityType": "service", "observations": ["kept in PostgreSQL"]}]}, 1)
+            assert "result" in made and not made["result"].get("isError"), made
+            authority = host.base.split("/")[2]
+            task = modern(authority, 2, "tools/call", {
+                "name": "slow_compute", "arguments": {"seconds": 600, "detach": True}})["result"]
+            assert task["resultType"] == "task", task
+        finally:
+            stop = seconds(one(UNIT, "TimeoutStopSec"))
+            host.proc.send_signal(signal.SIGTERM)
+            try:
+                code = host.proc.wait(timeout=stop)
+            except subprocess.TimeoutExpired:
+                host.proc.kill()
+                raise AssertionError(f"still running {stop} s after SIGTERM (TimeoutStopSec)")
+            host.log_reader.join(timeout=20)
+        assert code == 0, host.log()[-3000:]
+        log = host.log()
+        assert "draining" in log and "running tasks handed back" in log, log[-3000:]
+        # Its data went to PostgreSQL, not to the state folder.
+        assert not (root / "var" / "lib" / "wasm-mcp" / "keyvalue.db").exists()
+    finally:
+        postgres.stop()
