@@ -18,6 +18,7 @@ import re
 import shlex
 import shutil
 import signal
+import sys
 import stat
 import subprocess
 import tempfile
@@ -275,14 +276,31 @@ def allowed_system_calls() -> set[str]:
     return allowed
 
 
+PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 65, 1
+NO_MDWE = 99
+
+
+def before_exec(deny_write_execute: bool) -> None:
+    """In the child, before it runs the host: UMask=0077, and what
+    MemoryDenyWriteExecute=yes does on Linux 6.3 and later (the kernel's
+    own switch, kept across exec; systemd before 254 installs a seccomp
+    filter refusing the same calls). A kernel without it exits NO_MDWE."""
+    os.umask(0o077)
+    if deny_write_execute:
+        import ctypes
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0, 0, 0) != 0:
+            os._exit(NO_MDWE)
+
+
 class UnitLikeHost(HostLog):
     """The unit's ExecStart and Environment, in a folder standing for /:
     the binary, plugin folder and config copied where the unit names them,
     %S and %C its var/lib and var/cache, run as nobody with umask 077;
     under strace (its output in `trace`) when strace is installed."""
 
-    def __init__(self, root: Path, trace: Path | None, unit: Path = UNIT):
-        """`unit`: the file whose ExecStart runs (the unit, or a drop-in)."""
+    def __init__(self, root: Path, trace: Path | None, unit: Path = UNIT, deny_write_execute: bool = False):
+        """`unit`: the file whose ExecStart runs (the unit, or a drop-in);
+        `deny_write_execute`: as MemoryDenyWriteExecute=yes would run it."""
         self.root = root
         command = exec_start(unit)
         at = {"/usr/local/": root / "usr" / "local", "/etc/": root / "etc"}
@@ -303,7 +321,7 @@ class UnitLikeHost(HostLog):
             prefix += [STRACE, "-f", "-qq", "-o", str(trace)]
         self.proc = subprocess.Popen(prefix + command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, cwd="/",
-                                     preexec_fn=lambda: os.umask(0o077))
+                                     preexec_fn=lambda: before_exec(deny_write_execute))
         self._start_log()
         line = self.proc.stdout.readline().decode().strip()
         assert line.startswith("http://"), f"no URL on stdout: {line!r}\n{self.log()[-3000:]}"
@@ -430,6 +448,28 @@ def test_the_book_shows_the_replica_config_as_shipped():
     blocks = [tomllib.loads(b) for b in re.findall(r"^```toml\n(.*?)^```", page, re.S | re.M)]
     assert tomllib.loads(REPLICA_CONFIG.read_text()) in blocks
     assert "1.2 OK" in page or ANALYZE is None
+
+
+def test_memory_deny_write_execute_would_load_no_plugin(unit_root):
+    """Why the unit leaves MemoryDenyWriteExecute off: with it, wasmtime
+    cannot make a compiled plugin executable, and the host serves none.
+    (On a kernel without PR_SET_MDWE, the strace of the test above shows
+    the mprotect(PROT_EXEC) calls the setting refuses.)"""
+    probe = subprocess.run([sys.executable, "-c", "import ctypes, sys; sys.exit(ctypes.CDLL(None)"
+                            f".prctl({PR_SET_MDWE}, {PR_MDWE_REFUSE_EXEC_GAIN}, 0, 0, 0) != 0)"], timeout=30)
+    if probe.returncode != 0:
+        assert values(UNIT, "MemoryDenyWriteExecute") == ["no"]
+        return
+    lay_out(unit_root, [PLUGINS / "time.wasm"], "wasm-mcp.toml", CONFIG.read_text())
+    host = UnitLikeHost(unit_root, None, deny_write_execute=True)
+    try:
+        host.wait_for_log("unable to make memory executable")
+        ready(host.base)
+        tools = call(host.url, initialize(host.url), "get_current_time", {"timezone": "UTC"}, 1)
+        assert "result" not in tools or tools["result"].get("isError"), tools
+    finally:
+        host.proc.terminate()
+        host.proc.wait(timeout=60)
 
 
 def test_a_replica_run_as_the_drop_in_runs_it_reads_its_credential_and_drains_within_the_stop_timeout(
