@@ -25,7 +25,12 @@ dict, Optional; a parameter with a default is optional, and its default
 is in the schema), its description
 and the parameters' descriptions from its docstring; `input_schema=`,
 `output_schema=`, `title=` and `annotations=` (the ToolAnnotations hints
-by their Python names, e.g. `read_only_hint=True`) set them outright. A
+by their Python names, e.g. `read_only_hint=True`) set them outright;
+`task_support="optional"` (or `"required"`; the default is `"forbidden"`)
+lets a client run the tool as an MCP task. A long tool reports progress,
+notices a cancel and goes on as a task at once with the host's imports
+(`from wit_world.imports import host`: `host.progress`,
+`host.is_cancelled`, `host.continue_as_task`). A
 tool returns a str (text), anything JSON can hold (text and structured
 content) or `result(...)` (its own text beside structured content); an
 exception becomes a tool error with its message (a `ToolError`'s message
@@ -65,6 +70,9 @@ completions = _exported("completions")
 
 # The most suggestions the host passes on.
 MAX_COMPLETIONS = 100
+
+# `task_support=` values, and the TaskSupport case each names.
+_TASK_SUPPORT = {"forbidden": "FORBIDDEN", "optional": "OPTIONAL", "required": "REQUIRED"}
 
 
 def _template_matcher(uri_template: str):
@@ -305,10 +313,14 @@ class Plugin:
 
     def tool(self, func=None, *, name: str | None = None, description: str | None = None,
              title: str | None = None, annotations: dict | None = None,
-             input_schema: dict | None = None, output_schema: dict | None = None):
+             input_schema: dict | None = None, output_schema: dict | None = None,
+             task_support: str = "forbidden"):
         """Makes `func` a tool (`@plugin.tool` or `@plugin.tool(name=...)`)."""
 
         _require(tools, "tools")
+        support = _TASK_SUPPORT.get(task_support)
+        if support is None:
+            raise ValueError(f"task_support is one of {', '.join(_TASK_SUPPORT)}, not {task_support!r}")
 
         def register(func):
             doc, _ = _doc(func)
@@ -325,7 +337,7 @@ class Plugin:
                 input_schema=json.dumps(input_schema if input_schema is not None else _input_schema(func)),
                 output_schema=None if output_schema is None else json.dumps(output_schema),
                 annotations=hints,
-                task_support=tools.TaskSupport.FORBIDDEN,
+                task_support=getattr(tools.TaskSupport, support),
                 icons=[],
                 meta=None,
             )
