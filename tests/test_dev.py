@@ -97,6 +97,7 @@ def test_the_examples_carry_the_helpers_as_shipped():
     """The Python and JavaScript examples use copies of the helpers, as
     `wasm-mcp new` writes them; the copies must not drift."""
     for example, helper in [("wordcount-python/wasm_mcp.py", "sdk-python/wasm_mcp.py"),
+                            ("slow-python/wasm_mcp.py", "sdk-python/wasm_mcp.py"),
                             ("memory-python/wasm_mcp.py", "sdk-python/wasm_mcp.py"),
                             ("shout-js/wasm-mcp.js", "sdk-js/wasm-mcp.js"),
                             ("kv-js/wasm-mcp.js", "sdk-js/wasm-mcp.js")]:
