@@ -3,24 +3,29 @@ replica; overlays/replicas, several on PostgreSQL): rendered by
 tests/kustomize.py (and compared with `kubectl kustomize` where kubectl is
 installed), validated strictly against the schemas of a pinned Kubernetes
 version (kubernetes-validate), scanned by checkov with no failed check,
-their configs passing `wasm-mcp config check`, and the base's config and
-the Deployment's arguments served for real: the real plugins pushed to a
-registry, signed, and pulled by digest into an empty plugin folder.
+their configs passing `wasm-mcp config check`, and both served for real
+with the Deployment's arguments and environment: the real plugins pushed
+to a registry, signed, and pulled by digest into an empty plugin folder;
+the overlay's replicas on a real PostgreSQL (TLS, the password from the
+Secret's file), named after their pods, sharing what they write.
 
 The scanners live in a venv of their own (`scripts/scan-tools`)."""
 
 import hashlib
 import http.client
 import json
+import os
 import re
+import secrets
 import shutil
 import subprocess
 import time
 import tomllib
+from pathlib import Path
 
 import pytest
 
-from cluster import post
+from cluster import Postgres, post
 from conftest import BINARY, PLUGINS, ROOT, modern_meta
 from kustomize import name_hash
 from test_oci import Registry
@@ -345,92 +350,211 @@ def readyz(authority):
     return status, body
 
 
+def modern(authority, id_, method, params, name=None):
+    """A 2026-07-28 request (no session); its JSON-RPC reply."""
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if name:
+        headers["Mcp-Name"] = name
+    status, _, reply = post(authority, {"jsonrpc": "2.0", "id": id_, "method": method,
+                                        "params": dict(params, _meta=modern_meta())}, headers)
+    assert status == 200 and reply is not None, (status, reply)
+    return reply
+
+
+# What the tests run with, besides what the Deployment sets (no HOME of
+# the machine's: a file the host wrote there would show).
+def machine_env(tmp_path):
+    return {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "WASM_MCP_STARTUP_WAIT_MS": "600000"}
+
+
+def publish(config_text, registry, private, env):
+    """The config with each placeholder source replaced as the book says:
+    the real plugin pushed to `registry`, signed with `private`, and named
+    by the digest push printed."""
+    for plugin, section in tomllib.loads(config_text)["plugins"].items():
+        placeholder = section["source"]
+        repository = re.fullmatch(r"oci://[^/]+/(.+)@sha256:0{64}", placeholder).group(1)
+        ref = f"oci://{registry.address}/{repository}:test"
+        pushed = subprocess.run([str(BINARY), "push", str(PLUGINS / f"{plugin}.wasm"), ref],
+                                capture_output=True, text=True, env=env, timeout=300)
+        assert pushed.returncode == 0, pushed.stderr
+        digest = re.search(r"sha256:[0-9a-f]{64}", pushed.stdout).group(0)
+        signed = subprocess.run([str(BINARY), "sign", ref, "--key", str(private)],
+                                capture_output=True, text=True, env=env, timeout=300)
+        assert signed.returncode == 0, signed.stderr
+        config_text = config_text.replace(placeholder, f"oci://{registry.address}/{repository}@{digest}")
+    assert "0" * 64 not in config_text
+    return config_text
+
+
+class Pod:
+    """The Deployment's container run here: its folders under `root`, its
+    arguments (but a loopback address), its environment (the downward API
+    giving `name`), `files` (pod path: content) in its read-only mounts."""
+
+    def __init__(self, root, deployment, config_text, files, env, name):
+        self.root, self.name = root, name
+        main = container(deployment)
+        mounts = sorted((m["mountPath"] for m in main["volumeMounts"]), key=len, reverse=True)
+        for mount in mounts:
+            self.here(mount).mkdir(parents=True, exist_ok=True)
+        # The config's paths, in one pass (the folders here are under /tmp too).
+        pattern = "|".join(re.escape(m) for m in mounts)
+        config_text = re.sub(f'"({pattern})/', lambda m: f'"{self.here(m.group(1))}/', config_text)
+        args = list(main["args"])
+        args[args.index("--http") + 1] = "127.0.0.1:0"
+        config_path = args[args.index("--config") + 1]
+        for path, content in dict(files, **{config_path: config_text}).items():
+            self.here(path).write_text(content)
+        for flag in ("--plugins", "--config"):
+            args[args.index(flag) + 1] = str(self.here(args[args.index(flag) + 1]))
+        pod_env = {}
+        for variable in main["env"]:
+            if "value" in variable:
+                value = variable["value"]
+                pod_env[variable["name"]] = str(self.here(value)) if value.startswith("/") else value
+            else:
+                assert variable["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}, variable
+                pod_env[variable["name"]] = name
+        self.log_path = root / "host.log"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen([str(BINARY), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=log, env=dict(env, TMPDIR=str(self.here("/tmp")), **pod_env))
+        url = self.proc.stdout.readline().decode().strip()
+        assert url.startswith("http://"), self.log()[-3000:]
+        self.authority = url.split("/")[2]
+
+    def here(self, pod_path):
+        return self.root / pod_path.lstrip("/")
+
+    def log(self):
+        return self.log_path.read_text()
+
+    def tools(self, expected):
+        """The tools listed once `expected` are among them (the pulls run in
+        the background as the host starts; each plugin is announced as it
+        arrives)."""
+        deadline = time.monotonic() + 120
+        while True:
+            names = {tool["name"] for tool in modern(self.authority, 1, "tools/list", {})["result"]["tools"]}
+            if expected <= names:
+                return names
+            assert time.monotonic() < deadline, (names, self.log()[-3000:])
+            time.sleep(0.2)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+        return self.log()
+
+
+EXPECTED_TOOLS = {"get_current_time", "fetch", "create_entities", "read_graph"}
+EMPTY_SET = "sha256:" + hashlib.sha256(b"").hexdigest()
+
+
 def test_the_base_serves_the_real_plugins_pulled_by_digest_into_an_empty_folder(rendered, tmp_path):
     """The base's config and the Deployment's arguments, with the registry
     and digests replaced as the book says: the real plugins are pushed to a
     registry and signed, and the host, given nothing but the config, an
     empty plugin folder and the public key, pulls and serves them."""
     deployment = one(rendered["base"], "Deployment")
-    text = config_of(rendered["base"])
-    config = tomllib.loads(text)
+    env = machine_env(tmp_path)
     registry = Registry(tmp_path)
     try:
         _, private, public = key_pair(tmp_path, "signing")
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "RUST_LOG": "info",
-               "WASM_MCP_STARTUP_WAIT_MS": "600000"}
-        # The pod's folders, here: each under `root`.
-        root = tmp_path / "pod"
-        pod_paths = {p: root / p.lstrip("/") for p in
-                     ("/plugins", "/var/lib/wasm-mcp", "/etc/wasm-mcp/keys", "/etc/wasm-mcp/config", "/tmp")}
-        for folder in pod_paths.values():
-            folder.mkdir(parents=True)
-        shutil.copy(public, pod_paths["/etc/wasm-mcp/keys"] / "signing.pub")
-        for plugin, section in config["plugins"].items():
-            placeholder = section["source"]
-            repository = re.fullmatch(r"oci://[^/]+/(.+)@sha256:0{64}", placeholder).group(1)
-            ref = f"oci://{registry.address}/{repository}:test"
-            pushed = subprocess.run([str(BINARY), "push", str(PLUGINS / f"{plugin}.wasm"), ref],
-                                    capture_output=True, text=True, env=env, timeout=300)
-            assert pushed.returncode == 0, pushed.stderr
-            digest = re.search(r"sha256:[0-9a-f]{64}", pushed.stdout).group(0)
-            signed = subprocess.run([str(BINARY), "sign", ref, "--key", str(private)],
-                                    capture_output=True, text=True, env=env, timeout=300)
-            assert signed.returncode == 0, signed.stderr
-            text = text.replace(placeholder, f"oci://{registry.address}/{repository}@{digest}")
-        assert "0" * 64 not in text
-        # In one pass: the folders here are under /tmp too.
-        pattern = "|".join(re.escape(p) for p in sorted(pod_paths, key=len, reverse=True))
-        text = re.sub(f'"({pattern})/', lambda m: f'"{pod_paths[m.group(1)]}/', text)
-        (pod_paths["/etc/wasm-mcp/config"] / CONFIG).write_text(text)
-
-        args = list(container(deployment)["args"])
-        args[args.index("--http") + 1] = "127.0.0.1:0"
-        for flag in ("--plugins", "--config"):
-            index = args.index(flag) + 1
-            pod_path = next(p for p in sorted(pod_paths, key=len, reverse=True)
-                            if args[index] == p or args[index].startswith(p + "/"))
-            args[index] = str(pod_paths[pod_path]) + args[index][len(pod_path):]
-        pod_env = {e["name"]: e["value"] for e in container(deployment)["env"]}
-        pod_env = {k: str(root / v.lstrip("/")) if v.startswith("/") else v for k, v in pod_env.items()}
-        with open(tmp_path / "host.log", "wb") as log:
-            host = subprocess.Popen([str(BINARY), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=log, env=dict(env, TMPDIR=str(pod_paths["/tmp"]), **pod_env))
+        text = publish(config_of(rendered["base"]), registry, private, env)
+        config = tomllib.loads(text)
+        pod = Pod(tmp_path / "pod", deployment, text, {"/etc/wasm-mcp/keys/signing.pub": public.read_text()},
+                  env, "wasm-mcp-5d8f7c9b4-x2x7q")
         try:
-            url = host.stdout.readline().decode().strip()
-            assert url.startswith("http://"), (tmp_path / "host.log").read_text()[-3000:]
-            authority = url.split("/")[2]
-            meta = modern_meta()
-            # The pulls run in the background as the host starts; the
-            # plugins are announced as they arrive.
-            deadline = time.monotonic() + 120
-            while True:
-                status, _, reply = post(authority, {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
-                                                    "params": {"_meta": meta}},
-                                        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
-                assert status == 200, ((tmp_path / "host.log").read_text()[-3000:], reply)
-                names = {tool["name"] for tool in reply["result"]["tools"]}
-                if {"get_current_time", "fetch", "create_entities"} <= names:
-                    break
-                assert time.monotonic() < deadline, (names, (tmp_path / "host.log").read_text()[-3000:])
-                time.sleep(0.2)
-            status, _, reply = post(authority, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                "name": "get_current_time", "arguments": {"timezone": "UTC"}, "_meta": meta}},
-                {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "get_current_time"})
-            assert status == 200 and not reply["result"].get("isError"), reply
-            assert "UTC" in reply["result"]["content"][0]["text"], reply
-            status, body = readyz(authority)
-            assert status == 200, body
-            assert body["plugins"] != "sha256:" + hashlib.sha256(b"").hexdigest(), body
+            pod.tools(EXPECTED_TOOLS)
+            reply = modern(pod.authority, 2, "tools/call",
+                           {"name": "get_current_time", "arguments": {"timezone": "UTC"}}, name="get_current_time")
+            assert not reply["result"].get("isError") and "UTC" in reply["result"]["content"][0]["text"], reply
+            status, body = readyz(pod.authority)
+            assert status == 200 and body["plugins"] != EMPTY_SET, body
         finally:
-            host.terminate()
-            host.wait(timeout=60)
-        log = (tmp_path / "host.log").read_text()
+            log = pod.close()
         # Each was pulled by digest, with its signature verified by the Secret's key.
         assert log.count("verified with") == len(config["plugins"]), log[-3000:]
-        assert {p.stem for p in pod_paths["/plugins"].glob("*.wasm")} == set(config["plugins"])
+        assert {p.stem for p in pod.here("/plugins").glob("*.wasm")} == set(config["plugins"])
         # It wrote where the Deployment gives it room, not in its home.
-        assert (pod_paths["/var/lib/wasm-mcp"] / "cache").is_dir()
-        assert (pod_paths["/var/lib/wasm-mcp"] / "cache.key").is_file()
+        assert pod.here("/var/lib/wasm-mcp/cache").is_dir()
+        assert pod.here("/var/lib/wasm-mcp/cache.key").is_file()
         assert not (tmp_path / ".cache").exists() and not (tmp_path / ".local").exists()
     finally:
         registry.close()
+
+
+def test_the_replicas_share_the_database_with_the_password_from_its_secret(rendered, tmp_path):
+    """The overlay's config and Deployment, two pods of it against a real
+    PostgreSQL that takes TLS connections only, and only with the password
+    (the Secret's file): each is named after its pod, and what one writes
+    the other reads."""
+    deployment = one(rendered["replicas"], "Deployment")
+    env = machine_env(tmp_path)
+    postgres = Postgres(tmp_path / "postgres", tls=True)
+    registry = Registry(tmp_path)
+    pods = []
+    try:
+        password = secrets.token_urlsafe(24)
+        require_password(postgres, password)
+        _, private, public = key_pair(tmp_path, "signing")
+        text = publish(config_of(rendered["replicas"]), registry, private, env)
+        # The operator's database, and its authority (not a public one here:
+        # in the database's Secret beside the password).
+        ca = "/etc/wasm-mcp/database/ca.pem"
+        text = re.sub(r'^url = "[^"]*"$', f'url = "{postgres.url}"\nca_file = "{ca}"', text, flags=re.M)
+        assert postgres.url.endswith("?sslmode=require")
+        files = {"/etc/wasm-mcp/keys/signing.pub": public.read_text(),
+                 "/etc/wasm-mcp/database/password": password + "\n", ca: postgres.ca.read_text()}
+        names = ["wasm-mcp-6c9b8d7f5-4k2zq", "wasm-mcp-6c9b8d7f5-t8wmn"]
+        for name in names:
+            pods.append(Pod(tmp_path / name, deployment, text, files, env, name))
+        for pod in pods:
+            deadline = time.monotonic() + 120
+            while (answer := readyz(pod.authority))[0] != 200:
+                assert time.monotonic() < deadline, (answer, pod.log()[-3000:])
+                time.sleep(0.2)
+            assert answer[1]["replica"] == pod.name and answer[1]["store"] == "reachable", answer
+            pod.tools(EXPECTED_TOOLS)
+        # The memory plugin's graph is in the database: written through one
+        # replica, read through the other.
+        entity = {"name": "kubernetes", "entityType": "test", "observations": ["written through one pod"]}
+        reply = modern(pods[0].authority, 3, "tools/call", {"name": "create_entities",
+                                                            "arguments": {"entities": [entity]}},
+                       name="create_entities")
+        assert not reply["result"].get("isError"), reply
+        reply = modern(pods[1].authority, 4, "tools/call", {"name": "read_graph", "arguments": {}},
+                       name="read_graph")
+        assert "written through one pod" in json.dumps(reply["result"]), reply
+        # Without the right password, the database turns a replica away (and
+        # it is not ready).
+        files["/etc/wasm-mcp/database/password"] = "wrong\n"
+        pods.append(Pod(tmp_path / "wrong", deployment, text, files, env, "wasm-mcp-6c9b8d7f5-wr0ng"))
+        deadline = time.monotonic() + 60
+        while "password authentication failed" not in pods[-1].log():
+            assert time.monotonic() < deadline, pods[-1].log()[-3000:]
+            time.sleep(0.2)
+        assert readyz(pods[-1].authority)[0] == 503
+    finally:
+        for pod in pods:
+            pod.close()
+        registry.close()
+        postgres.stop()
+
+
+def require_password(postgres, password):
+    """Makes the throwaway server take TCP connections only with `password`
+    (SCRAM), as an operator's does."""
+    data = Path((postgres.folder / "data-dir").read_text().strip())
+    port = (postgres.folder / "port").read_text().strip()
+    run_as = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+    psql = sorted(Path("/usr/lib/postgresql").glob("*/bin/psql"))[-1]
+    sql = f"ALTER ROLE wasm_mcp PASSWORD '{password}'; SELECT pg_reload_conf();"
+    hba = data / "data" / "pg_hba.conf"
+    hba.write_text("local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\n")
+    done = subprocess.run([*run_as, str(psql), "-h", str(data), "-p", port, "-U", "wasm_mcp", "-d", "wasm_mcp",
+                           "-v", "ON_ERROR_STOP=1", "-c", sql], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
