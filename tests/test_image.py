@@ -121,7 +121,7 @@ def test_the_image_holds_the_binary_its_libraries_certificates_and_a_user_and_no
     layout, printed = built
     rootfs = unpack(layout, TAG, tmp_path)
     files = {"/usr/local/bin/wasm-mcp", "/etc/ssl/certs/ca-certificates.crt", "/etc/passwd", "/etc/group",
-             *linked_libraries()}
+             "/etc/nsswitch.conf", *linked_libraries()}
     assert any("libc.so" in f for f in files) and any("ld-linux" in f for f in files)
     dirs = {"/tmp", "/plugins", "/var/lib/wasm-mcp"}
     expected = {"/"} | files | dirs | {p for f in files | dirs for p in parents(f)}
@@ -139,6 +139,7 @@ def test_the_image_holds_the_binary_its_libraries_certificates_and_a_user_and_no
     assert (rootfs / "etc/ssl/certs/ca-certificates.crt").read_bytes() == Path("/etc/ssl/certs/ca-certificates.crt").read_bytes()
     assert "nonroot:x:65532:65532:" in (rootfs / "etc/passwd").read_text()
     assert "nonroot:x:65532:" in (rootfs / "etc/group").read_text()
+    assert "hosts: files dns" in (rootfs / "etc/nsswitch.conf").read_text()
     assert not any(any((rootfs / d.lstrip("/")).iterdir()) for d in dirs)
 
     # The config: user, entrypoint, command, port, state under /var/lib/wasm-mcp, labels.
@@ -202,16 +203,18 @@ class Page(http.server.BaseHTTPRequestHandler):
 
 
 # Run inside `unshare --mount --pid --fork`: the root filesystem bound
-# read-only, then what a runtime adds (tmpfs /tmp, the state volume, /proc,
-# device nodes in a tmpfs /dev), then the image's entrypoint via chroot.
+# read-only, then what a runtime adds (tmpfs /tmp, the state volume, its
+# /etc/hosts, /proc, device nodes in a tmpfs /dev), then the image's
+# entrypoint via chroot.
 CONTAINER = r"""
 set -eu
-rootfs=$1 mnt=$2 state=$3; shift 3
+rootfs=$1 mnt=$2 state=$3 hosts=$4; shift 4
 mount --make-rprivate /
 mount --bind "$rootfs" "$mnt"
 mount -o remount,bind,ro,nosuid,nodev "$mnt"
 mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m tmpfs "$mnt/tmp"
 mount --bind "$state" "$mnt/var/lib/wasm-mcp"
+mount --bind -o ro "$hosts" "$mnt/etc/hosts"
 mount -t proc -o nosuid,nodev,noexec proc "$mnt/proc"
 mount -t tmpfs -o mode=755,nosuid,size=1m tmpfs "$mnt/dev"
 for node in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
@@ -223,14 +226,14 @@ exec chroot --userspec=65532:65532 "$mnt" "$@"
 
 
 class Container:
-    def __init__(self, rootfs: Path, state: Path, argv: list[str], env: dict, work: Path):
+    def __init__(self, rootfs: Path, state: Path, hosts: Path, argv: list[str], env: dict, work: Path):
         script = work / "container.sh"
         script.write_text(CONTAINER)
         (work / "mnt").mkdir()
         self.stderr = open(work / "stderr.log", "wb")
         self.proc = subprocess.Popen(
             ["unshare", "--mount", "--pid", "--fork", "--kill-child", "bash", str(script),
-             str(rootfs), str(work / "mnt"), str(state), *argv],
+             str(rootfs), str(work / "mnt"), str(state), str(hosts), *argv],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr, env=env,
             start_new_session=True)
         self.log_path = work / "stderr.log"
@@ -271,6 +274,10 @@ def test_the_image_serves_the_real_plugins_read_only_as_uid_65532(built, tmp_pat
     # Mount points a runtime makes before it mounts the root read-only.
     (rootfs / "proc").mkdir()
     (rootfs / "dev").mkdir()
+    (rootfs / "etc" / "hosts").touch()
+    # The hosts file a runtime writes: the fetch plugin is granted a name.
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n127.0.0.1 site.test\n")
     # The state volume: the config (grants), and a folder to grant.
     state = tmp_path / "state"
     (state / "files").mkdir(parents=True)
@@ -279,7 +286,7 @@ def test_the_image_serves_the_real_plugins_read_only_as_uid_65532(built, tmp_pat
         '[roots.files]\npath = "/var/lib/wasm-mcp/files"\nmode = "read-only"\n\n'
         '[plugins.filesystem]\nroots = ["files"]\n\n'
         '[plugins.memory]\nkeyvalue = true\n\n'
-        '[plugins.fetch]\nhosts = ["127.0.0.1"]\n')
+        '[plugins.fetch]\nhosts = ["site.test"]\n')
     shutil.chown(state, 65532, 65532)
     os.chmod(state, 0o700)
     for path in state.rglob("*"):
@@ -294,7 +301,7 @@ def test_the_image_serves_the_real_plugins_read_only_as_uid_65532(built, tmp_pat
 
     site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
     threading.Thread(target=site.serve_forever, daemon=True).start()
-    container = Container(rootfs, state, config["Entrypoint"] + cmd, env, tmp_path)
+    container = Container(rootfs, state, hosts, config["Entrypoint"] + cmd, env, tmp_path)
     try:
         line = container.proc.stdout.readline().decode().strip()
         assert line.startswith("http://127.0.0.1:"), f"no URL on stdout: {line!r}\n{container.log()[-3000:]}"
@@ -321,7 +328,7 @@ def test_the_image_serves_the_real_plugins_read_only_as_uid_65532(built, tmp_pat
         assert "hello from the image" in tool(4, "read_text_file", {"path": "/files/note.txt"})
         tool(5, "create_entities", {"entities": [{"name": "image", "entityType": "test", "observations": ["ran"]}]})
         assert '"image"' in tool(6, "read_graph", {})
-        page = f"http://127.0.0.1:{site.server_address[1]}/page.html"
+        page = f"http://site.test:{site.server_address[1]}/page.html"  # through /etc/hosts
         fetched = tool(7, "fetch", {"url": page})
         assert fetched.startswith(f"Contents of {page}:") and "served on loopback" in fetched, fetched
 
@@ -332,7 +339,7 @@ def test_the_image_serves_the_real_plugins_read_only_as_uid_65532(built, tmp_pat
         mounts = {fields[4]: fields[5].split(",") for fields in
                   (line.split() for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines())}
         assert "ro" in mounts["/"] and "rw" in mounts["/tmp"] and "rw" in mounts["/var/lib/wasm-mcp"], mounts
-        assert set(mounts) == {"/", "/tmp", "/var/lib/wasm-mcp", "/proc", "/dev"}, mounts
+        assert set(mounts) == {"/", "/tmp", "/var/lib/wasm-mcp", "/etc/hosts", "/proc", "/dev"}, mounts
         # It wrote where the image says state goes, as 65532; nowhere else could it.
         for name in ("keyvalue.db", "tasks.db", "cache.key"):
             assert (state / name).stat().st_uid == 65532, name
@@ -341,7 +348,7 @@ def test_the_image_serves_the_real_plugins_read_only_as_uid_65532(built, tmp_pat
     finally:
         container.close()
         site.shutdown()
-    assert listing(rootfs).keys() >= {"/proc", "/dev"} and not any((rootfs / "tmp").iterdir())
+    assert not any((rootfs / "tmp").iterdir())
 
 
 def test_pushed_and_pulled_back_the_digests_agree(built, registry, tmp_path):
