@@ -29,6 +29,7 @@ use crate::runtime::keyvalue::{Backend, Entry, Namespace, Quota, StoreError, Usa
 use anyhow::Result;
 use async_trait::async_trait;
 use deadpool_postgres::{Pool, Transaction};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +38,9 @@ use std::time::Duration;
 pub struct PgKeyValue {
     pool: Pool,
     timeout: Duration,
+    /// Set once the schema is up to date; until then every operation is
+    /// refused, instead of failing on tables that are not there yet.
+    reached: Arc<AtomicBool>,
 }
 
 /// Runs `work` within `timeout`, an error that is no [`StoreError`] being
@@ -183,11 +187,32 @@ async fn current(
 }
 
 impl PgKeyValue {
-    /// The store in the database of `pool` (its schema brought up to date
-    /// by `database::migrate`, as every replica does at start), each
-    /// operation bounded by `timeout`.
+    /// The store in the database of `pool`, its schema already brought up
+    /// to date by `database::migrate`, each operation bounded by `timeout`.
     pub fn new(pool: Pool, timeout: Duration) -> Self {
-        PgKeyValue { pool, timeout }
+        Self::once_reached(pool, timeout, Arc::new(AtomicBool::new(true)))
+    }
+
+    /// The store in the database of `pool`, which answers only once
+    /// `reached` is set (the schema brought up to date, as every replica
+    /// does in the background at start); until then each operation fails
+    /// with "the shared database has not been reached yet".
+    pub fn once_reached(pool: Pool, timeout: Duration, reached: Arc<AtomicBool>) -> Self {
+        PgKeyValue {
+            pool,
+            timeout,
+            reached,
+        }
+    }
+
+    /// A connection of the pool, once the schema is there.
+    async fn connection(&self) -> Result<deadpool_postgres::Object> {
+        if !self.reached.load(Ordering::Relaxed) {
+            return Err(
+                StoreError::Failed("the shared database has not been reached yet".into()).into(),
+            );
+        }
+        connection(&self.pool).await
     }
 
     /// Runs `work` in one transaction on a connection of the pool,
@@ -201,7 +226,7 @@ impl PgKeyValue {
             > + Send,
     {
         bounded(self.timeout, async {
-            let mut db = connection(&self.pool).await?;
+            let mut db = self.connection().await?;
             let tx = db.transaction().await?;
             let done = work(&tx).await?;
             tx.commit().await?;
@@ -220,7 +245,7 @@ impl Backend for PgKeyValue {
         keys: &[String],
     ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
         bounded(self.timeout, async {
-            let db = connection(&self.pool).await?;
+            let db = self.connection().await?;
             let query = db
                 .prepare_cached(
                     "SELECT key, value FROM wasm_mcp_kv
@@ -252,7 +277,7 @@ impl Backend for PgKeyValue {
         key: &str,
     ) -> Result<Versioned, StoreError> {
         bounded(self.timeout, async {
-            let db = connection(&self.pool).await?;
+            let db = self.connection().await?;
             let query = db
                 .prepare_cached(
                     "SELECT value, version FROM wasm_mcp_kv
@@ -355,7 +380,7 @@ impl Backend for PgKeyValue {
 
     async fn exists(&self, ns: &Namespace, bucket: &str, key: &str) -> Result<bool, StoreError> {
         bounded(self.timeout, async {
-            let db = connection(&self.pool).await?;
+            let db = self.connection().await?;
             let query = db
                 .prepare_cached(
                     "SELECT 1 FROM wasm_mcp_kv
@@ -388,7 +413,7 @@ impl Backend for PgKeyValue {
         // One more than asked: whether there is another page.
         let fetch = limit.saturating_add(1).min(i64::MAX as usize) as i64;
         bounded(self.timeout, async {
-            let db = connection(&self.pool).await?;
+            let db = self.connection().await?;
             let rows = match &after {
                 None => {
                     let query = db
@@ -487,7 +512,7 @@ impl Backend for PgKeyValue {
 
     async fn usage(&self) -> Result<Vec<Usage>, StoreError> {
         bounded(self.timeout, async {
-            let db = connection(&self.pool).await?;
+            let db = self.connection().await?;
             let rows = db
                 .query(
                     "SELECT tenant, plugin, keys, bytes FROM wasm_mcp_kv_usage WHERE keys > 0
@@ -512,7 +537,7 @@ impl Backend for PgKeyValue {
 
     async fn export(&self, tenant: &str, limit: u64) -> Result<Vec<Entry>, StoreError> {
         bounded(self.timeout, async {
-            let mut db = connection(&self.pool).await?;
+            let mut db = self.connection().await?;
             // One snapshot: the size checked is the size read.
             let tx = db
                 .build_transaction()
@@ -591,6 +616,20 @@ mod tests {
         let pg = super::super::tests::Postgres::start();
         let target = pg.database("keyvalue").await;
         let pool = target.pool().unwrap();
+        // Before the schema is known to be there, every operation says so.
+        let reached = Arc::new(AtomicBool::new(false));
+        let early = PgKeyValue::once_reached(pool.clone(), target.timeout, reached.clone());
+        let ns = Namespace {
+            plugin: "memory".into(),
+            tenant: "early".into(),
+        };
+        let refused = early.exists(&ns, "b", "k").await.unwrap_err();
+        assert!(
+            refused.to_string().contains("not been reached yet"),
+            "{refused}"
+        );
+        reached.store(true, Ordering::Relaxed);
+        assert!(!early.exists(&ns, "b", "k").await.unwrap());
         // Migrating again changes nothing.
         super::super::database::migrate(&pool).await.unwrap();
         let store = PgKeyValue::new(pool, target.timeout);

@@ -85,7 +85,11 @@ pub async fn connect(
         tasks: Box::new(tasks),
         tasks_failed: false,
         sessions: Arc::new(PgSessions::new(pool.clone(), max_sessions, timeout)),
-        keyvalue: Some(Arc::new(PgKeyValue::new(pool.clone(), timeout))),
+        keyvalue: Some(Arc::new(PgKeyValue::once_reached(
+            pool.clone(),
+            timeout,
+            reached.clone(),
+        ))),
         stream_events: Some(Arc::new(PgStreamEvents::new(
             pool,
             config.state.max_stream_events,
