@@ -19,8 +19,13 @@
 // can hold (text and structured content) or `result(text, structured)`
 // (its own text beside structured content); a thrown error becomes a tool
 // error with its message. `tool`'s last argument may set `title`,
-// `outputSchema` and `annotations` (`readOnlyHint`, `destructiveHint`,
-// `idempotentHint`, `openWorldHint`, `title`). A resource template's
+// `outputSchema`, `annotations` (`readOnlyHint`, `destructiveHint`,
+// `idempotentHint`, `openWorldHint`, `title`) and `taskSupport`
+// ("optional" or "required" let a client run the tool as an MCP task;
+// the default is "forbidden"). A long tool reports progress, notices a
+// cancel and goes on as a task at once with the host's imports
+// (`progress`, `isCancelled`, `continueAsTask` from
+// "wasm-mcp:plugin/host@0.1.0"). A resource template's
 // `{name}` matches one path segment (up to the next `/`).
 //
 // `Bucket` is the plugin's key-value store (wasi:keyvalue), where the
@@ -116,6 +121,9 @@ function decoded(segment) {
 /** The most suggestions the host passes on. */
 const MAX_COMPLETIONS = 100;
 
+/** What `taskSupport` may be. */
+const TASK_SUPPORT = ["forbidden", "optional", "required"];
+
 /** The tools, resources, prompts and completions of one plugin. */
 export class Plugin {
   #tools = new Map();
@@ -127,9 +135,13 @@ export class Plugin {
   /** Adds tool `name`: `run(args)` gets the arguments `args` describes
    * (with the defaults of those left out). `options`: `title`,
    * `outputSchema` (a JSON Schema object), `annotations` (`title`,
-   * `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`). */
+   * `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`),
+   * `taskSupport` ("forbidden", the default, "optional" or "required"). */
   tool(name, description, args, run, options = {}) {
-    const { title, outputSchema, annotations } = options;
+    const { title, outputSchema, annotations, taskSupport = "forbidden" } = options;
+    if (!TASK_SUPPORT.includes(taskSupport)) {
+      throw new Error(`taskSupport is one of ${TASK_SUPPORT.join(", ")}, not ${JSON.stringify(taskSupport)}`);
+    }
     this.#tools.set(name, {
       entry: {
         name,
@@ -138,7 +150,7 @@ export class Plugin {
         inputSchema: JSON.stringify(inputSchema(args)),
         outputSchema: outputSchema === undefined ? undefined : JSON.stringify(outputSchema),
         annotations: annotations === undefined ? undefined : { ...annotations },
-        taskSupport: "forbidden",
+        taskSupport,
         icons: [],
       },
       run,
