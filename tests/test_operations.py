@@ -5,13 +5,14 @@ with the Prometheus project's own Python parser after known calls."""
 import json
 import re
 import shutil
+import subprocess
 import time
 import urllib.error
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import FIXTURES, PLUGINS, HttpHost, RawHost
+from conftest import BINARY, FIXTURES, PLUGINS, HttpHost, RawHost
 
 
 def scrape(url, headers=None):
@@ -225,3 +226,24 @@ def test_long_tool_names_and_concurrent_scrapes_cost_what_the_caps_allow(tmp_pat
         assert host.request("ping", timeout=10)["result"] == {}
     finally:
         host.close()
+
+
+def test_json_logs_are_one_object_per_line_and_a_wrong_format_is_refused(tmp_path, cache_dir, host_env):
+    """WASM_MCP_LOG_FORMAT=json: every stderr line is a JSON object a log
+    collector can read (its level, message and fields at the top level);
+    a format the host does not know stops it before it serves."""
+    host = RawHost(folder(tmp_path), dict(host_env, WASM_MCP_LOG_FORMAT="json"))
+    try:
+        host.initialize()
+        assert host.request("tools/call", {"name": "greet", "arguments": {"name": "j"}})["result"]["content"]
+        host.wait_for_log('"plugin":"hello"')
+        lines = [line for line in host.log().splitlines() if line.strip()]
+        records = [json.loads(line) for line in lines]
+        assert all({"timestamp", "level", "target"} <= record.keys() for record in records), lines
+        assert any(record.get("plugin") == "hello" and record["level"] == "INFO" for record in records), lines
+    finally:
+        host.close()
+    refused = subprocess.run([str(BINARY), "serve", "--plugins", str(tmp_path / "plugins")],
+                             env=dict(host_env, WASM_MCP_LOG_FORMAT="yaml", RUST_BACKTRACE="0"),
+                             capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert refused.returncode != 0 and 'WASM_MCP_LOG_FORMAT="yaml": expected "text" or "json"' in refused.stderr, refused

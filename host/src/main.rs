@@ -16,8 +16,9 @@ mod cli;
 ///
 ///     wasm-mcp serve --plugins ./plugins
 ///
-/// Logs go to stderr (set the level with RUST_LOG, e.g. RUST_LOG=debug);
-/// stdout carries only MCP messages.
+/// Logs go to stderr (set the level with RUST_LOG, e.g. RUST_LOG=debug;
+/// WASM_MCP_LOG_FORMAT=json writes one JSON object per line); stdout
+/// carries only MCP messages.
 #[derive(Parser)]
 #[command(
     name = "wasm-mcp",
@@ -317,6 +318,50 @@ impl From<HttpArgs> for launch::Http {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// How log lines are written, from `WASM_MCP_LOG_FORMAT`.
+#[derive(Clone, Copy)]
+enum LogFormat {
+    /// One line of text per event (the default).
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// `WASM_MCP_LOG_FORMAT`: `text` (or unset) or `json`; anything else is
+/// refused before anything starts.
+fn log_format() -> Result<LogFormat> {
+    match std::env::var("WASM_MCP_LOG_FORMAT").as_deref() {
+        Err(std::env::VarError::NotPresent) | Ok("" | "text") => Ok(LogFormat::Text),
+        Ok("json") => Ok(LogFormat::Json),
+        Ok(other) => anyhow::bail!("WASM_MCP_LOG_FORMAT={other:?}: expected \"text\" or \"json\""),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            anyhow::bail!("WASM_MCP_LOG_FORMAT is not UTF-8: expected \"text\" or \"json\"")
+        }
+    }
+}
+
+/// The layer writing log lines to stderr in `format`.
+fn log_layer<S>(format: LogFormat) -> Box<dyn tracing_subscriber::Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => {
+            Box::new(layer.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())))
+        }
+        // Each event's fields at the top level beside `timestamp`, `level`
+        // and `target`, and the span it happened in under `span`.
+        LogFormat::Json => Box::new(
+            layer
+                .json()
+                .flatten_event(true)
+                .with_current_span(true)
+                .with_span_list(false),
+        ),
+    }
+}
+
 fn main() -> Result<()> {
     use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -357,14 +402,11 @@ fn main() -> Result<()> {
     let traces = traces
         .map(|(t, replica)| wasm_mcp::traces::layer(&t, replica))
         .transpose();
-    let log = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new("info,wasmtime=warn,cranelift=warn")
-            }),
-        );
+    let log = log_layer(log_format()?).with_filter(
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new("info,wasmtime=warn,cranelift=warn")
+        }),
+    );
     let (traces, traces_failed) = match traces {
         Ok(layer) => (layer.flatten(), None),
         Err(e) => (None, Some(e)),
