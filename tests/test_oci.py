@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -16,7 +17,7 @@ import urllib.request
 import bcrypt
 import pytest
 
-from conftest import BINARY, FIXTURES, PLUGINS, RawHost
+from conftest import BINARY, FIXTURES, PLUGINS, HttpHost, RawHost
 
 TOOLS_CHANGED = "notifications/tools/list_changed"
 
@@ -515,3 +516,100 @@ def test_a_plugins_skills_travel_with_it_and_a_broken_skill_stops_the_push(tmp_p
     refused = wasm_mcp("push", str(source / "clock.wasm"), f"oci://{registry.address}/tools/clock:2", env=env,
                        check=False)
     assert refused.returncode != 0 and "passwd is a symlink" in refused.stderr, refused.stderr
+
+
+class GatedProxy:
+    """A TCP proxy in front of a real registry that holds every connection
+    until `open()`: a registry as slow as the test wants, and no slower."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.opened = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.held = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def open(self):
+        self.opened.set()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.held += 1
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        self.opened.wait()
+        host, port = self.upstream.split(":")
+        with client, socket.create_connection((host, int(port))) as server:
+            def pipe(source, sink):
+                try:
+                    while data := source.recv(65536):
+                        sink.sendall(data)
+                except OSError:
+                    pass
+                finally:
+                    try:
+                        sink.shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
+            back = threading.Thread(target=pipe, args=(server, client), daemon=True)
+            back.start()
+            pipe(client, server)
+            back.join(timeout=60)
+
+    def close(self):
+        self.opened.set()
+        self.listener.close()
+
+
+def test_a_host_is_not_ready_until_its_sources_first_pulls_have_loaded(tmp_path, cache_dir, host_env, registry):
+    """A replica whose plugins come from OCI sources (Kubernetes, say) is
+    sent traffic once /readyz says 200: by then every source's first pull
+    has ended and what it pulled is served, so the first client after a
+    rollout sees the whole catalogue, not an empty one."""
+    proxy = GatedProxy(registry.address)
+    ref = f"oci://{registry.address}/tools/gated:1"
+    env = environment(tmp_path, cache_dir, host_env,
+                      f'[plugins.gated]\nsource = "oci://{proxy.address}/tools/gated:1"\n')
+    wasm_mcp("push", str(PLUGINS / "hello.wasm"), ref, env=env)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    host = HttpHost(plugins, env)
+    base = host.url.rsplit("/", 1)[0]
+
+    def readiness():
+        try:
+            with urllib.request.urlopen(f"{base}/readyz", timeout=10) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    try:
+        # The registry holds the pull: the folder (empty) has loaded, the
+        # source has not, and the host says so.
+        deadline = time.monotonic() + 60
+        while proxy.held == 0:
+            assert time.monotonic() < deadline, host.log()[-3000:]
+            time.sleep(0.05)
+        for _ in range(5):
+            status, body = readiness()
+            assert status == 503 and "the plugins are still loading" in body["reasons"], body
+            time.sleep(0.2)
+        proxy.open()
+        deadline = time.monotonic() + 120
+        while (status := readiness())[0] != 200:
+            assert time.monotonic() < deadline, f"never ready: {status} {host.log()[-3000:]}"
+            time.sleep(0.1)
+        # Ready means served: no list_changed to wait for.
+        from test_http_transport import modern
+        listed = modern(host, 1, "tools/list").json()["result"]["tools"]
+        assert "greet" in {tool["name"] for tool in listed}, listed
+    finally:
+        host.close()
+        proxy.close()
+

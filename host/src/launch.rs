@@ -110,7 +110,10 @@ pub async fn serve_folder(
     if let Some(served) = served {
         let _ = served.set(server.clone());
     }
-    follow_sources(&config, &dir).await?;
+    let first_pulls = follow_sources(&config, &dir).await?;
+    if let Some(first_pulls) = &first_pulls {
+        server.first_load_of(first_pulls.names.iter().cloned());
+    }
     // Serve at once; the plugins load meanwhile, then changes are watched.
     let loading = server.loading();
     let (background, loads) = (server.clone(), loader.clone());
@@ -120,7 +123,17 @@ pub async fn serve_folder(
                 .watch_skills(&files, loads.skill_limits().skills)
                 .await;
         }
-        reload::load_all(&background, &loads, files).await;
+        // The plugins pulled from their sources belong to the first load
+        // too, each loaded as soon as its own pull has written it: until
+        // every source's first pull has ended (within its pull deadline)
+        // and what it wrote has loaded, requests wait (up to
+        // startup_wait_ms) and the host is not ready.
+        let pulled = async {
+            if let Some(first_pulls) = first_pulls {
+                first_pulls.load(&background, &loads).await;
+            }
+        };
+        tokio::join!(reload::load_all(&background, &loads, files), pulled);
         // Typos in the config's names show once everything has loaded
         // (and again, for the plugin concerned, after each reload).
         background.warn_unknown_items(loads.config(), None);
@@ -178,16 +191,54 @@ pub async fn serve_folder(
 }
 
 /// Starts pulling the plugins the config names by OCI reference into the
-/// plugin folder (in the background: the host serves meanwhile).
-async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<()> {
+/// plugin folder (in the background: the host serves meanwhile); `None`
+/// when it names none.
+async fn follow_sources(config: &Config, dir: &std::path::Path) -> Result<Option<FirstPulls>> {
     let Some((references, following)) = settings::sources(config, dir)? else {
-        return Ok(());
+        return Ok(None);
     };
     let mut sources = Vec::new();
     for (name, reference) in references {
         let trust = settings::trust(config, Some(&name)).await?;
         sources.push((name, reference, trust));
     }
-    tokio::spawn(crate::oci::follow(sources, following));
-    Ok(())
+    let names = sources.iter().map(|(name, ..)| name.clone()).collect();
+    let (first, told) = tokio::sync::mpsc::channel(sources.len().max(1));
+    tokio::spawn(crate::oci::follow(sources, following, first));
+    Ok(Some(FirstPulls { told, names }))
+}
+
+/// The end of each source's first pull, as [`crate::oci::follow`] tells it.
+struct FirstPulls {
+    told: tokio::sync::mpsc::Receiver<(String, Option<PathBuf>)>,
+    /// The sources whose first pull has not ended.
+    names: std::collections::BTreeSet<String>,
+}
+
+impl FirstPulls {
+    /// Loads what each source's first pull wrote as soon as it is written
+    /// (each on its own: a slow pull or load delays no other), until every
+    /// first pull has ended and its plugin has loaded, marking each
+    /// source's part of the first load done.
+    async fn load(mut self, server: &Arc<Server>, loader: &Arc<Loader>) {
+        let mut loads = tokio::task::JoinSet::new();
+        while !self.names.is_empty() {
+            let Some((name, file)) = self.told.recv().await else {
+                break;
+            };
+            self.names.remove(&name);
+            let (server, loader) = (server.clone(), loader.clone());
+            loads.spawn(async move {
+                if let Some(file) = file {
+                    reload::load_pulled(&server, &loader, &file).await;
+                }
+                server.first_loaded(&name);
+            });
+        }
+        // Sources that never told (their task ended early) hold nothing up.
+        for name in std::mem::take(&mut self.names) {
+            server.first_loaded(&name);
+        }
+        while loads.join_next().await.is_some() {}
+    }
 }

@@ -28,17 +28,38 @@ pub struct Following {
 /// deadline: a slow or hostile registry delays no other source. A pull
 /// that fails changes nothing (the version in the folder, if any, keeps
 /// serving) and is logged; a moved tag replaces the plugin's file, which
-/// the folder's watcher reloads.
-pub async fn follow(sources: Vec<(String, Reference, Trust)>, how: Following) {
+/// the folder's watcher reloads. The end of each source's first pull,
+/// whatever it came to, is told on `first`: the source's name, and the
+/// file it wrote when it changed the folder (a channel with room for one
+/// message per source).
+pub async fn follow(
+    sources: Vec<(String, Reference, Trust)>,
+    how: Following,
+    first: tokio::sync::mpsc::Sender<(String, Option<PathBuf>)>,
+) {
     let mut each = tokio::task::JoinSet::new();
     for (name, reference, trust) in sources {
-        each.spawn(follow_one(name, reference, trust, how.clone()));
+        each.spawn(follow_one(
+            name,
+            reference,
+            trust,
+            how.clone(),
+            first.clone(),
+        ));
     }
+    drop(first);
     while each.join_next().await.is_some() {}
 }
 
 /// [`follow`] of one source.
-async fn follow_one(name: String, reference: Reference, trust: Trust, how: Following) {
+async fn follow_one(
+    name: String,
+    reference: Reference,
+    trust: Trust,
+    how: Following,
+    first: tokio::sync::mpsc::Sender<(String, Option<PathBuf>)>,
+) {
+    let mut first = Some(first);
     let Following {
         store,
         into,
@@ -47,7 +68,13 @@ async fn follow_one(name: String, reference: Reference, trust: Trust, how: Follo
         logins,
     } = &how;
     loop {
-        match pull(&reference, &name, store, into, limits, &trust, logins).await {
+        let outcome = pull(&reference, &name, store, into, limits, &trust, logins).await;
+        if let Some(first) = first.take() {
+            let written = outcome.as_ref().ok().filter(|p| p.changed);
+            // Never blocks: the channel has room for every source's one message.
+            let _ = first.try_send((name.clone(), written.map(|p| p.file.clone())));
+        }
+        match outcome {
             Ok(pulled) if pulled.changed => {
                 let signature = match &pulled.signature {
                     Some(Verdict::Verified(key)) => format!("verified with {key}"),

@@ -154,6 +154,12 @@ pub async fn load_all(server: &Arc<Server>, loader: &Arc<Loader>, files: Vec<Pat
     late.abort();
 }
 
+/// Loads a plugin file a source's first pull wrote, as part of the first
+/// load (announced only once requests no longer wait for that load).
+pub async fn load_pulled(server: &Server, loader: &Loader, path: &Path) {
+    update(server, loader, path, Occasion::Startup).await
+}
+
 /// Brings one plugin up to date with its changed file and announces the
 /// change.
 pub async fn reload(server: &Server, loader: &Loader, path: &Path) {
