@@ -32,8 +32,9 @@ impl Target {
         timeout: Duration,
         ca: Option<&[u8]>,
     ) -> Result<Self> {
-        let mut config: tokio_postgres::Config =
-            url.parse().context("state.url is not a PostgreSQL URL")?;
+        let mut config: tokio_postgres::Config = crate::config::state_client_url(url)
+            .parse()
+            .context("state.url is not a PostgreSQL URL")?;
         if let Some(password) = password {
             config.password(password);
         }

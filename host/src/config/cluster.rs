@@ -27,7 +27,9 @@ pub struct StateSection {
     pub max_stream_events: usize,
     /// PEM certificates of the authorities trusted for the database's TLS
     /// (default: the system's). Whether TLS is used is the URL's
-    /// `sslmode` (`disable`, `prefer`, the default, or `require`).
+    /// `sslmode` (`disable`, `prefer`, the default, or `require`;
+    /// `verify-ca` and `verify-full` mean `require`, for the certificate
+    /// and the host name are checked whenever TLS is used).
     pub ca_file: Option<PathBuf>,
     /// Without `url`: the SQLite file that keeps plugins' key-value data
     /// (default: `keyvalue.db` in the host's state folder, beside the task
@@ -144,9 +146,40 @@ pub fn check_url(url: &str) -> Result<()> {
         "state.url names no host"
     );
     // What the database client makes of it (its options, `sslmode`'s word).
-    url.parse::<tokio_postgres::Config>()
+    client_url(url)
+        .parse::<tokio_postgres::Config>()
         .map_err(|e| anyhow::anyhow!("state.url is not a PostgreSQL URL ({e})"))?;
     Ok(())
+}
+
+/// `url` as the database client reads it: libpq's `sslmode=verify-ca` and
+/// `verify-full`, which operators write, become `require`, which means the
+/// same here (TLS, the server's certificate and its host name checked:
+/// the client never skips either), and which the client knows.
+pub fn client_url(url: &str) -> std::borrow::Cow<'_, str> {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return url.into();
+    };
+    let verify = |value: &str| matches!(value, "verify-ca" | "verify-full");
+    if !parsed
+        .query_pairs()
+        .any(|(key, value)| key == "sslmode" && verify(&value))
+    {
+        return url.into();
+    }
+    let pairs: Vec<(String, String)> = parsed
+        .query_pairs()
+        .map(|(key, value)| {
+            let value = if key == "sslmode" && verify(&value) {
+                "require".to_owned()
+            } else {
+                value.into_owned()
+            };
+            (key.into_owned(), value)
+        })
+        .collect();
+    parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    parsed.to_string().into()
 }
 
 /// `[cluster]`: a replica name that can prefix task ids, a lease of at

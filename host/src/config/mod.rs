@@ -20,7 +20,10 @@ pub use access::{
     ToolSearchSetting, UnnamedPlugins, TOOL_HINTS,
 };
 pub use check::oci_reference;
-pub use cluster::{check_url as check_state_url, valid_replica_name, ClusterSection, StateSection};
+pub use cluster::{
+    check_url as check_state_url, client_url as state_client_url, valid_replica_name,
+    ClusterSection, StateSection,
+};
 pub use http::{AuthSection, HttpSection, JwtSection};
 pub use limits::{LimitsOverride, LimitsSection, SpareMode};
 pub use manifest::Manifest;

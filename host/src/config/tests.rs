@@ -174,6 +174,25 @@ fn the_shared_state_takes_no_password_in_its_url_and_replicas_no_dotted_names() 
     .unwrap();
     assert_eq!(ok.state.ca_file.unwrap(), base.join("ca.pem"));
     assert_eq!(ok.state.password.unwrap().file.unwrap(), base.join("pw"));
+    // libpq's verifying modes are taken, as `require` (which checks the
+    // certificate and the host name here); a mode nobody knows is not.
+    for mode in ["verify-full", "verify-ca"] {
+        let url = format!("postgres://app@db:5432/mcp?application_name=x&sslmode={mode}");
+        parse(&format!("[state]\nurl = \"{url}\"\n")).unwrap();
+        let client: tokio_postgres::Config = super::state_client_url(&url).parse().unwrap();
+        assert_eq!(
+            client.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+        assert_eq!(client.get_application_name(), Some("x"));
+    }
+    let plain = "postgres://app@db/mcp?sslmode=disable";
+    assert_eq!(super::state_client_url(plain), plain);
+    let error = format!(
+        "{:#}",
+        parse("[state]\nurl = \"postgres://app@db/mcp?sslmode=verify-some\"").unwrap_err()
+    );
+    assert!(error.contains("not a PostgreSQL URL"), "{error}");
     for (text, said) in [
         (
             "[state]\nurl = \"postgres://app:secret@db/mcp\"",
