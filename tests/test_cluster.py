@@ -465,6 +465,43 @@ def test_a_session_ended_through_one_replica_ends_on_the_others(cluster_factory,
     assert post(r2.authority, greet, headers)[0] == 404
 
 
+def test_an_idle_copy_on_one_replica_never_ends_a_session_another_serves(cluster_factory, tmp_path):
+    """A session opened on r1 and then used only through r2 (a balancer
+    with no stickiness, or one that moved it): r1's copy idles out, but
+    the session lives on, since r2 uses it; r1 takes it up again when the
+    client comes back. Once no replica uses it, it ends everywhere."""
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "hello"), count=2,
+                              config="[http]\nsession_idle_secs = 2\n")
+    r1, r2 = cluster.replicas["r1"], cluster.replicas["r2"]
+    session = open_session(r1)
+    headers = dict(BASE_HEADERS, **{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+    greet = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "i"}}}
+
+    def served_by(replica):
+        status, _, reply = post(replica.authority, greet, headers)
+        assert status == 200 and reply["result"]["content"][0]["text"] == "Hello, i!", (status, reply)
+        return True
+
+    # Used through r2 until r1 has let go of its idle copy.
+    until(lambda: served_by(r2) and cluster.metric("wasm_mcp_sessions", "r1") == 0,
+          "r1's idle copy to go", timeout=60)
+    # And on, for three times the idle time.
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline:
+        served_by(r2)
+        time.sleep(0.3)
+    # r1 takes the session up again: nobody ended it.
+    assert served_by(r1)
+    # Nobody uses it any more (asking would be using it): it ends on every
+    # replica, and leaves the shared store.
+    kept = f"SELECT count(*) FROM wasm_mcp_sessions WHERE id = '{session}'"
+    until(lambda: psql(cluster.postgres.url, kept) == "0", "the unused session to end", timeout=60)
+    until(lambda: cluster.metric("wasm_mcp_sessions", "r1") + cluster.metric("wasm_mcp_sessions", "r2") == 0,
+          "both copies to go", timeout=60)
+    assert post(r1.authority, greet, headers)[0] == 404
+    assert post(r2.authority, greet, headers)[0] == 404
+
+
 def test_a_replica_is_not_ready_until_it_reaches_the_database(tmp_path, postgres, host_env):
     postgres.down()
     config = tmp_path / "replica.toml"

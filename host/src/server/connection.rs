@@ -141,7 +141,7 @@ impl Connection {
     /// Ends every request and subscription of this connection, and the
     /// tasks only its session could see.
     pub fn close(&self) {
-        self.closed.cancel();
+        self.release();
         if let Some(owner) = self
             .task_owner
             .as_deref()
@@ -152,6 +152,14 @@ impl Connection {
                 runtime.spawn(async move { tasks.cancel_owned(&owner).await });
             }
         }
+    }
+
+    /// Ends every request and subscription of this connection, and saves
+    /// its session no more, but leaves the session itself be: this host
+    /// lets go of its copy of a session another host may still serve
+    /// (its tasks run on, and the session store keeps it).
+    pub fn release(&self) {
+        self.closed.cancel();
         for (_, cancel) in self.in_flight.lock().drain() {
             cancel.cancel();
         }

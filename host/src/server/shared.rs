@@ -552,6 +552,12 @@ impl Server {
         &self.sessions
     }
 
+    /// Whether other hosts share the session store (replicas): a session
+    /// may then be in use through another host.
+    pub fn shares_sessions(&self) -> bool {
+        self.stream_events.is_some()
+    }
+
     /// Where the sessions' SSE events are kept for other hosts to replay,
     /// if anywhere.
     pub fn stream_events(&self) -> Option<&Arc<dyn super::StreamEvents>> {

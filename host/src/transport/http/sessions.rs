@@ -335,8 +335,13 @@ impl SessionTable {
         self.map().len()
     }
 
-    /// Ends the sessions idle for longer than `idle`.
-    pub async fn expire(&self, idle: Duration) -> usize {
+    /// Lets go of the sessions idle here for longer than `idle`. A host on
+    /// its own ends them. Among replicas (`shared`), only this host's copy
+    /// goes: the session may be in use through another replica, and the
+    /// shared store forgets it once no replica has used it for `idle`
+    /// (see [`SessionTable::start_expiry`]); a client that comes back here
+    /// before then has it taken up again.
+    pub async fn expire(&self, idle: Duration, shared: bool) -> usize {
         let idle_ones: Vec<String> = self
             .map()
             .values()
@@ -347,12 +352,34 @@ impl SessionTable {
         for id in idle_ones {
             // Not one a client came back to meanwhile.
             let still_idle = |s: &HttpSession| s.idle_for().is_some_and(|t| t > idle);
-            expired += usize::from(self.end_held(&id, still_idle).await);
+            let gone = if shared {
+                self.release_held(&id, still_idle)
+            } else {
+                self.end_held(&id, still_idle).await
+            };
+            expired += usize::from(gone);
         }
         if expired > 0 {
-            tracing::debug!(expired, open = self.len(), "sessions expired");
+            tracing::debug!(expired, open = self.len(), shared, "sessions expired here");
         }
         expired
+    }
+
+    /// Lets go of this host's copy of session `id` if it holds it and
+    /// `still(session)` holds: its requests and streams here end, the
+    /// session stays in the store and its tasks run on.
+    fn release_held(&self, id: &str, still: impl Fn(&HttpSession) -> bool) -> bool {
+        let held = {
+            let mut map = self.map();
+            match map.get(id) {
+                Some(session) if still(session) => map.remove(id),
+                _ => None,
+            }
+        };
+        let Some(held) = held else { return false };
+        held.conn.release();
+        held.standalone.close();
+        true
     }
 
     /// Ends the sessions clients ended through other hosts (DELETE), for
@@ -381,21 +408,38 @@ impl SessionTable {
     }
 
     /// Expires idle sessions every so often, for as long as the table
-    /// lives; tells the session store which sessions are held here, and
-    /// has it forget the ones nobody held for `idle`.
+    /// lives ([`SessionTable::expire`]); tells the session store which
+    /// sessions were used here since it was last told (a request, or a
+    /// stream open now), and has it forget the ones nobody used for
+    /// `idle`. So among replicas a session's idleness is the store's,
+    /// counted from its last use through any of them: a replica's idle
+    /// copy never ends a session another replica serves.
     pub fn start_expiry(self: &Arc<Self>, server: &Arc<Server>, idle: Duration) {
         let table = Arc::downgrade(self);
         let store = server.session_store().clone();
+        let shared = server.shares_sessions();
         let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
         tokio::spawn(async move {
+            // When the store last heard which sessions were used here.
+            let mut told = Instant::now();
             loop {
                 tokio::time::sleep(every).await;
                 let Some(table) = table.upgrade() else { return };
-                table.expire(idle).await;
-                let held: Vec<String> = table.map().keys().cloned().collect();
+                table.expire(idle, shared).await;
+                let sweep = Instant::now();
+                let since = told.elapsed();
+                let used: Vec<String> = table
+                    .map()
+                    .values()
+                    .filter(|s| s.idle_for().is_none_or(|t| t <= since))
+                    .map(|s| s.id.clone())
+                    .collect();
                 drop(table);
-                let kept = match store.touch(&held).await {
-                    Ok(()) => store.forget_idle(idle).await.map(drop),
+                let kept = match store.touch(&used).await {
+                    Ok(()) => {
+                        told = sweep;
+                        store.forget_idle(idle).await.map(drop)
+                    }
                     Err(error) => Err(error),
                 };
                 if let Err(error) = kept {
@@ -442,6 +486,34 @@ mod tests {
         session.conn.persist().await;
         assert_eq!(store.load(&session.id).await.unwrap(), None);
         assert!(table.find(&server, &session.id, &None).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn an_idle_copy_among_replicas_goes_but_the_session_stays() {
+        let server = empty_server();
+        let table = SessionTable::new(SessionLimits::default());
+        let store = server.session_store();
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let session = table.open(&server, None).await.ok().unwrap();
+            session.conn.persist().await;
+            ids.push(session.id.clone());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        // Among replicas, only this host's copy goes: the session is still
+        // in the store, and taken up again when its client comes back.
+        assert_eq!(table.expire(Duration::from_millis(1), true).await, 2);
+        assert_eq!(table.len(), 0);
+        assert!(store.load(&ids[0]).await.unwrap().is_some());
+        assert!(table.find(&server, &ids[0], &None).await.is_ok());
+        assert_eq!(table.len(), 1);
+        // A host on its own ends an idle session: gone from the store too.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(table.expire(Duration::from_millis(1), false).await, 1);
+        assert_eq!(store.load(&ids[0]).await.unwrap(), None);
+        assert!(table.find(&server, &ids[0], &None).await.is_err());
+        // The other one was only let go of: it is still kept.
+        assert!(store.load(&ids[1]).await.unwrap().is_some());
     }
 
     #[test]
