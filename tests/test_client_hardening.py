@@ -457,7 +457,8 @@ def test_a_call_whose_client_went_away_is_cancelled(conformance_folder, tmp_path
     # A session deleted while its call runs: the call ends without an answer.
     session = initialize_session(host)
     conn = start_call(host, session, 7, "spin", {})
-    assert ping_until(host, session, 429) == 429
+    status = ping_until(host, session, 429)
+    assert status == 429, f"the spinning call is in progress; {early_answer(conn)}; host log: {host.log()[-3000:]}"
     delete = http.client.HTTPConnection(host.authority, timeout=10)
     delete.request("DELETE", "/mcp", headers=session_headers(session))
     assert delete.getresponse().status == 200
