@@ -252,6 +252,22 @@ def test_the_shipped_configs_pass_config_check_and_the_stop_timeout_covers_the_d
         assert stop > drain + query, (path.name, stop, drain, query)
 
 
+def stop_as_systemd(host, pid: int) -> int:
+    """Sends SIGTERM to `pid` (the host, or its process under strace) as
+    systemd stops the unit, and waits for `host` to exit within the unit's
+    TimeoutStopSec (else kills it and fails, as systemd would kill it);
+    its exit code."""
+    stop = seconds(one(UNIT, "TimeoutStopSec"))
+    os.kill(pid, signal.SIGTERM)
+    try:
+        code = host.proc.wait(timeout=stop)
+    except subprocess.TimeoutExpired:
+        host.proc.kill()
+        raise AssertionError(f"still running {stop} s after SIGTERM (TimeoutStopSec)")
+    host.log_reader.join(timeout=20)
+    return code
+
+
 def allowed_system_calls() -> set[str]:
     """The system calls the unit's SystemCallFilter lines allow, in order:
     an allow list, then what a `~` line takes away."""
@@ -406,14 +422,7 @@ def test_the_host_runs_as_the_unit_runs_it_and_stops_on_sigterm(unit_root, recor
         graph = call(host.url, session, "read_graph", {}, 3)
         assert "runs sandboxed" in str(graph["result"]), graph
     finally:
-        stop = seconds(one(UNIT, "TimeoutStopSec"))
-        os.kill(pid, signal.SIGTERM)
-        try:
-            code = host.proc.wait(timeout=stop)
-        except subprocess.TimeoutExpired:
-            host.proc.kill()
-            raise AssertionError(f"still running {stop} s after SIGTERM (TimeoutStopSec)")
-        host.log_reader.join(timeout=20)
+        code = stop_as_systemd(host, pid)
     assert code == 0, host.log()[-3000:]
 
     # The state is in the state folder, the compiled plugins in the cache
@@ -511,14 +520,7 @@ def test_a_replica_run_as_the_drop_in_runs_it_reads_its_credential_and_drains_wi
                 "name": "slow_compute", "arguments": {"seconds": 600, "detach": True}})["result"]
             assert task["resultType"] == "task", task
         finally:
-            stop = seconds(one(UNIT, "TimeoutStopSec"))
-            host.proc.send_signal(signal.SIGTERM)
-            try:
-                code = host.proc.wait(timeout=stop)
-            except subprocess.TimeoutExpired:
-                host.proc.kill()
-                raise AssertionError(f"still running {stop} s after SIGTERM (TimeoutStopSec)")
-            host.log_reader.join(timeout=20)
+            code = stop_as_systemd(host, host.proc.pid)
         assert code == 0, host.log()[-3000:]
         log = host.log()
         assert "draining" in log and "running tasks handed back" in log, log[-3000:]
