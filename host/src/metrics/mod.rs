@@ -175,6 +175,11 @@ struct ReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RecordLabels {
+    record: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabels {
     status: String,
 }
@@ -243,6 +248,7 @@ pub struct Metrics {
     dropped: Family<ReasonLabels, Counter>,
     audit_dropped: Counter,
     lenient: Family<ReasonLabels, Counter>,
+    unknown_records: Family<RecordLabels, Counter>,
     instances: Gauge,
     spare_instances: Gauge,
     max_instances: Gauge,
@@ -281,6 +287,7 @@ impl Metrics {
             dropped: Family::default(),
             audit_dropped: Counter::default(),
             lenient: Family::default(),
+            unknown_records: Family::default(),
             instances: Gauge::default(),
             spare_instances: Gauge::default(),
             max_instances: Gauge::default(),
@@ -327,6 +334,11 @@ impl Metrics {
             "lenient_requests",
             "Requests served although they bent a rule clients in the field bend, by reason",
             self.lenient.clone(),
+        );
+        r.register(
+            "cluster_unknown_records",
+            "Shared records of a newer version than this host reads, not served here, by record",
+            self.unknown_records.clone(),
         );
         r.register(
             "audit_lines_dropped",
@@ -479,6 +491,14 @@ impl Metrics {
             .get_or_create(&ReasonLabels {
                 reason: reason.label(),
             })
+            .inc();
+    }
+
+    /// Counts a shared `record` (`"session"`, ...) of a newer version
+    /// than this host reads, left alone.
+    pub fn unknown_record(&self, record: &'static str) {
+        self.unknown_records
+            .get_or_create(&RecordLabels { record })
             .inc();
     }
 
