@@ -6,12 +6,13 @@ addresses moved to free ports."""
 import http.client
 import json
 import re
+import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 
-from conftest import ROOT, HttpHost
+from conftest import BINARY, ROOT, HttpHost
 
 EXAMPLE = ROOT / "examples" / "cluster" / "haproxy.cfg"
 THROWAWAY_POSTGRES = ROOT / "scripts" / "throwaway-postgres"
@@ -59,12 +60,36 @@ class Postgres:
         subprocess.run([str(THROWAWAY_POSTGRES), "up", str(self.folder)], timeout=120, check=True)
 
 
+class Replica(HttpHost):
+    """The host `binary` (this tree's by default, or another version's)
+    serving Streamable HTTP on `http` (a free loopback port by default)."""
+
+    def __init__(self, plugins: Path, env: dict, args: list[str] | None = None, binary: Path = BINARY,
+                 http: str = "127.0.0.1:0"):
+        self.binary = Path(binary)
+        self.proc = subprocess.Popen(
+            [str(binary), "serve", "--plugins", str(plugins), "--http", http] + (args or []),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self._start_log()
+        line = self.proc.stdout.readline().decode().strip()
+        assert line.startswith(("http://", "https://")), f"no URL on stdout: {line!r}\n{self.log()[-3000:]}"
+        self.url = line
+        self.authority = line.split("/")[2]
+
+
 class Cluster:
     """`count` replicas named r1.. serving `plugins` (one folder each when a
-    list is given), sharing `postgres`, behind HAProxy."""
+    list is given), sharing `postgres`, behind HAProxy. `binaries` (one
+    path, or one per replica) runs another build of the host than this
+    tree's (`replace` swaps one replica for another build)."""
 
     def __init__(self, tmp_path: Path, postgres: Postgres, plugins, env: dict, count: int = 3,
-                 config: str = "", cluster: str = "", args: list[str] | None = None):
+                 config: str = "", cluster: str = "", args: list[str] | None = None,
+                 binaries: Path | list[Path] | None = None):
         self.tmp_path, self.postgres, self.env = tmp_path, postgres, dict(env)
         cache = re.search(r'cache_dir = "([^"]*)"', Path(env["WASM_MCP_CONFIG"]).read_text()).group(1)
         config_file = tmp_path / "replica.toml"
@@ -73,16 +98,20 @@ class Cluster:
         # What happens to tasks across replicas is said at debug level.
         self.env["RUST_LOG"] = "info,wasm_mcp::server::tasks=debug"
         folders = plugins if isinstance(plugins, list) else [plugins] * count
+        if binaries is None or isinstance(binaries, (str, Path)):
+            binaries = [binaries or BINARY] * len(folders)
+        self.args = args or []
+        self.folders: dict[str, Path] = {}
         self.replicas: dict[str, HttpHost] = {}
-        for i, folder in enumerate(folders, 1):
+        #: Replicas `replace` stopped, with their names, in order: their logs stay readable.
+        self.retired: list[tuple[str, HttpHost]] = []
+        for i, (folder, binary) in enumerate(zip(folders, binaries), 1):
             name = f"r{i}"
-            self.replicas[name] = HttpHost(folder, self.env, ["--state", postgres.url, "--replica", name]
-                                           + (args or []))
+            self.folders[name] = folder
+            self.replicas[name] = Replica(folder, self.env, self._replica_args(name), binary)
         deadline = time.monotonic() + 300
         for host in self.replicas.values():
-            while not ready(host.authority):
-                assert time.monotonic() < deadline, f"a replica never became ready:\n{host.log()[-3000:]}"
-                time.sleep(0.1)
+            self._wait_ready(host, deadline)
         self.front = f"127.0.0.1:{free_port()}"
         text = EXAMPLE.read_text().replace("127.0.0.1:8080", self.front)
         for i, host in enumerate(self.replicas.values(), 1):
@@ -99,6 +128,37 @@ class Cluster:
             time.sleep(0.1)
         #: The MCP endpoint clients use.
         self.url = f"http://{self.front}/mcp"
+
+    def _replica_args(self, name: str) -> list[str]:
+        return ["--state", self.postgres.url, "--replica", name] + self.args
+
+    @staticmethod
+    def _wait_ready(host: HttpHost, deadline: float) -> None:
+        while not ready(host.authority):
+            assert host.proc.poll() is None, f"a replica exited before it was ready:\n{host.log()[-3000:]}"
+            assert time.monotonic() < deadline, f"a replica never became ready:\n{host.log()[-3000:]}"
+            time.sleep(0.1)
+
+    def replace(self, name: str, binary: Path, timeout: float = 120) -> HttpHost:
+        """Replaces replica `name` by `binary`, as an operator's rollout
+        does: SIGTERM (it drains and exits), then the new one on the same
+        port, under the same name, with the same plugins and arguments;
+        returns it once it answers /readyz with 200. The stopped one goes to
+        `retired`, its log complete."""
+        old = self.replicas[name]
+        old.proc.send_signal(signal.SIGTERM)
+        old.proc.wait(timeout=timeout)
+        old.log_reader.join(timeout=20)
+        self.retired.append((name, old))
+        new = Replica(self.folders[name], self.env, self._replica_args(name), binary, http=old.authority)
+        self.replicas[name] = new
+        assert new.authority == old.authority, (new.authority, old.authority)
+        self._wait_ready(new, time.monotonic() + timeout)
+        return new
+
+    def logs(self) -> list[tuple[str, str]]:
+        """Every replica's log, stopped ones first: (name, text)."""
+        return [(name, host.log()) for name, host in self.retired + list(self.replicas.items())]
 
     def close(self) -> None:
         if self.haproxy.poll() is None:
