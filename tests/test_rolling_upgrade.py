@@ -110,8 +110,10 @@ class Load:
 
     def summary(self) -> str:
         with self.lock:
+            ended = [t[2].get("status") for t in self.tasks if len(t) > 3]
             return (f"{self.ok} stateless calls, {self.session_ok} on the session, {len(self.tasks)} tasks "
-                    f"({sum(1 for t in self.tasks if len(t) > 3)} ended), {len(self.retried)} retried, "
+                    f"({ended.count('completed')} completed, {ended.count('failed')} failed), "
+                    f"{len(self.retried)} retried, "
                     f"the stream opened {self.stream_opens} times with {len(self.events)} events")
 
     def explain(self) -> str:
