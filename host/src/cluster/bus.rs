@@ -11,20 +11,31 @@
 //! only that replica acts on: it takes the row (deleting it, so the
 //! answers are heard once) and hands them to the task. No other replica
 //! reads them, and no connection's events carry them.
+//!
+//! A `tasks/cancel` or `tasks/update` received by a replica that does not
+//! run the task is relayed to the one that does (when it speaks the
+//! relay: it said `hello`), which decides and replies; see
+//! [`Bus::relay`]. Every payload is a [`Note`] (`wire.rs`), versioned.
 
 use super::database::{connection, within, Target};
+use super::wire::{Meaning, Note, BUS_VERSION};
 use crate::runtime::host_types::ListKind;
-use crate::server::bus::{Answers, Mailbox};
+use crate::server::bus::{
+    Answers, Decision, Mailbox, Operation, RelayError, Relayed, MAX_RELAYS_WAITING, RELAY_WAIT,
+};
 use crate::server::tasks::now_ms;
 use crate::server::{Bus, LocalBus, ServerEvent, Subscription};
 use anyhow::{Context as _, Result};
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use futures_util::StreamExt as _;
-use serde_json::{json, Value};
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::mpsc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::AsyncMessage;
 
 /// The notification channel.
@@ -43,6 +54,14 @@ const SPILL_KEEP: Duration = Duration::from_secs(60);
 const MAX_ANSWERS_PER_TASK: i64 = 16;
 /// Answers a replica takes at once after it may have missed notifications.
 const TAKE_MISSED: i64 = 64;
+/// How often a replica says `hello` (it decides relayed operations).
+const HELLO_EVERY: Duration = Duration::from_secs(10);
+/// A replica not heard saying `hello` for this long is taken not to
+/// decide relayed operations (the ones sent to it are done the old way).
+const HELLO_LAPSES: Duration = Duration::from_secs(30);
+/// Replicas remembered as deciding relayed operations, at most (more are
+/// dealt with the old way).
+const MAX_PEERS: usize = 1024;
 
 /// Events heard by every replica sharing the database.
 pub struct PgBus {
@@ -53,7 +72,107 @@ pub struct PgBus {
     timeout: Duration,
     mailbox: Arc<Mailbox>,
     /// When old answers were last deleted.
-    swept: parking_lot::Mutex<std::time::Instant>,
+    swept: Mutex<Instant>,
+    peers: Arc<Peers>,
+    /// This replica's relays waiting for their decision.
+    waiting: Arc<Waiting>,
+    /// The operations relayed here, until taken.
+    relayed: Mutex<Option<mpsc::Receiver<Relayed>>>,
+}
+
+/// The replicas heard saying `hello` (they decide relayed operations),
+/// with when.
+#[derive(Default)]
+struct Peers(Mutex<HashMap<String, Instant>>);
+
+impl Peers {
+    /// Notes what replica `from` sent at version `v`: a note of version 1
+    /// comes from a replica that does not decide relayed operations (one
+    /// rolled back under the same name). `true` for a `hello` from a
+    /// replica not known (or lapsed) until now.
+    fn heard(&self, from: &str, v: u32, hello: bool) -> bool {
+        let mut peers = self.0.lock();
+        if v < 2 {
+            if peers.remove(from).is_some() {
+                tracing::info!(replica = from, "a replica of an earlier version speaks under this name: task operations for it are done the old way");
+            }
+            return false;
+        }
+        if !hello {
+            return false;
+        }
+        if peers.len() >= MAX_PEERS && !peers.contains_key(from) {
+            peers.retain(|_, at| at.elapsed() < HELLO_LAPSES);
+        }
+        if peers.len() >= MAX_PEERS && !peers.contains_key(from) {
+            return false;
+        }
+        let before = peers.insert(from.to_owned(), Instant::now());
+        let new = before.is_none_or(|at| at.elapsed() >= HELLO_LAPSES);
+        if new {
+            tracing::info!(
+                replica = from,
+                "replica {from} takes relayed task operations"
+            );
+        }
+        new
+    }
+
+    fn speaks(&self, replica: &str) -> bool {
+        self.0
+            .lock()
+            .get(replica)
+            .is_some_and(|at| at.elapsed() < HELLO_LAPSES)
+    }
+
+    fn forget(&self, replica: &str) {
+        self.0.lock().remove(replica);
+    }
+}
+
+/// Relays waiting for their decision, by number.
+#[derive(Default)]
+struct Waiting {
+    next: AtomicU64,
+    decisions: Mutex<HashMap<u64, oneshot::Sender<Decision>>>,
+}
+
+impl Waiting {
+    /// A number and where its decision arrives; `None` at the bound.
+    fn open(self: &Arc<Self>) -> Option<(Pending, oneshot::Receiver<Decision>)> {
+        let mut decisions = self.decisions.lock();
+        if decisions.len() >= MAX_RELAYS_WAITING {
+            return None;
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (sender, receiver) = oneshot::channel();
+        decisions.insert(id, sender);
+        Some((
+            Pending {
+                id,
+                waiting: self.clone(),
+            },
+            receiver,
+        ))
+    }
+
+    fn decided(&self, id: u64, decision: Decision) {
+        if let Some(sender) = self.decisions.lock().remove(&id) {
+            let _ = sender.send(decision);
+        }
+    }
+}
+
+/// A relay's place among the waiting, given up when dropped.
+struct Pending {
+    id: u64,
+    waiting: Arc<Waiting>,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.waiting.decisions.lock().remove(&self.id);
+    }
 }
 
 impl PgBus {
@@ -64,16 +183,23 @@ impl PgBus {
         let local = Arc::new(LocalBus::new());
         let (outgoing, queue) = mpsc::channel(MAX_OUTGOING);
         let mailbox = Arc::new(Mailbox::new());
+        let (relay_in, relayed) = mpsc::channel(MAX_RELAYS_WAITING);
+        let peers = Arc::new(Peers::default());
+        let waiting = Arc::new(Waiting::default());
         let bus = Arc::new(PgBus {
             local: local.clone(),
-            outgoing,
+            outgoing: outgoing.clone(),
             replica: replica.to_owned(),
             pool: pool.clone(),
             timeout: target.timeout,
             mailbox: mailbox.clone(),
-            swept: parking_lot::Mutex::new(std::time::Instant::now()),
+            swept: Mutex::new(Instant::now()),
+            peers: peers.clone(),
+            waiting: waiting.clone(),
+            relayed: Mutex::new(Some(relayed)),
         });
         tokio::spawn(send(pool.clone(), target.timeout, queue));
+        tokio::spawn(say_hello(outgoing.downgrade(), replica.to_owned()));
         tokio::spawn(listen(
             pool,
             target,
@@ -81,6 +207,10 @@ impl PgBus {
                 replica: replica.to_owned(),
                 local: Arc::downgrade(&local),
                 mailbox,
+                outgoing: outgoing.downgrade(),
+                peers,
+                waiting,
+                relay_in,
             },
         ));
         bus
@@ -94,35 +224,19 @@ impl PgBus {
             if swept.elapsed() < SPILL_KEEP {
                 return Ok(());
             }
-            *swept = std::time::Instant::now();
+            *swept = Instant::now();
         }
         let before = now_ms().saturating_sub(SPILL_KEEP.as_millis() as u64) as i64;
         db.execute("DELETE FROM wasm_mcp_answers WHERE at_ms < $1", &[&before])
             .await?;
         Ok(())
     }
-}
 
-#[async_trait]
-impl Bus for PgBus {
-    fn publish(&self, event: ServerEvent) {
-        if let Some(encoded) = encode(&event) {
-            let message = json!({ "from": self.replica, "event": encoded }).to_string();
-            if self.outgoing.try_send(message).is_err() {
-                tracing::warn!(
-                    "an event was not sent to the other replicas: {MAX_OUTGOING} are waiting for the shared database"
-                );
-            }
-        }
-        self.local.publish(event);
-    }
-
-    fn subscribe(&self) -> Subscription {
-        self.local.subscribe()
-    }
-
-    async fn send_answers(&self, answers: Answers) -> Result<()> {
-        let text = Value::Object(answers.responses).to_string();
+    /// Stores `answers` for the replica running their task and tells it
+    /// (as relay `relay` of this replica when given); `false` when the
+    /// task no longer waits for answers.
+    async fn store_answers(&self, answers: &Answers, relay: Option<u64>) -> Result<bool> {
+        let text = Value::Object(answers.responses.clone()).to_string();
         within(self.timeout, async {
             let mut db = connection(&self.pool).await?;
             self.sweep_answers(&db).await?;
@@ -156,43 +270,170 @@ impl Bus for PgBus {
                     "{MAX_ANSWERS_PER_TASK} answers already wait for the task's host to take them"
                 );
                 // The task no longer waits for answers.
-                return Ok(());
+                return Ok(false);
             };
             let (n, to): (i64, String) = (row.get(0), row.get(1));
-            let note = json!({ "to": to, "answers": n }).to_string();
+            let relay = relay.map(|id| (self.replica.as_str(), id));
+            let note = Note::answers(&to, n, relay).text();
             // Sent when the row is there to take.
             tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &note])
                 .await?;
             tx.commit().await?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Sends `note` at once (a relay: its sender waits).
+    async fn notify(&self, note: &Note) -> Result<()> {
+        let text = note.text();
+        within(self.timeout, async {
+            let db = connection(&self.pool).await?;
+            db.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &text])
+                .await?;
             Ok(())
         })
         .await
+    }
+}
+
+#[async_trait]
+impl Bus for PgBus {
+    fn publish(&self, event: ServerEvent) {
+        if let Some(note) = Note::event(&self.replica, &event) {
+            if self.outgoing.try_send(note.text()).is_err() {
+                tracing::warn!(
+                    "an event was not sent to the other replicas: {MAX_OUTGOING} are waiting for the shared database"
+                );
+            }
+        }
+        self.local.publish(event);
+    }
+
+    fn publish_here(&self, event: ServerEvent) {
+        self.local.publish(event);
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.local.subscribe()
+    }
+
+    async fn send_answers(&self, answers: Answers) -> Result<()> {
+        self.store_answers(&answers, None).await.map(|_| ())
     }
 
     fn answers(&self) -> Option<mpsc::Receiver<Answers>> {
         self.mailbox.take()
     }
+
+    fn speaks_relay(&self, replica: &str) -> bool {
+        replica != self.replica && self.peers.speaks(replica)
+    }
+
+    async fn relay(
+        &self,
+        owner: &str,
+        task: &str,
+        operation: Operation,
+    ) -> Result<Decision, RelayError> {
+        if !self.speaks_relay(owner) {
+            return Err(RelayError::NotSpoken);
+        }
+        let (pending, decision) = self.waiting.open().ok_or(RelayError::Busy)?;
+        match operation {
+            Operation::Cancel => {
+                let note = Note::cancel(&self.replica, owner, task, pending.id);
+                self.notify(&note).await.map_err(RelayError::Failed)?;
+            }
+            Operation::Update(responses) => {
+                let answers = Answers {
+                    task: task.to_owned(),
+                    responses,
+                };
+                let stored = self.store_answers(&answers, Some(pending.id)).await;
+                if !stored.map_err(RelayError::Failed)? {
+                    // Nothing waits for answers: nothing to decide.
+                    return Ok(Ok(false));
+                }
+            }
+        }
+        match tokio::time::timeout(RELAY_WAIT, decision).await {
+            Ok(Ok(decision)) => Ok(decision),
+            Ok(Err(_)) => Err(RelayError::Failed(anyhow::anyhow!("the bus closed"))),
+            Err(_) => {
+                // Until it says hello again, its tasks are dealt with the
+                // old way (it may have been rolled back).
+                tracing::warn!(replica = owner, task, "the replica running a task did not decide an operation relayed to it within {RELAY_WAIT:?}");
+                self.peers.forget(owner);
+                Err(RelayError::Timeout)
+            }
+        }
+    }
+
+    fn relayed(&self) -> Option<mpsc::Receiver<Relayed>> {
+        self.relayed.lock().take()
+    }
+
+    fn decide(&self, relayed: &Relayed, decision: &Decision) {
+        let note = Note::reply(&self.replica, &relayed.from, relayed.id, decision);
+        if self.outgoing.try_send(note.text()).is_err() {
+            tracing::warn!(
+                "a decision was not sent to the replica waiting for it: {MAX_OUTGOING} notes are waiting for the shared database"
+            );
+        }
+    }
 }
 
-/// What the listening connection serves: this replica's local bus and the
-/// answers addressed to it.
+/// What the listening connection serves: this replica's local bus, the
+/// answers and relayed operations addressed to it, and the decisions on
+/// its relays.
 struct Listener {
     replica: String,
     local: std::sync::Weak<LocalBus>,
     mailbox: Arc<Mailbox>,
+    outgoing: mpsc::WeakSender<String>,
+    peers: Arc<Peers>,
+    waiting: Arc<Waiting>,
+    relay_in: mpsc::Sender<Relayed>,
 }
 
-/// What a notification says.
-enum Heard {
-    /// An event for this replica's connections.
-    Event(ServerEvent),
-    /// Answers for a task running here.
-    Answers(Answers),
+impl Listener {
+    /// Queues `note` for sending.
+    fn say(&self, note: &Note) {
+        if let Some(outgoing) = self.outgoing.upgrade() {
+            let _ = outgoing.try_send(note.text());
+        }
+    }
+
+    /// Hands a relayed operation to the part that decides it; refuses it
+    /// at once when too many wait.
+    fn relayed(&self, relayed: Relayed) {
+        if let Err(mpsc::error::TrySendError::Full(relayed)) = self.relay_in.try_send(relayed) {
+            let refusal = crate::protocol::RpcError::internal(format!(
+                "{MAX_RELAYS_WAITING} operations already wait for the replica running the task"
+            ))
+            .to_json();
+            let note = Note::reply(&self.replica, &relayed.from, relayed.id, &Err(refusal));
+            self.say(&note);
+        }
+    }
+}
+
+/// Says `hello` every [`HELLO_EVERY`] until the bus is dropped.
+async fn say_hello(outgoing: mpsc::WeakSender<String>, replica: String) {
+    let hello = Note::hello(&replica).text();
+    loop {
+        tokio::time::sleep(HELLO_EVERY).await;
+        let Some(outgoing) = outgoing.upgrade() else {
+            return;
+        };
+        let _ = outgoing.try_send(hello.clone());
+    }
 }
 
 /// Sends the queued events, in order, until the bus is dropped.
 async fn send(pool: Pool, timeout: Duration, mut queue: mpsc::Receiver<String>) {
-    let mut swept = std::time::Instant::now();
+    let mut swept = Instant::now();
     while let Some(message) = queue.recv().await {
         let sent = within(timeout, async {
             let db = connection(&pool).await?;
@@ -205,12 +446,12 @@ async fn send(pool: Pool, timeout: Duration, mut queue: mpsc::Receiver<String>) 
                         &[&message, &(now_ms() as i64)],
                     )
                     .await?;
-                json!({ "spilled": row.get::<_, i64>(0) }).to_string()
+                Note::spilled(row.get::<_, i64>(0)).text()
             };
             db.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
                 .await?;
             if swept.elapsed() > SPILL_KEEP {
-                swept = std::time::Instant::now();
+                swept = Instant::now();
                 let before = now_ms().saturating_sub(SPILL_KEEP.as_millis() as u64) as i64;
                 db.execute("DELETE FROM wasm_mcp_events WHERE at_ms < $1", &[&before])
                     .await?;
@@ -288,6 +529,8 @@ async fn listen_once(
     })
     .await?;
     tracing::debug!("hearing the other replicas' events");
+    // Heard now, the others relay to this replica at once.
+    listener.say(&Note::hello(replica));
     if missed {
         let Some(bus) = local.upgrade() else {
             return Ok(());
@@ -311,11 +554,8 @@ async fn listen_once(
         let Some(bus) = local.upgrade() else {
             return Ok(());
         };
-        match received(pool, target.timeout, &payload, replica).await {
-            Ok(Some(Heard::Event(event))) => bus.publish(event),
-            Ok(Some(Heard::Answers(answers))) => listener.mailbox.deliver(answers),
-            Ok(None) => {}
-            Err(error) => tracing::warn!("an event from another replica was lost: {error:#}"),
+        if let Err(error) = received(pool, target.timeout, &payload, listener, &bus).await {
+            tracing::warn!("an event from another replica was lost: {error:#}");
         }
     }
 }
@@ -364,25 +604,25 @@ async fn take_answers(
         .collect())
 }
 
-/// What a notification carries for this replica: an event unless this
-/// replica sent it, answers if addressed here.
+/// Whether a note of a newer version was logged already.
+static NEWER_NOTE: AtomicBool = AtomicBool::new(false);
+
+/// Acts on a notification: an event unless this replica sent it, answers
+/// or a relayed operation if addressed here, a decision on a relay of
+/// this replica.
 async fn received(
     pool: &Pool,
     timeout: Duration,
     payload: &str,
-    replica: &str,
-) -> Result<Option<Heard>> {
-    let mut message: Value = serde_json::from_str(payload).context("not JSON")?;
-    if let Some(to) = message.get("to").and_then(Value::as_str) {
-        if to != replica {
-            return Ok(None);
-        }
-        let n = message.get("answers").and_then(Value::as_i64);
-        let n = n.context("answers without their row")?;
-        let mut taken = take_answers(pool, timeout, replica, Some(n)).await?;
-        return Ok(taken.pop().map(Heard::Answers));
-    }
-    if let Some(row) = message.get("spilled").and_then(Value::as_i64) {
+    listener: &Listener,
+    bus: &LocalBus,
+) -> Result<()> {
+    let replica = listener.replica.as_str();
+    let mut note = Note::parse(payload).context("not a note")?;
+    if let Some(row) = note
+        .spilled
+        .filter(|_| note.v <= BUS_VERSION && note.to.is_none())
+    {
         let text: Option<String> = within(timeout, async {
             let db = connection(pool).await?;
             let found = db
@@ -394,68 +634,53 @@ async fn received(
         let Some(text) = text else {
             anyhow::bail!("its row {row} is gone");
         };
-        message = serde_json::from_str(&text).context("not JSON")?;
+        note = Note::parse(&text).context("not a note")?;
+        // A note is spilled once.
+        note.spilled = None;
     }
-    if message.get("from").and_then(Value::as_str) == Some(replica) {
-        return Ok(None);
+    if let Some(from) = note.from.as_deref().filter(|f| *f != replica) {
+        if listener.peers.heard(from, note.v, note.hello) {
+            // A replica new here may not know this one yet either.
+            listener.say(&Note::hello(replica));
+        }
     }
-    let Some(event) = message.get("event") else {
-        return Ok(None);
-    };
-    // What a replica of the previous version sends with a task's answers
-    // (every replica reads it; the one running the task takes it).
-    if let (Some(task), Some(responses)) = (
-        event.get("answered").and_then(Value::as_str),
-        event.get("responses").and_then(Value::as_object),
-    ) {
-        return Ok(Some(Heard::Answers(Answers {
-            task: task.to_owned(),
-            responses: responses.clone(),
-        })));
+    match note.meaning(replica) {
+        Meaning::Nothing | Meaning::Hello(_) | Meaning::Spilled(_) => {}
+        Meaning::Newer(v) => {
+            crate::metrics::metrics().unknown_record("bus_event");
+            crate::server::tasks::warn_once(
+                &NEWER_NOTE,
+                &format!("a note from another replica is of version {v}, newer than this replica reads ({BUS_VERSION}): it is ignored"),
+            );
+        }
+        Meaning::Event(event) => bus.publish(event),
+        Meaning::OldAnswers { task, responses } => {
+            listener.mailbox.deliver(Answers { task, responses });
+        }
+        Meaning::Answers { row, relay } => {
+            let taken = take_answers(pool, timeout, replica, Some(row)).await?.pop();
+            match (taken, relay) {
+                (Some(answers), None) => listener.mailbox.deliver(answers),
+                (Some(answers), Some((from, id))) => listener.relayed(Relayed {
+                    task: answers.task,
+                    operation: Operation::Update(answers.responses),
+                    from,
+                    id,
+                }),
+                // Taken already (after a lost connection): nothing to decide.
+                (None, Some((from, id))) => {
+                    listener.say(&Note::reply(replica, &from, id, &Ok(false)));
+                }
+                (None, None) => {}
+            }
+        }
+        Meaning::Cancel { task, from, id } => listener.relayed(Relayed {
+            task,
+            operation: Operation::Cancel,
+            from,
+            id,
+        }),
+        Meaning::Reply { id, decision } => listener.waiting.decided(id, decision),
     }
-    Ok(decode(event).map(Heard::Event))
-}
-
-fn kind_name(kind: ListKind) -> &'static str {
-    match kind {
-        ListKind::Tools => "tools",
-        ListKind::Prompts => "prompts",
-        ListKind::Resources => "resources",
-    }
-}
-
-/// `event` as sent to other replicas; `None` for what stays here.
-pub fn encode(event: &ServerEvent) -> Option<Value> {
-    Some(match event {
-        ServerEvent::ListChanged(kind) => json!({ "list": kind_name(*kind) }),
-        ServerEvent::ResourceUpdated(uri) => json!({ "resource": uri }),
-        ServerEvent::PluginReplaced(plugin) => json!({ "plugin": plugin }),
-        ServerEvent::TaskChanged(id) => json!({ "task": id }),
-        ServerEvent::SessionEnded(id) => json!({ "session_ended": id }),
-        ServerEvent::Log { .. } | ServerEvent::Alert { .. } | ServerEvent::Shutdown => return None,
-    })
-}
-
-/// An event another replica sent; `None` when it is not one.
-pub fn decode(value: &Value) -> Option<ServerEvent> {
-    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-    if let Some(list) = text("list") {
-        let kind = [ListKind::Tools, ListKind::Prompts, ListKind::Resources]
-            .into_iter()
-            .find(|k| kind_name(*k) == list)?;
-        return Some(ServerEvent::ListChanged(kind));
-    }
-    if let Some(uri) = text("resource") {
-        return Some(ServerEvent::ResourceUpdated(uri));
-    }
-    if let Some(plugin) = text("plugin") {
-        return Some(ServerEvent::PluginReplaced(plugin));
-    }
-    if let Some(id) = text("task") {
-        return Some(ServerEvent::TaskChanged(id));
-    }
-    if let Some(id) = text("session_ended") {
-        return Some(ServerEvent::SessionEnded(id));
-    }
-    None
+    Ok(())
 }

@@ -10,6 +10,7 @@ mod sessions;
 mod tasks;
 #[cfg(test)]
 mod tests;
+pub mod wire;
 
 pub use bus::PgBus;
 pub use database::Target;

@@ -3,7 +3,9 @@
 //! lapses (its replica stopped), any replica fails the task.
 
 use super::database::{connection, within};
-use crate::server::tasks::{now_ms, outcome_text, Record, Status, TaskStore, Usage, Wire};
+use crate::server::tasks::{
+    now_ms, outcome_text, Record, Status, StoredRerun, TaskStore, Usage, Wire,
+};
 use anyhow::Result;
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
@@ -24,7 +26,7 @@ pub struct PgTasks {
 }
 
 const COLUMNS: &str = "id, owner, wire, method, target, status, status_message, created_ms, \
-                       updated_ms, ttl_ms, outcome, input_requests, rerun";
+                       updated_ms, ttl_ms, outcome, input_requests, rerun, replica";
 
 /// Unfinished, in SQL.
 const RUNNING: &str = "status IN ('working', 'input_required')";
@@ -53,7 +55,9 @@ fn record(row: &Row) -> Record {
             Ok(Value::Object(requests)) => Some(requests),
             _ => None,
         }),
-        rerun: rerun.and_then(|text| serde_json::from_str(&text).ok()),
+        // Read by the rule of its version (a newer one is refused).
+        rerun: rerun.as_deref().map(StoredRerun::read),
+        holder: Some(row.get(13)),
     }
 }
 
@@ -148,12 +152,12 @@ impl TaskStore for PgTasks {
             .as_ref()
             .map(|r| Value::Object(r.clone()).to_string());
         let expires = ms(task.created_ms.saturating_add(task.ttl_ms));
-        let rerun = task.rerun.as_ref().map(Value::to_string);
+        let rerun = task.rerun.as_ref().and_then(StoredRerun::text);
         within(self.timeout, async {
             let db = connection(&self.pool).await?;
             let insert = db
                 .prepare_cached(&format!(
-                    "INSERT INTO wasm_mcp_tasks ({COLUMNS}, replica, lease_until_ms, expires_ms, size)
+                    "INSERT INTO wasm_mcp_tasks ({COLUMNS}, lease_until_ms, expires_ms, size)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, {DB_NOW} + $15, $16, $17)"
                 ))
                 .await?;

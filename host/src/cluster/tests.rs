@@ -134,7 +134,9 @@ async fn shared_state_keeps_every_contract_on_postgres() {
         .await
         .unwrap();
     let mut again = task("gone.1");
-    again.rerun = Some(serde_json::json!({ "tool": "t", "arguments": {} }));
+    again.rerun = Some(crate::server::tasks::StoredRerun::read(
+        r#"{ "tool": "t", "arguments": {} }"#,
+    ));
     gone.insert(&again).await.unwrap();
     gone.insert(&task("gone.2")).await.unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -217,13 +219,13 @@ async fn shared_state_keeps_every_contract_on_postgres() {
     };
     a.publish(ServerEvent::PluginReplaced("big".repeat(3_000)));
     let big = ServerEvent::PluginReplaced("big".repeat(3_000));
-    a.publish(ServerEvent::TaskChanged("a.1".into()));
+    a.publish(ServerEvent::task_changed("a.1"));
     a.publish(ServerEvent::Log {
         level: crate::runtime::types::LogLevel::Info,
         logger: "here".into(),
         message: "only here".into(),
     });
-    b.publish(ServerEvent::TaskChanged("b.1".into()));
+    b.publish(ServerEvent::task_changed("b.1"));
     // Each replica hears every event once, each sender's in its order.
     let mut on_b = Vec::new();
     for _ in 0..3 {
@@ -233,8 +235,8 @@ async fn shared_state_keeps_every_contract_on_postgres() {
     for _ in 0..4 {
         on_a.push(next(&mut heard_a).await);
     }
-    let from_b = Heard::Event(ServerEvent::TaskChanged("b.1".into()));
-    let a_changed = Heard::Event(ServerEvent::TaskChanged("a.1".into()));
+    let from_b = Heard::Event(ServerEvent::task_changed("b.1"));
+    let a_changed = Heard::Event(ServerEvent::task_changed("a.1"));
     let without_b = |heard: &[Heard]| -> Vec<String> {
         heard
             .iter()

@@ -32,6 +32,110 @@ pub trait Bus: Send + Sync {
     /// at most [`MAX_ANSWERS_WAITING`] unread; beyond, new ones are dropped
     /// with a warning.
     fn answers(&self) -> Option<mpsc::Receiver<Answers>>;
+    /// Sends `event` to this host's subscriptions only (a task stopped here
+    /// because another host ended it: the other hosts heard that already,
+    /// from the host that ended it, so it is not echoed back to them).
+    fn publish_here(&self, event: ServerEvent) {
+        self.publish(event);
+    }
+    /// Whether host `replica` decides the operations relayed to it
+    /// ([`Bus::relay`]); `false` for a host of an earlier version (it
+    /// never answers one) or one not heard from.
+    fn speaks_relay(&self, _replica: &str) -> bool {
+        false
+    }
+    /// Relays `operation` on task `task` to host `owner`, which holds the
+    /// task's lease, and waits (at most [`RELAY_WAIT`]) for its decision.
+    /// At most [`MAX_RELAYS_WAITING`] wait at once on this host.
+    async fn relay(
+        &self,
+        _owner: &str,
+        _task: &str,
+        _operation: Operation,
+    ) -> Result<Decision, RelayError> {
+        Err(RelayError::NotSpoken)
+    }
+    /// The operations other hosts relayed to this one, for the one part
+    /// that decides them (the first to ask; later calls get `None`).
+    fn relayed(&self) -> Option<mpsc::Receiver<Relayed>> {
+        None
+    }
+    /// Sends the decision on `relayed` back to the host that relayed it.
+    fn decide(&self, _relayed: &Relayed, _decision: &Decision) {}
+}
+
+/// How long a host waits for the decision of the host running a task on
+/// an operation it relayed to it (`tasks/cancel`, `tasks/update` received
+/// by another host): past it, the request is answered with -32603 "the
+/// host running the task did not answer".
+pub const RELAY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Relayed operations waiting for their decision on one host, at most:
+/// beyond, a request that needs one is refused with -32603 at once.
+pub const MAX_RELAYS_WAITING: usize = 256;
+
+/// An operation on a task, relayed to the host running it to decide.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operation {
+    /// `tasks/cancel`.
+    Cancel,
+    /// `tasks/update`: the client's answers, by question key.
+    Update(Map<String, Value>),
+}
+
+/// The decision of the host running a task: whether the operation took
+/// effect (a cancel: the task was cancelled; `false`: it was already
+/// over), or the JSON-RPC error object it was refused with.
+pub type Decision = Result<bool, Value>;
+
+/// An operation another host relayed here, to decide.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Relayed {
+    /// The task.
+    pub task: String,
+    /// What to do.
+    pub operation: Operation,
+    /// The host that relayed it (the decision goes back there).
+    pub from: String,
+    /// Its number on that host.
+    pub id: u64,
+}
+
+/// Why a relayed operation got no decision.
+#[derive(Debug)]
+pub enum RelayError {
+    /// The host does not decide relayed operations (an earlier version):
+    /// the caller does it itself, as hosts did before.
+    NotSpoken,
+    /// [`MAX_RELAYS_WAITING`] already wait on this host.
+    Busy,
+    /// No decision within [`RELAY_WAIT`].
+    Timeout,
+    /// It could not be sent.
+    Failed(anyhow::Error),
+}
+
+impl std::fmt::Display for RelayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RelayError::NotSpoken => write!(
+                f,
+                "the host running the task does not take relayed operations"
+            ),
+            RelayError::Busy => write!(
+                f,
+                "{MAX_RELAYS_WAITING} operations already wait for the hosts running their tasks"
+            ),
+            RelayError::Timeout => write!(
+                f,
+                "the host running the task did not answer within {RELAY_WAIT:?}"
+            ),
+            RelayError::Failed(error) => write!(
+                f,
+                "the operation could not be sent to the host running the task: {error:#}"
+            ),
+        }
+    }
 }
 
 /// The client's answers to the questions of a task another host runs
@@ -165,7 +269,7 @@ pub(crate) mod contract {
     use std::time::Duration;
 
     fn task(i: usize) -> ServerEvent {
-        ServerEvent::TaskChanged(format!("t{i}"))
+        ServerEvent::task_changed(format!("t{i}"))
     }
 
     async fn next(subscription: &mut Subscription) -> Heard {

@@ -31,11 +31,48 @@ pub enum ServerEvent {
         /// What it says.
         message: String,
     },
-    /// The status of this task changed.
-    TaskChanged(String),
+    /// The status of task `id` changed: to `status` when the event says
+    /// (with its message), else a listener reads the task again (an event
+    /// from a replica of an earlier version names the task only).
+    TaskChanged {
+        /// The task.
+        id: String,
+        /// Its new status, when known.
+        status: Option<crate::server::tasks::Status>,
+        /// Why it is in that status, when there is something to say.
+        message: Option<String>,
+    },
     /// The client ended this handshake session (DELETE): a host holding
     /// it ends it too.
     SessionEnded(String),
+    /// What this handshake session settled (its log level, subscriptions,
+    /// roots or capabilities) changed through another host: a host holding
+    /// a copy reads it again from the session store.
+    SessionChanged(String),
     /// The server is shutting down.
     Shutdown,
+}
+
+impl ServerEvent {
+    /// Task `id` changed, to a status not said (listeners read it again).
+    pub fn task_changed(id: impl Into<String>) -> Self {
+        ServerEvent::TaskChanged {
+            id: id.into(),
+            status: None,
+            message: None,
+        }
+    }
+
+    /// Task `id` is now `status`, for `message`.
+    pub fn task_now(
+        id: impl Into<String>,
+        status: crate::server::tasks::Status,
+        message: Option<String>,
+    ) -> Self {
+        ServerEvent::TaskChanged {
+            id: id.into(),
+            status: Some(status),
+            message,
+        }
+    }
 }

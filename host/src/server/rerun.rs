@@ -6,7 +6,7 @@
 use super::access::{Caller, Item};
 use super::audit::Outcome;
 use super::call::{self, call_plugin, tool_answer, Reply, Run, Target};
-use super::tasks::{Record, Rerun, Wire};
+use super::tasks::{Record, Rerun, StoredRerun, Wire};
 use super::Server;
 use crate::protocol::Method;
 use crate::registry::{Catalogue, ToolEntry};
@@ -19,15 +19,19 @@ use std::time::Duration;
 /// listening for its progress. A tool that is gone fails the task.
 async fn rerun(server: &Arc<Server>, record: Record) {
     let tasks = &server.tasks;
-    let Some(asked) = record
-        .rerun
-        .clone()
-        .and_then(|r| serde_json::from_value::<Rerun>(r).ok())
-    else {
-        tasks
-            .fail_claimed(&record, "the task's call could not be read back")
-            .await;
-        return;
+    // Read back by the rule of its version: a newer one is refused here.
+    let asked = match record.rerun.clone() {
+        Some(StoredRerun::Call(asked)) => asked,
+        Some(StoredRerun::Refused(why)) => {
+            tasks.fail_claimed(&record, &why).await;
+            return;
+        }
+        None => {
+            tasks
+                .fail_claimed(&record, "the task's call could not be read back")
+                .await;
+            return;
+        }
     };
     let catalogue = server.registry.catalogue();
     let entry = match resolve(&catalogue, &asked) {

@@ -158,7 +158,7 @@ async fn forward(request: &Request<'_>, filter: &Filter, event: ServerEvent, tag
         ServerEvent::ResourceUpdated(uri) if filter.uris.contains(&uri) => {
             (notification::RESOURCE_UPDATED, json!({ "uri": uri }))
         }
-        ServerEvent::TaskChanged(id) if filter.task_ids.contains(&id) => {
+        ServerEvent::TaskChanged { id, .. } if filter.task_ids.contains(&id) => {
             return notify_task(request, &id, tag).await;
         }
         ServerEvent::Alert { logger, message } => (

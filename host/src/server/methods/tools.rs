@@ -168,6 +168,7 @@ fn rerunnable(
         super::super::session::Era::Stateless { .. } => None,
     };
     Some(Rerun {
+        v: crate::server::tasks::RERUN_VERSION,
         tool: name.to_owned(),
         plugin: Some(entry.plugin.name().to_owned()),
         plugin_tool: Some(entry.tool.name.clone()),

@@ -5,7 +5,7 @@
 
 use super::{store_error, Live, Status, Tasks};
 use crate::protocol::RpcError;
-use crate::server::bus::Answers;
+use crate::server::bus::{Answers, Operation, Relayed};
 use crate::server::{Heard, ServerEvent};
 use serde_json::{Map, Value};
 use std::sync::Weak;
@@ -37,7 +37,8 @@ impl Tasks {
                 self.store_answered(true);
                 for id in failed {
                     tracing::warn!(task = %id, "the host running this task stopped: the task failed");
-                    self.events.publish(ServerEvent::TaskChanged(id));
+                    self.events
+                        .publish(ServerEvent::task_now(id, Status::Failed, None));
                 }
             }
             Err(error) => {
@@ -69,10 +70,17 @@ impl Tasks {
         }
     }
 
-    /// Stops task `id`'s call here if the store says the task is over.
-    async fn stop_if_over(&self, id: &str) {
+    /// Stops task `id`'s call here if another host said it is now
+    /// `status` and that is terminal; when it did not say, if the store says
+    /// the task is over.
+    async fn stop_if_over(&self, id: &str, status: Option<Status>) {
         if self.live_task(id).is_none() {
             return;
+        }
+        match status {
+            Some(status) if status.is_terminal() => return self.ended_elsewhere(id).await,
+            Some(_) => return,
+            None => {}
         }
         match self.store().get(id).await {
             Ok(Some(record)) if !record.status.is_terminal() => {}
@@ -83,12 +91,37 @@ impl Tasks {
         }
     }
 
+    /// Stops task `id`'s call: another host ended it (and told the other
+    /// hosts), so only this host's listeners hear it from here: no echo.
     async fn ended_elsewhere(&self, id: &str) {
         if let Some(live) = self.live_task(id) {
             tracing::debug!(task = %id, "task ended through another host: its call stops");
             self.stop(&live);
-            self.announce(&live).await;
+            self.events.publish_here(ServerEvent::task_changed(id));
+            self.tell_home(&live).await;
         }
+    }
+
+    /// Decides an operation another host relayed here (the task runs
+    /// here, or ran here), and sends the decision back.
+    async fn decide(&self, relayed: Relayed) {
+        let decision = match &relayed.operation {
+            Operation::Cancel => {
+                let cancelled = self.cancel_here(&relayed.task).await;
+                if matches!(cancelled, Ok(true)) {
+                    tracing::debug!(task = %relayed.task, from = %relayed.from, "task ended through another host (a cancel it relayed here): its call stops");
+                }
+                cancelled
+            }
+            Operation::Update(responses) => match self.live_task(&relayed.task) {
+                Some(live) => live.take(responses.clone()).await.map(|()| true),
+                // It no longer runs here: nothing waits for answers.
+                None => Ok(false),
+            },
+        };
+        tracing::debug!(task = %relayed.task, from = %relayed.from, ok = decision.is_ok(), "a relayed task operation decided");
+        self.events
+            .decide(&relayed, &decision.map_err(|error| error.to_json()));
     }
 
     /// Hands the client's answers to task `id`'s questions on: to its call
@@ -100,6 +133,12 @@ impl Tasks {
             return live.take(responses).await;
         }
         let record = self.store().get(id).await.map_err(store_error)?;
+        if let Some(record) = &record {
+            let update = Operation::Update(responses.clone());
+            if let Some(decided) = self.relay(record, update).await {
+                return decided.map(|_| ());
+            }
+        }
         let Some(record) = record.filter(|r| r.status == Status::InputRequired) else {
             return Ok(());
         };
@@ -147,14 +186,18 @@ impl Live {
 /// the lease, acts at once on what other hosts say, and hands the answers
 /// other hosts sent to the tasks running here to their calls.
 pub async fn tend(tasks: Weak<Tasks>) {
-    let (mut events, mut answers, every) = match tasks.upgrade() {
+    let (mut events, mut answers, mut relayed, every) = match tasks.upgrade() {
         Some(tasks) => (
             tasks.events.subscribe(),
             tasks.events.answers(),
+            tasks.events.relayed(),
             (tasks.options.lease / 3).max(Duration::from_millis(100)),
         ),
         None => return,
     };
+    let deciding = std::sync::Arc::new(tokio::sync::Semaphore::new(
+        crate::server::bus::MAX_RELAYS_WAITING,
+    ));
     // The first round after one period, as for the sweep.
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -173,17 +216,40 @@ pub async fn tend(tasks: Weak<Tasks>) {
                 }
                 continue;
             }
+            Some(relayed) = next_relayed(&mut relayed) => {
+                let Some(tasks) = tasks.upgrade() else { return };
+                // At most MAX_RELAYS_WAITING decided at once; beyond, the
+                // bus's queue fills and refuses more.
+                let Ok(permit) = deciding.clone().acquire_owned().await else { return };
+                tokio::spawn(async move {
+                    tasks.decide(relayed).await;
+                    drop(permit);
+                });
+                continue;
+            }
         };
         let Some(tasks) = tasks.upgrade() else { return };
         match heard {
             None | Some(Heard::Missed(_)) => tasks.renew().await,
             Some(Heard::Closed) => return,
             // Only another host ends a task here without stopping it.
-            Some(Heard::Event(ServerEvent::TaskChanged(id))) if tasks.replica.is_some() => {
-                tasks.stop_if_over(&id).await
+            Some(Heard::Event(ServerEvent::TaskChanged { id, status, .. }))
+                if tasks.replica.is_some() =>
+            {
+                tasks.stop_if_over(&id, status).await
             }
             Some(Heard::Event(_)) => {}
         }
+    }
+}
+
+/// The next operation relayed here (never, without a receiver).
+async fn next_relayed(
+    relayed: &mut Option<tokio::sync::mpsc::Receiver<Relayed>>,
+) -> Option<Relayed> {
+    match relayed {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -65,8 +65,10 @@ impl Tasks {
     /// task was claimed from a host that stopped), until it ends.
     pub fn resume(self: &Arc<Self>, record: Record, execution: Execution) {
         let id = record.id.clone();
+        let message = record.status_message.clone();
         self.run_here(record.id, record.wire, record.owner, None, execution);
-        self.events.publish(ServerEvent::TaskChanged(id));
+        self.events
+            .publish(ServerEvent::task_now(id, Status::Working, message));
     }
 
     /// Knows task `id` as running here, and supervises its call to the end.
@@ -195,7 +197,7 @@ impl Tasks {
             .set_status(&live.id, status, None, requests.as_ref())
             .await;
         match changed {
-            Ok(true) => self.announce(live).await,
+            Ok(true) => self.announce(live, status, None).await,
             Ok(false) => {}
             Err(error) => {
                 store_error(error);
@@ -203,10 +205,15 @@ impl Tasks {
         }
     }
 
-    /// Tells whoever listens that task `live` changed.
-    pub(super) async fn announce(&self, live: &Live) {
-        self.events
-            .publish(ServerEvent::TaskChanged(live.id.clone()));
+    /// Tells whoever listens that task `live` is now `status`.
+    pub(super) async fn announce(&self, live: &Live, status: Status, message: Option<&str>) {
+        let event = ServerEvent::task_now(live.id.clone(), status, message.map(str::to_owned));
+        self.events.publish(event);
+        self.tell_home(live).await;
+    }
+
+    /// Tells the session that made 2025-11-25 task `live` of its status.
+    pub(super) async fn tell_home(&self, live: &Live) {
         if let (Wire::Handshake, Some(home)) = (live.wire, &live.home) {
             let record = self.store().get(&live.id).await;
             if let Ok(Some(record)) = record {
@@ -232,7 +239,7 @@ impl Tasks {
         match finished {
             Ok(true) => {
                 tracing::debug!(task = %live.id, status = status.as_str(), "task over");
-                self.announce(live).await;
+                self.announce(live, status, message.as_deref()).await;
             }
             Ok(false) => {}
             Err(error) => {

@@ -20,11 +20,13 @@ pub use lease::tend;
 pub use live::{Attached, Live};
 pub use options::{now_ms, TaskOptions};
 pub use quota::TaskQuotas;
-pub use record::Rerun;
+pub(crate) use record::warn_once;
+pub use record::{Rerun, StoredRerun, RERUN_VERSION};
 #[cfg(test)]
 pub(crate) use store::contract::{check as store_contract, task as contract_task};
 pub use store::{outcome_text, parse_outcome, Record, Sqlite, Status, TaskStore, Usage, Wire};
 
+use super::bus::{Operation, RelayError};
 use super::Outcome as CallOutcome;
 use super::{Bus, ServerEvent};
 use crate::protocol::{random_id, RpcError};
@@ -51,6 +53,9 @@ pub struct Tasks {
     /// renewed any more.
     handed_back: std::sync::atomic::AtomicBool,
 }
+
+/// The message of a task cancelled by request.
+const CANCELLED: &str = "The task was cancelled by request.";
 
 /// What a new task is.
 pub struct NewTask {
@@ -205,10 +210,8 @@ impl Tasks {
             ttl_ms: ttl,
             outcome: None,
             input_requests: None,
-            rerun: new
-                .rerun
-                .as_ref()
-                .and_then(|r| serde_json::to_value(r).ok()),
+            rerun: new.rerun.clone().map(StoredRerun::Call),
+            holder: self.replica.clone(),
         }
     }
 
@@ -322,7 +325,12 @@ impl Tasks {
                 Ok(true) => {
                     tracing::debug!(task = %live.id, "task cancelled: its session ended");
                     self.stop(&live);
-                    self.announce(&live).await;
+                    self.announce(
+                        &live,
+                        Status::Cancelled,
+                        Some("The session that made the task ended."),
+                    )
+                    .await;
                 }
                 Ok(false) => {}
                 Err(error) => {
@@ -332,30 +340,65 @@ impl Tasks {
         }
     }
 
-    /// Cancels task `id`: stored as cancelled, then its call is stopped.
-    /// `Ok(false)` when it was already over.
+    /// Cancels task `record`: stored as cancelled, then its call is
+    /// stopped. `Ok(false)` when it was already over. A task another host
+    /// runs is cancelled by that host's decision ([`Tasks::relay`]).
     pub async fn cancel(&self, record: &Record) -> Result<bool, RpcError> {
+        if self.live_task(&record.id).is_none() {
+            if let Some(decided) = self.relay(record, Operation::Cancel).await {
+                return decided;
+            }
+        }
+        self.cancel_here(&record.id).await
+    }
+
+    /// Cancels task `id` by this host's own decision: it runs here, or its
+    /// host does not decide relayed operations.
+    pub(super) async fn cancel_here(&self, id: &str) -> Result<bool, RpcError> {
         let cancelled = self
             .store()
-            .finish(
-                &record.id,
-                Status::Cancelled,
-                Some("The task was cancelled by request."),
-                None,
-            )
+            .finish(id, Status::Cancelled, Some(CANCELLED), None)
             .await
             .map_err(store_error)?;
         if cancelled {
-            tracing::debug!(task = %record.id, "task cancelled");
-            if let Some(live) = self.live_task(&record.id) {
+            tracing::debug!(task = %id, "task cancelled");
+            if let Some(live) = self.live_task(id) {
                 self.stop(&live);
-                self.announce(&live).await;
+                self.announce(&live, Status::Cancelled, Some(CANCELLED))
+                    .await;
             } else {
-                self.events
-                    .publish(ServerEvent::TaskChanged(record.id.clone()));
+                self.events.publish(ServerEvent::task_now(
+                    id,
+                    Status::Cancelled,
+                    Some(CANCELLED.into()),
+                ));
             }
         }
         Ok(cancelled)
+    }
+
+    /// `operation` on task `record`, which does not run here, decided by
+    /// the host running it when that host decides relayed operations;
+    /// `None` when it does not (a host of an earlier version, or none
+    /// holds the task): this host does it itself, as before.
+    pub(super) async fn relay(
+        &self,
+        record: &Record,
+        operation: Operation,
+    ) -> Option<Result<bool, RpcError>> {
+        let owner = record.holder.as_deref()?;
+        if record.status.is_terminal() || Some(owner) == self.replica() {
+            return None;
+        }
+        match self.events.relay(owner, &record.id, operation).await {
+            Ok(Ok(applied)) => Some(Ok(applied)),
+            Ok(Err(error)) => Some(Err(RpcError::from_json(&error))),
+            Err(RelayError::NotSpoken) => None,
+            Err(error) => {
+                tracing::warn!(task = %record.id, replica = owner, "a task operation was not decided: {error}");
+                Some(Err(RpcError::internal(error.to_string())))
+            }
+        }
     }
 
     /// Up to `limit` tasks of `owner` after `(created_ms, id)`.

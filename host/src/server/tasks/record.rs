@@ -30,16 +30,38 @@ impl Status {
         }
     }
 
-    /// The status named `text` (stored by this host; anything else reads
-    /// as `failed`).
+    /// The status named `text`, as a task row or a bus event has it.
+    ///
+    /// The rule for a status this version does not know (written by a
+    /// newer one): it reads as `working`. The terminal statuses are fixed
+    /// by MCP (`completed`, `failed`, `cancelled`), so a new one is a kind
+    /// of "still going": the client keeps polling, and the replica running
+    /// the task moves it to a status every version knows when it ends.
+    /// Counted in `wasm_mcp_cluster_unknown_records_total{record="task_status"}`.
     pub fn parse(text: &str) -> Status {
-        match text {
+        Status::known(text).unwrap_or_else(|| {
+            crate::metrics::metrics().unknown_record("task_status");
+            warn_once(
+                &UNKNOWN_STATUS,
+                &format!(
+                    "a task's status {:?} is not one this version knows (a newer replica wrote it): it reads as working",
+                    crate::protocol::excerpt(text, 64)
+                ),
+            );
+            Status::Working
+        })
+    }
+
+    /// The status named `text`, if this version knows it.
+    pub fn known(text: &str) -> Option<Status> {
+        Some(match text {
             "working" => Status::Working,
             "input_required" => Status::InputRequired,
             "completed" => Status::Completed,
+            "failed" => Status::Failed,
             "cancelled" => Status::Cancelled,
-            _ => Status::Failed,
-        }
+            _ => return None,
+        })
     }
 
     /// Whether the task is over.
@@ -49,6 +71,19 @@ impl Status {
 }
 
 pub use crate::server::session::Wire;
+
+static UNKNOWN_STATUS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static NEWER_RERUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Logs `message` at warn the first time only (per `flag`): a newer
+/// replica may write many such records.
+pub(crate) fn warn_once(flag: &std::sync::atomic::AtomicBool, message: &str) {
+    if !flag.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!(
+            "{message} (logged once; counted in wasm_mcp_cluster_unknown_records_total)"
+        );
+    }
+}
 
 /// How a finished task ended: the call's result, or its JSON-RPC error
 /// object.
@@ -83,9 +118,74 @@ pub struct Record {
     /// `inputRequests`), while `input_required`.
     pub input_requests: Option<Map<String, Value>>,
     /// The call to run again if its host stops before it ends (a tool
-    /// annotated idempotent, where the operator allows it): a [`Rerun`] as
-    /// JSON. Kept by stores shared between replicas only.
-    pub rerun: Option<Value>,
+    /// annotated idempotent, where the operator allows it), as read back.
+    /// Kept by stores shared between replicas only.
+    pub rerun: Option<StoredRerun>,
+    /// The replica holding the task's lease (the one running it), where
+    /// the store keeps one.
+    pub holder: Option<String>,
+}
+
+/// The version of [`Rerun`] this host writes and reads (a record without
+/// `v` is version 1: what hosts before versions were written wrote).
+pub const RERUN_VERSION: u32 = 1;
+
+fn version_one() -> u32 {
+    1
+}
+
+/// A task's rerun call as a store read it back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoredRerun {
+    /// A call this host can run again.
+    Call(Rerun),
+    /// A call this host must not run again, and why (written by a newer
+    /// version, or unreadable): the task fails with that reason.
+    Refused(String),
+}
+
+impl StoredRerun {
+    /// The stored JSON `text` read by the rule of its version: a `v` newer
+    /// than [`RERUN_VERSION`] is refused (that one record; the task fails
+    /// with the reason, a warning is logged once, and it is counted in
+    /// `wasm_mcp_cluster_unknown_records_total{record="task_rerun"}`).
+    /// Unknown fields are ignored; missing ones take their defaults.
+    pub fn read(text: &str) -> StoredRerun {
+        #[derive(serde::Deserialize)]
+        struct Version {
+            #[serde(default = "version_one")]
+            v: u32,
+        }
+        match serde_json::from_str::<Version>(text) {
+            Ok(Version { v }) if v > RERUN_VERSION => {
+                crate::metrics::metrics().unknown_record("task_rerun");
+                warn_once(
+                    &NEWER_RERUN,
+                    &format!("a task's rerun call is of version {v}, newer than this host reads ({RERUN_VERSION}): such tasks are not run again here"),
+                );
+                StoredRerun::Refused(format!(
+                    "its call was recorded by a newer host (rerun record version {v}; this host reads up to {RERUN_VERSION})"
+                ))
+            }
+            Ok(_) => match serde_json::from_str::<Rerun>(text) {
+                Ok(call) => StoredRerun::Call(call),
+                Err(error) => {
+                    StoredRerun::Refused(format!("its call could not be read back ({error})"))
+                }
+            },
+            Err(error) => {
+                StoredRerun::Refused(format!("its call could not be read back ({error})"))
+            }
+        }
+    }
+
+    /// The stored JSON (`None` for a refused call: it is never written).
+    pub fn text(&self) -> Option<String> {
+        match self {
+            StoredRerun::Call(call) => serde_json::to_string(call).ok(),
+            StoredRerun::Refused(_) => None,
+        }
+    }
 }
 
 /// A call that may be run again on another host: the tool (by the name
@@ -94,6 +194,10 @@ pub struct Record {
 /// with what grants (so the run again passes the same access check).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rerun {
+    /// The record's version ([`RERUN_VERSION`] when written here; absent,
+    /// 1). A reader refuses a version newer than it knows.
+    #[serde(default = "version_one")]
+    pub v: u32,
     /// The tool, as clients call it.
     pub tool: String,
     /// The plugin that served it (absent from records of older hosts).
@@ -112,7 +216,9 @@ pub struct Rerun {
     /// Its arguments.
     pub arguments: Value,
     /// The principal the call acted for.
+    #[serde(default)]
     pub principal: Option<String>,
     /// The client's roots it was confined to, if any.
+    #[serde(default)]
     pub roots: Option<Vec<String>>,
 }

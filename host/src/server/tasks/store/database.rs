@@ -36,29 +36,99 @@ impl Drop for Store {
     }
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS tasks (
-    id TEXT PRIMARY KEY,
-    owner TEXT,
-    instance TEXT NOT NULL,
-    wire TEXT NOT NULL,
-    method TEXT NOT NULL,
-    target TEXT NOT NULL,
-    status TEXT NOT NULL,
-    status_message TEXT,
-    created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL,
-    ttl_ms INTEGER NOT NULL,
-    outcome TEXT,
-    size INTEGER NOT NULL DEFAULT 0,
-    input_requests TEXT
-);
-CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, created_ms, id);
-CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (created_ms);
-";
+/// Each step of the schema, in order; a database at version `n` has had
+/// the first `n` applied (the version is the one row of
+/// `tasks_schema_version`). Steps are only ever added. A database made
+/// before versions (by 317a478 or earlier: a `tasks` table and no version
+/// row) is at version 1 once the columns it may lack are added
+/// ([`adopt_unversioned`]). A database of a newer version than the last
+/// step is refused: this host does not know what it holds.
+const STEPS: &[&str] = &[
+    // 1: the tasks, as hosts kept them before schema versions.
+    "
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        owner TEXT,
+        instance TEXT NOT NULL,
+        wire TEXT NOT NULL,
+        method TEXT NOT NULL,
+        target TEXT NOT NULL,
+        status TEXT NOT NULL,
+        status_message TEXT,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        ttl_ms INTEGER NOT NULL,
+        outcome TEXT,
+        size INTEGER NOT NULL DEFAULT 0,
+        input_requests TEXT
+    );
+    CREATE INDEX tasks_by_owner ON tasks (owner, created_ms, id);
+    CREATE INDEX tasks_by_expiry ON tasks (created_ms);
+    CREATE INDEX tasks_usage ON tasks (owner, size);
+    ",
+];
 
-/// Counts tasks and their bytes per owner without reading the results.
-const USAGE_INDEX: &str = "CREATE INDEX IF NOT EXISTS tasks_usage ON tasks (owner, size);";
+/// The schema version this host brings a database to.
+pub(super) const SCHEMA_VERSION: i64 = STEPS.len() as i64;
+
+/// Brings the tasks database up to [`SCHEMA_VERSION`], in one immediate
+/// transaction (hosts sharing the file take turns); refuses one of a newer
+/// version.
+fn migrate(db: &mut Connection) -> Result<()> {
+    let tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    tx.execute_batch("CREATE TABLE IF NOT EXISTS tasks_schema_version (version INTEGER NOT NULL)")?;
+    let stored: Option<i64> =
+        tx.query_row("SELECT MAX(version) FROM tasks_schema_version", [], |row| {
+            row.get(0)
+        })?;
+    let mut version = match stored {
+        Some(version) => version,
+        None => adopt_unversioned(&tx)?,
+    };
+    anyhow::ensure!(
+        version <= SCHEMA_VERSION,
+        "the tasks store is at schema version {version}, newer than this host knows \
+         ({SCHEMA_VERSION}): a newer version of wasm-mcp made it; run that version, or \
+         point [tasks] store at another file"
+    );
+    while version < SCHEMA_VERSION {
+        tx.execute_batch(STEPS[version as usize])
+            .with_context(|| format!("step {} of the tasks schema", version + 1))?;
+        version += 1;
+    }
+    tx.execute("DELETE FROM tasks_schema_version", [])?;
+    tx.execute(
+        "INSERT INTO tasks_schema_version (version) VALUES (?1)",
+        [version],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// The version of a database without a version row: 0 when it has no
+/// `tasks` table; else 1, once the columns and index a table made by an
+/// earlier host may lack are added (old rows count 0 bytes, and ask
+/// nothing).
+fn adopt_unversioned(db: &Connection) -> Result<i64> {
+    let tables: i64 = db.query_row(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'tasks'",
+        [],
+        |row| row.get(0),
+    )?;
+    if tables == 0 {
+        return Ok(0);
+    }
+    add_column(db, "size", "INTEGER NOT NULL DEFAULT 0")
+        .context("adding the size column to the tasks table")?;
+    add_column(db, "input_requests", "TEXT")
+        .context("adding the input_requests column to the tasks table")?;
+    db.execute_batch(
+        "CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, created_ms, id);
+         CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (created_ms);
+         CREATE INDEX IF NOT EXISTS tasks_usage ON tasks (owner, size);",
+    )?;
+    Ok(1)
+}
 
 const COLUMNS: &str =
     "id, owner, wire, method, target, status, status_message, created_ms, updated_ms, ttl_ms, outcome, input_requests";
@@ -83,28 +153,22 @@ fn record(row: &Row<'_>) -> rusqlite::Result<Record> {
             _ => None,
         }),
         rerun: None,
+        holder: None,
     })
 }
 
 /// Adds column `name` (of type `declared`) to a table made before it
-/// existed.
+/// existed (within the migration's transaction).
 fn add_column(db: &Connection, name: &str, declared: &str) -> Result<()> {
-    let has = |db: &Connection| -> Result<bool> {
-        let mut columns = db.prepare("SELECT name FROM pragma_table_info('tasks')")?;
-        let names: Vec<String> = columns
-            .query_map([], |row| row.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(names.iter().any(|n| n == name))
-    };
-    if has(db)? {
+    let mut columns = db.prepare("SELECT name FROM pragma_table_info('tasks')")?;
+    let names: Vec<String> = columns
+        .query_map([], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if names.iter().any(|n| n == name) {
         return Ok(());
     }
-    let added = db.execute_batch(&format!("ALTER TABLE tasks ADD COLUMN {name} {declared}"));
-    // Another host sharing the file may have added it meanwhile.
-    if added.is_err() && has(db)? {
-        return Ok(());
-    }
-    Ok(added?)
+    db.execute_batch(&format!("ALTER TABLE tasks ADD COLUMN {name} {declared}"))?;
+    Ok(())
 }
 
 /// The folder of instance locks next to the database at `path`.
@@ -118,7 +182,7 @@ impl Store {
     /// Opens (creating) the database at `path`, or an in-memory one for
     /// `None`, for the host instance `instance`.
     pub fn open(path: Option<&Path>, instance: &str) -> Result<Store> {
-        let (db, alive) = match path {
+        let (mut db, alive) = match path {
             None => (Connection::open_in_memory()?, None),
             Some(path) => {
                 if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -143,15 +207,7 @@ impl Store {
         // loss may lose the newest commits.
         db.pragma_update(None, "journal_mode", "WAL")?;
         db.pragma_update(None, "synchronous", "NORMAL")?;
-        db.execute_batch(SCHEMA)
-            .context("creating the tasks table")?;
-        // Old rows count 0 bytes, and ask nothing.
-        add_column(&db, "size", "INTEGER NOT NULL DEFAULT 0")
-            .context("adding the size column to the tasks table")?;
-        add_column(&db, "input_requests", "TEXT")
-            .context("adding the input_requests column to the tasks table")?;
-        db.execute_batch(USAGE_INDEX)
-            .context("creating the usage index")?;
+        migrate(&mut db).context("bringing the tasks store's schema up to date")?;
         let store = Store {
             db,
             instance: instance.to_owned(),
@@ -424,20 +480,107 @@ mod tests {
         drop(alive);
     }
 
+    /// The schema 317a478 made (its `SCHEMA` and `USAGE_INDEX`, copied).
+    const SCHEMA_317A478: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    owner TEXT,
+    instance TEXT NOT NULL,
+    wire TEXT NOT NULL,
+    method TEXT NOT NULL,
+    target TEXT NOT NULL,
+    status TEXT NOT NULL,
+    status_message TEXT,
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    ttl_ms INTEGER NOT NULL,
+    outcome TEXT,
+    size INTEGER NOT NULL DEFAULT 0,
+    input_requests TEXT
+);
+CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, created_ms, id);
+CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (created_ms);
+CREATE INDEX IF NOT EXISTS tasks_usage ON tasks (owner, size);
+";
+
+    fn version(path: &Path) -> i64 {
+        Connection::open(path)
+            .unwrap()
+            .query_row("SELECT version FROM tasks_schema_version", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_database_of_317a478_is_recognised_and_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(SCHEMA_317A478).unwrap();
+        // A finished task, as 317a478 wrote it.
+        old.execute(
+            "INSERT INTO tasks (id, owner, wire, method, target, status, status_message, created_ms,
+             updated_ms, ttl_ms, outcome, input_requests, instance, size)
+             VALUES ('t1', 'ada', '2025-11-25', 'tools/call', 'slow', 'completed', NULL, 5, 6,
+             4000000000000, '{\"result\":{\"content\":[]}}', NULL, 'gone', 30)",
+            [],
+        )
+        .unwrap();
+        drop(old);
+        let store = Store::open(Some(&path), "me").unwrap();
+        assert_eq!(version(&path), SCHEMA_VERSION);
+        let task = store.get("t1").unwrap().unwrap();
+        assert_eq!(task.owner.as_deref(), Some("ada"));
+        assert_eq!(task.wire, Wire::Handshake);
+        assert_eq!(task.status, Status::Completed);
+        assert_eq!(task.outcome, Some(Ok(json!({ "content": [] }))));
+        assert_eq!(store.usage(Some("ada")).unwrap().bytes, 30);
+        drop(store);
+        // Opened again: already at the version, nothing to do.
+        let again = Store::open(Some(&path), "me").unwrap();
+        assert!(again.get("t1").unwrap().is_some());
+        assert_eq!(version(&path), SCHEMA_VERSION);
+    }
+
     #[test]
     fn a_table_made_before_sizes_gains_the_column() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.db");
         let old = Connection::open(&path).unwrap();
-        old.execute_batch(&SCHEMA.replace(
-            ",\n    size INTEGER NOT NULL DEFAULT 0,\n    input_requests TEXT",
-            "",
-        ))
+        old.execute_batch(
+            &SCHEMA_317A478
+                .replace(
+                    ",\n    size INTEGER NOT NULL DEFAULT 0,\n    input_requests TEXT",
+                    "",
+                )
+                .replace(
+                    "CREATE INDEX IF NOT EXISTS tasks_usage ON tasks (owner, size);",
+                    "",
+                ),
+        )
         .unwrap();
         assert!(old.execute_batch("SELECT size FROM tasks").is_err());
         drop(old);
         let store = Store::open(Some(&path), "me").unwrap();
         store.insert(&task("a", None, 1)).unwrap();
         assert_eq!(store.usage(None).unwrap().tasks, 1);
+        assert_eq!(version(&path), SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn a_new_database_gets_every_step_and_a_newer_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        drop(Store::open(Some(&path), "me").unwrap());
+        assert_eq!(version(&path), SCHEMA_VERSION);
+        Connection::open(&path)
+            .unwrap()
+            .execute("UPDATE tasks_schema_version SET version = 99", [])
+            .unwrap();
+        let refused = Store::open(Some(&path), "me").err().expect("refused");
+        let message = format!("{refused:#}");
+        assert!(
+            message.contains("schema version 99, newer than this host knows"),
+            "{message}"
+        );
     }
 }
