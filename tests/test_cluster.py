@@ -557,3 +557,69 @@ def test_replicas_reach_the_database_over_tls_checking_its_certificate(tmp_path,
         for host in hosts:
             host.close()
         server.stop()
+
+
+def test_a_cancel_sent_to_another_replica_is_the_owners_decision(cluster_factory, tmp_path):
+    """Issue 57: a tasks/cancel received by a replica that does not run
+    the task is relayed to the one that does, which cancels (or refuses)
+    and replies; the client hears that decision, and every replica then
+    sees the same status."""
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "conformance", source=CONFORMANCE),
+                              config="[tasks]\nafter_ms = 300\n")
+    r1, r2 = cluster.replicas["r1"].authority, cluster.replicas["r2"].authority
+    # r2 knows r1 takes relayed operations.
+    cluster.replicas["r2"].wait_for_log("replica r1 takes relayed task operations", timeout=30)
+
+    slow = modern(r1, 1, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 60, "detach": False}})
+    task_id = slow["result"]["taskId"]
+    assert task_id.startswith("r1."), slow
+    cancelled = modern(r2, 2, "tasks/cancel", {"taskId": task_id})
+    assert "result" in cancelled, cancelled
+    # r1 decided it (the relay reached it), and the task is cancelled
+    # everywhere as soon as the client is answered.
+    cluster.replicas["r1"].wait_for_log("a cancel it relayed here", timeout=10)
+    for authority in (r1, r2):
+        assert modern(authority, 3, "tasks/get", {"taskId": task_id})["result"]["status"] == "cancelled"
+    # r2 did not hear its own change back as another replica's.
+    assert "task ended through another host" not in cluster.replicas["r2"].log()
+
+    # A finished task: cancelling it through r2 changes nothing.
+    done = modern(r1, 4, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 1, "detach": False}})
+    done_id = done["result"]["taskId"]
+    until(lambda: modern(r2, 5, "tasks/get", {"taskId": done_id})["result"]["status"] == "completed",
+          "the short task to complete", timeout=30)
+    assert "result" in modern(r2, 6, "tasks/cancel", {"taskId": done_id})
+    assert modern(r1, 7, "tasks/get", {"taskId": done_id})["result"]["status"] == "completed"
+
+
+def test_an_answer_sent_to_another_replica_is_the_owners_decision(cluster_factory, tmp_path):
+    """Issue 57: a tasks/update received by a replica that does not run the
+    task is answered once the replica running it has taken the answers
+    (the task no longer waits for them when the client hears back) or
+    refused them (its error is the client's)."""
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "conformance", source=CONFORMANCE),
+                              config="[tasks]\nafter_ms = 300\n")
+    r1, r3 = cluster.replicas["r1"].authority, cluster.replicas["r3"].authority
+    cluster.replicas["r3"].wait_for_log("replica r1 takes relayed task operations", timeout=30)
+
+    asking = modern(r1, 1, "tools/call", {"name": "confirm_delete", "arguments": {"filename": "b.txt"}})["result"]
+    task_id = asking["taskId"]
+    until(lambda: modern(r3, 2, "tasks/get", {"taskId": task_id})["result"]["status"] == "input_required",
+          "the task to ask")
+    # An answer to a question the task did not ask is ignored by r1: the
+    # task still waits.
+    stray = modern(r3, 3, "tasks/update", {"taskId": task_id, "inputResponses": {"other": {"action": "cancel"}}})
+    assert "result" in stray, stray
+    assert modern(r3, 4, "tasks/get", {"taskId": task_id})["result"]["status"] == "input_required"
+    good = modern(r3, 5, "tasks/update", {
+        "taskId": task_id, "inputResponses": {"confirm_delete": {"action": "accept", "content": {"confirm": True}}}})
+    assert "result" in good, good
+    # Answered after r1 took the answers: the task waits no more, whichever
+    # replica is asked.
+    for authority in (r3, r1):
+        status = modern(authority, 6, "tasks/get", {"taskId": task_id})["result"]["status"]
+        assert status in ("working", "completed"), status
+    done = until(lambda: (lambda r: r if r["status"] == "completed" else None)(
+        modern(r3, 7, "tasks/get", {"taskId": task_id})["result"]), "the task to complete", timeout=30)
+    assert done["result"]["content"][0]["text"] == "Deleted b.txt"
+    assert "a relayed task operation decided" in cluster.replicas["r1"].log()
