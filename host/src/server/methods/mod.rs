@@ -11,6 +11,8 @@ mod resources;
 mod skills;
 mod subscriptions;
 pub(super) mod tasks;
+#[cfg(test)]
+mod tests;
 mod tool_search;
 mod tools;
 
