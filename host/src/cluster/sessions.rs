@@ -7,17 +7,35 @@
 //! subscribed or unsubscribed. Its subscriptions, stream events and their
 //! counter go with it (`ON DELETE CASCADE`); rows nobody held for the idle
 //! timeout are deleted, a bounded batch per sweep.
+//!
+//! Replicas of two versions share these rows during an upgrade or a
+//! rollback. A record is read by [`SessionRecord::read`]: one of a newer
+//! version than this replica reads is not served here (the session is
+//! not found here: its client initializes again elsewhere or later) and
+//! counted; every write of a record's row checks that the row is not of
+//! a newer version, so this replica never writes a newer record back with
+//! fewer fields.
 
 use super::database::{connection, within};
+use crate::server::session_store::{Unreadable, SESSION_RECORD_VERSION};
 use crate::server::tasks::now_ms;
 use crate::server::{SessionRecord, SessionStore, StreamEvents};
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use parking_lot::Mutex;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 use tokio_postgres::error::SqlState;
+
+/// What a write of a session's row adds to its condition: the row kept is
+/// of a version this replica writes (`$4`; a row without `v` is of
+/// version 1). A `v` that is not a number sorts below every number in
+/// PostgreSQL's `jsonb` order: such a row is written over.
+const NOT_NEWER: &str = "COALESCE(record::jsonb -> 'v', '1'::jsonb) <= to_jsonb($4::int)";
+
+/// The version this replica writes, as a query parameter.
+const VERSION: i32 = SESSION_RECORD_VERSION as i32;
 
 /// Idle sessions deleted per sweep, at most (with their subscriptions and
 /// events); the rest go at the next sweeps.
@@ -80,11 +98,17 @@ impl PgSessions {
             let tx = db.transaction().await?;
             if fields_changed {
                 let update = tx
-                    .prepare_cached(
-                        "UPDATE wasm_mcp_sessions SET record = $2, touched_ms = $3 WHERE id = $1",
-                    )
+                    .prepare_cached(&format!(
+                        "UPDATE wasm_mcp_sessions SET record = $2, touched_ms = $3
+                         WHERE id = $1 AND {NOT_NEWER}"
+                    ))
                     .await?;
-                if tx.execute(&update, &[&after.id, &text, &now()]).await? == 0 {
+                if tx
+                    .execute(&update, &[&after.id, &text, &now(), &VERSION])
+                    .await?
+                    == 0
+                {
+                    // Gone, or of a newer version now: see `save_whole`.
                     return Ok(false);
                 }
             }
@@ -129,11 +153,16 @@ impl PgSessions {
             let mut db = connection(&self.pool).await?;
             let tx = db.transaction().await?;
             let update = tx
-                .prepare_cached(
-                    "UPDATE wasm_mcp_sessions SET record = $2, touched_ms = $3 WHERE id = $1",
-                )
+                .prepare_cached(&format!(
+                    "UPDATE wasm_mcp_sessions SET record = $2, touched_ms = $3
+                     WHERE id = $1 AND {NOT_NEWER}"
+                ))
                 .await?;
-            if tx.execute(&update, &[&record.id, &text, &now()]).await? == 0 {
+            if tx
+                .execute(&update, &[&record.id, &text, &now(), &VERSION])
+                .await?
+                == 0
+            {
                 // A new session: only while there is room. (Replicas saving
                 // at once may overshoot by a few; the sweep brings it back.)
                 let count = tx
@@ -146,12 +175,22 @@ impl PgSessions {
                     self.capacity
                 );
                 let insert = tx
-                    .prepare_cached(
-                        "INSERT INTO wasm_mcp_sessions (id, record, touched_ms) VALUES ($1, $2, $3)
-                         ON CONFLICT (id) DO UPDATE SET record = $2, touched_ms = $3",
-                    )
+                    .prepare_cached(&format!(
+                        "INSERT INTO wasm_mcp_sessions AS s (id, record, touched_ms)
+                         VALUES ($1, $2, $3)
+                         ON CONFLICT (id) DO UPDATE SET record = $2, touched_ms = $3
+                         WHERE {}",
+                        NOT_NEWER.replace("record", "s.record")
+                    ))
                     .await?;
-                tx.execute(&insert, &[&record.id, &text, &now()]).await?;
+                let written = tx
+                    .execute(&insert, &[&record.id, &text, &now(), &VERSION])
+                    .await?;
+                anyhow::ensure!(
+                    written == 1,
+                    "not saved: the session's stored record is of a newer version than this \
+                     host writes ({SESSION_RECORD_VERSION})"
+                );
             }
             let stale = tx
                 .prepare_cached(
@@ -230,8 +269,17 @@ impl SessionStore for PgSessions {
             self.forget(&[id.to_owned()]);
             return Ok(None);
         };
-        let mut record: SessionRecord =
-            serde_json::from_str(&text).context("a stored session does not read back")?;
+        let mut record = match SessionRecord::read(&text) {
+            Ok(record) => record,
+            Err(why) => {
+                if matches!(why, Unreadable::Newer(_)) {
+                    crate::metrics::metrics().unknown_record("session");
+                }
+                tracing::warn!("a stored session is not served here: {why}");
+                self.forget(&[id.to_owned()]);
+                return Ok(None);
+            }
+        };
         // A replica of the previous version keeps them in the record.
         let legacy = !record.subscriptions.is_empty();
         record.subscriptions.extend(subscriptions);

@@ -6,7 +6,7 @@
 use super::call::{Client, WaitSlot};
 use super::session::Session;
 use super::session_store::SessionRecord;
-use super::{Caller, Outbox, Server};
+use super::{Caller, Outbox, Server, ServerEvent};
 use crate::protocol::RequestId;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -17,6 +17,20 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+
+/// What reading a session again found ([`Connection::reread`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reread {
+    /// This copy was brought up to the stored session.
+    Changed,
+    /// Nothing changed here (or nothing is kept for this connection).
+    Same,
+    /// The store does not keep the session any more, or keeps it in a
+    /// form this host does not serve: this copy should go.
+    Gone,
+    /// The store did not answer: this copy is as it was.
+    Failed,
+}
 
 /// Cancels one request; a no-op once it ended.
 pub struct Canceller(CancellationToken);
@@ -39,9 +53,14 @@ pub struct Connection {
     session: Mutex<Session>,
     /// The id its session is kept under in the server's session store.
     kept_as: Option<String>,
-    /// Held while the session is saved: saves run one at a time, each of
-    /// the session as it is then (so the last one is of the newest).
+    /// Held while the session is saved or read again: saves run one at a
+    /// time, each of the session as it is then (so the last one is of the
+    /// newest).
     saving: tokio::sync::Mutex<()>,
+    /// The session as the store keeps it, as far as this host knows: as
+    /// it last saved or read it (`None` until then). What another host
+    /// changed is told from it ([`Connection::reread`]).
+    stored: Mutex<Option<SessionRecord>>,
     pub(super) in_flight: Mutex<HashMap<String, CancellationToken>>,
     /// Requests this server sent the client, by id, awaiting an answer.
     pub(super) asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
@@ -90,6 +109,7 @@ impl Connection {
             session: Mutex::new(session),
             kept_as,
             saving: tokio::sync::Mutex::new(()),
+            stored: Mutex::new(None),
             in_flight: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
@@ -105,20 +125,87 @@ impl Connection {
 
     /// Saves what the session settled in the server's session store, if
     /// it is kept there; a failure is logged (the session goes on here).
+    /// Among replicas, a saved change is announced
+    /// ([`ServerEvent::SessionChanged`]): the others holding a copy read
+    /// it again ([`Connection::reread`]).
     pub async fn persist(&self) {
         let Some(id) = &self.kept_as else { return };
         let _one_at_a_time = self.saving.lock().await;
         if self.closed.is_cancelled() {
             return;
         }
-        let record = SessionRecord::of(
+        let mut record = SessionRecord::of(
             id,
             self.principal.as_deref(),
             self.task_owner.as_deref(),
             &self.session(),
         );
+        let before = self.stored.lock().clone();
+        if let Some(before) = &before {
+            // What a newer host added to this version's record stays.
+            record.unknown = before.unknown.clone();
+        }
         if let Err(error) = self.server.sessions.save(&record).await {
-            tracing::warn!("the session store failed to save a session: {error:#}");
+            // What the store keeps is not known now.
+            *self.stored.lock() = None;
+            return tracing::warn!("the session store failed to save a session: {error:#}");
+        }
+        let changed = before.as_ref().is_some_and(|before| before != &record);
+        *self.stored.lock() = Some(record);
+        if changed && self.server.shares_sessions() {
+            self.server.publish(ServerEvent::SessionChanged(id.clone()));
+        }
+    }
+
+    /// Notes that the session store keeps this connection's session as
+    /// `record` (it was taken up from there).
+    pub fn stored_as(&self, record: &SessionRecord) {
+        *self.stored.lock() = Some(record.clone());
+    }
+
+    /// Reads the session again from the session store, after another host
+    /// changed it, and brings this copy up to it: what the other host
+    /// changed is applied (its log level, subscriptions, roots and
+    /// capabilities), what changed here and is not saved yet stays.
+    pub async fn reread(&self) -> Reread {
+        let Some(id) = &self.kept_as else {
+            return Reread::Same;
+        };
+        let _one_at_a_time = self.saving.lock().await;
+        if self.closed.is_cancelled() {
+            return Reread::Same;
+        }
+        let theirs = match self.server.sessions.load(id).await {
+            Ok(Some(theirs)) => theirs,
+            // Ended, or of a version this host does not serve.
+            Ok(None) => return Reread::Gone,
+            Err(error) => {
+                tracing::warn!("the session store failed to read a changed session: {error:#}");
+                return Reread::Failed;
+            }
+        };
+        if theirs.principal != self.principal {
+            return Reread::Gone;
+        }
+        let base = self.stored.lock().take();
+        let mut session = self.session();
+        let base = base.unwrap_or_else(|| {
+            // Not known: as this copy is (what differs is theirs).
+            SessionRecord::of(
+                id,
+                self.principal.as_deref(),
+                self.task_owner.as_deref(),
+                &session,
+            )
+        });
+        let changed = SessionRecord::update(&mut session, &base, &theirs);
+        drop(session);
+        *self.stored.lock() = Some(theirs);
+        if changed {
+            tracing::debug!("session changed through another host: taken up here");
+            Reread::Changed
+        } else {
+            Reread::Same
         }
     }
 

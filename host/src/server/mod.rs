@@ -35,7 +35,7 @@ pub use admission::{AdmissionLimits, RETRY_AFTER_MS};
 pub(crate) use bus::contract::check as bus_contract;
 pub use bus::{Bus, Heard, LocalBus, Subscription};
 pub use call::Outcome;
-pub use connection::{Canceller, Connection};
+pub use connection::{Canceller, Connection, Reread};
 pub use event::ServerEvent;
 pub use notices::Notices;
 /// Notice keys.

@@ -3,13 +3,21 @@
 //! by idling. What a session settles is kept in the server's session
 //! store: a session this host does not hold but the store keeps (one a
 //! host sharing the store opened) is taken up where it was.
+//!
+//! Among replicas, several may hold a copy of one session: a change saved
+//! through one (its log level, subscriptions, roots) is announced on the
+//! bus, and every other replica holding a copy reads the session again
+//! from the store (one read at a time per session, changes heard meanwhile
+//! coalesced into one more read: [`SessionTable::follow_changes`]). A
+//! replica's copy idling out, or giving way to a new session at a cap,
+//! only lets go of the copy: the session's idleness is the store's.
 
 use super::event_log::{EventLog, Keeper};
 use crate::protocol::random_id;
 use crate::server::{Connection, Outbox, Server, SessionRecord};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,7 +43,17 @@ pub struct HttpSession {
     last_seen: Mutex<Instant>,
     /// Requests and streams open now; a busy session never idles out.
     busy: AtomicUsize,
+    /// Whether the session is being read again from the store
+    /// ([`IDLE`], [`READING`], or [`READ_AGAIN`]: changed again meanwhile).
+    rereading: AtomicU8,
 }
+
+/// No read of the session from the store under way.
+const IDLE: u8 = 0;
+/// A read of the session from the store is under way.
+const READING: u8 = 1;
+/// A read is under way, and the session changed again since it began.
+const READ_AGAIN: u8 = 2;
 
 impl HttpSession {
     /// Notes activity.
@@ -157,7 +175,7 @@ impl SessionTable {
 
     /// Makes room for one more session of `principal`: ends the
     /// longest-idle session where a cap is reached.
-    async fn make_room(&self, principal: &Option<String>) -> Result<(), Full> {
+    async fn make_room(&self, server: &Server, principal: &Option<String>) -> Result<(), Full> {
         let evicted = {
             let map = self.map();
             let longest_idle = |mine: bool, but: Option<&String>| {
@@ -179,8 +197,14 @@ impl SessionTable {
             evicted
         };
         for id in evicted {
-            // Not one that got a request meanwhile.
-            if self.end_held(&id, |s| s.idle_for().is_some()).await {
+            // Not one that got a request meanwhile. Among replicas, only
+            // this host's copy goes: another may be serving the session.
+            let idle = |s: &HttpSession| s.idle_for().is_some();
+            if server.shares_sessions() {
+                if self.release_held(&id, idle) {
+                    tracing::info!("a session's copy let go of to make room (at the session cap)");
+                }
+            } else if self.end_held(&id, idle).await {
                 tracing::info!("session ended to make room for a new one (at the session cap)");
             }
         }
@@ -215,7 +239,7 @@ impl SessionTable {
         principal: Option<String>,
     ) -> Result<Arc<HttpSession>, Full> {
         let id = random_id();
-        self.make_room(&principal).await?;
+        self.make_room(server, &principal).await?;
         let (out, messages) = Outbox::new();
         let conn = Connection::kept(server.clone(), out, principal.clone(), id.clone());
         let keeper = keeper(server, &id);
@@ -228,7 +252,7 @@ impl SessionTable {
         server: &Arc<Server>,
         record: &SessionRecord,
     ) -> Result<Arc<HttpSession>, Full> {
-        self.make_room(&record.principal).await?;
+        self.make_room(server, &record.principal).await?;
         // Its streams go on with the numbers they had on the other host.
         let keeper = keeper(server, &record.id);
         let numbers = match &keeper {
@@ -243,6 +267,7 @@ impl SessionTable {
         };
         let (out, messages) = Outbox::new();
         let conn = Connection::restored(server.clone(), out, record);
+        conn.stored_as(record);
         tracing::debug!("session taken up from the session store");
         let (id, principal) = (record.id.clone(), record.principal.clone());
         Ok(self.insert(id, principal, conn, messages, keeper, numbers))
@@ -269,6 +294,7 @@ impl SessionTable {
             keeper,
             last_seen: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
+            rereading: AtomicU8::new(IDLE),
         });
         let open = {
             let mut map = self.map();
@@ -365,6 +391,58 @@ impl SessionTable {
         expired
     }
 
+    /// Reads session `id` again from the store if this host holds a copy,
+    /// and brings the copy up to it ([`Connection::reread`]); a copy whose
+    /// session the store no longer serves here is let go of. At most one
+    /// read per session is under way: changes heard meanwhile make one
+    /// more read once it ends, however many they are.
+    fn follow_changes(self: &Arc<Self>, id: &str) {
+        let Some(held) = self.map().get(id).cloned() else {
+            return;
+        };
+        // Start a read, or have the one under way read once more.
+        let was = held
+            .rereading
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |state| {
+                Some(if state == IDLE { READING } else { READ_AGAIN })
+            });
+        if was != Ok(IDLE) {
+            return;
+        }
+        let table = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                match held.conn.reread().await {
+                    crate::server::Reread::Gone => {
+                        if let Some(table) = table.upgrade() {
+                            let this = |s: &HttpSession| std::ptr::eq(s, &*held);
+                            if table.release_held(&held.id, this) {
+                                tracing::info!(
+                                    "a session's copy let go of: the store no longer serves it here"
+                                );
+                            }
+                        }
+                        held.rereading.store(IDLE, Ordering::Release);
+                        return;
+                    }
+                    _ => {
+                        // Once more if it changed again meanwhile.
+                        let done = held.rereading.compare_exchange(
+                            READING,
+                            IDLE,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        );
+                        if done.is_ok() {
+                            return;
+                        }
+                        held.rereading.store(READING, Ordering::Release);
+                    }
+                }
+            }
+        });
+    }
+
     /// Lets go of this host's copy of session `id` if it holds it and
     /// `still(session)` holds: its requests and streams here end, the
     /// session stays in the store and its tasks run on.
@@ -382,21 +460,40 @@ impl SessionTable {
         true
     }
 
-    /// Ends the sessions clients ended through other hosts (DELETE), for
-    /// as long as the table lives.
+    /// Ends the sessions clients ended through other hosts (DELETE), and
+    /// brings up to date the copies of sessions changed through other
+    /// hosts ([`SessionTable::follow_changes`]), for as long as the table
+    /// lives.
     pub fn follow_ended(self: &Arc<Self>, server: &Arc<Server>) {
         let table = Arc::downgrade(self);
         let mut events = server.subscribe();
+        let shared = server.shares_sessions();
         tokio::spawn(async move {
+            use crate::server::{Heard, ServerEvent};
             loop {
                 match events.recv().await {
-                    crate::server::Heard::Event(crate::server::ServerEvent::SessionEnded(id)) => {
+                    Heard::Event(ServerEvent::SessionEnded(id)) => {
                         let Some(table) = table.upgrade() else { return };
                         if table.close(&id).await {
                             tracing::debug!("session ended through another host");
                         }
                     }
-                    crate::server::Heard::Closed => return,
+                    Heard::Event(ServerEvent::SessionChanged(id)) => {
+                        let Some(table) = table.upgrade() else { return };
+                        table.follow_changes(&id);
+                    }
+                    Heard::Missed(_) => {
+                        // A change may have been missed: every copy is
+                        // read again (once each).
+                        let Some(table) = table.upgrade() else { return };
+                        if shared {
+                            let ids: Vec<String> = table.map().keys().cloned().collect();
+                            for id in ids {
+                                table.follow_changes(&id);
+                            }
+                        }
+                    }
+                    Heard::Closed => return,
                     _ => {
                         if table.strong_count() == 0 {
                             return;
