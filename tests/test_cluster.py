@@ -559,6 +559,138 @@ def test_replicas_reach_the_database_over_tls_checking_its_certificate(tmp_path,
         server.stop()
 
 
+def post_messages(authority: str, body: dict, headers: dict) -> tuple[int, list[dict]]:
+    """POSTs `body` to /mcp at `authority`: the status and every JSON-RPC
+    message of the answer (its notifications, then its reply)."""
+    conn = http.client.HTTPConnection(authority, timeout=120)
+    conn.request("POST", "/mcp", body=json.dumps(body), headers=dict(BASE_HEADERS, **headers))
+    response = conn.getresponse()
+    raw = response.read().decode()
+    conn.close()
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        messages = [json.loads(line[5:]) for line in raw.splitlines() if line.startswith("data:")]
+    else:
+        messages = [json.loads(raw)] if raw else []
+    return response.status, messages
+
+
+class StreamReader:
+    """Reads a session's standalone (GET) stream on `replica` in a thread:
+    its messages, as they arrive, in `messages`."""
+
+    def __init__(self, replica, headers: dict):
+        self.messages: list[dict] = []
+        self.conn = http.client.HTTPConnection(replica.authority, timeout=300)
+        self.conn.request("GET", "/mcp", headers=dict(headers, Accept="text/event-stream"))
+        self.response = self.conn.getresponse()
+        assert self.response.status == 200
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        try:
+            while True:
+                line = self.response.fp.readline().decode()
+                if not line:
+                    return
+                if line.startswith("data:"):
+                    self.messages.append(json.loads(line[5:]))
+        except (OSError, ValueError, AttributeError):
+            return
+
+    def close(self):
+        self.conn.close()
+
+
+def session_headers(session: str) -> dict:
+    return {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+
+
+def test_a_log_level_set_through_one_replica_holds_on_another_holding_the_session(cluster_factory, tmp_path):
+    """r1 holds a 2025-11-25 session (its client reads the GET stream
+    there); the client sets the log level through r2: r1's copy hears of it
+    and sends only what the new level lets through."""
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "conformance", source=CONFORMANCE), count=2)
+    r1, r2 = cluster.replicas["r1"], cluster.replicas["r2"]
+    session = open_session(r1)
+    headers = session_headers(session)
+    stream = StreamReader(r1, headers)
+    logging = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "test_tool_with_logging", "arguments": {}}}
+
+    def logs_through_r1() -> list[dict]:
+        status, messages = post_messages(r1.authority, logging, headers)
+        assert status == 200 and messages[-1]["result"]["content"][0]["text"] == "Logging tool completed", \
+            messages
+        return [m["params"] for m in messages if m.get("method") == "notifications/message"]
+
+    def set_level_through_r2(level: str):
+        status, messages = post_messages(
+            r2.authority, {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": level}},
+            headers)
+        assert status == 200 and messages[-1]["result"] == {}, messages
+
+    try:
+        # No level set: r1 sends the plugin's info message.
+        assert [m["level"] for m in logs_through_r1()] == ["info"] * 3
+        set_level_through_r2("error")
+        # r1 drops it from now on (once it heard of the change).
+        until(lambda: logs_through_r1() == [], "r1 to take up the level set through r2", timeout=30)
+        for _ in range(3):
+            assert logs_through_r1() == []
+        # And back: info set through r2 lets it through on r1 again.
+        set_level_through_r2("info")
+        heard = until(lambda: logs_through_r1(), "r1 to take up the second level", timeout=30)
+        assert [m["data"] for m in heard] == ["Tool execution started", "Tool processing data",
+                                              "Tool execution completed"]
+        # r1 took up the change: it never needed to take the session up anew.
+        assert cluster.metric("wasm_mcp_sessions", "r1") == 1
+        assert not [m for m in stream.messages if m.get("method") == "notifications/message"]
+    finally:
+        stream.close()
+
+
+def test_a_subscription_made_through_one_replica_is_served_on_anothers_stream(cluster_factory, tmp_path):
+    """r1 holds a 2025-11-25 session and its GET stream; the client
+    subscribes to a resource through r2: the resource's updates reach the
+    client on r1's stream."""
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "evil", source=FIXTURES), count=2)
+    r1, r2 = cluster.replicas["r1"], cluster.replicas["r2"]
+    session = open_session(r1)
+    headers = session_headers(session)
+    stream = StreamReader(r1, headers)
+
+    def on_r1(uri: str) -> bool:
+        return any(m.get("method") == "notifications/resources/updated" and m["params"]["uri"] == uri
+                   for m in stream.messages)
+
+    def subscribe_through_r2(method: str, uri: str):
+        status, messages = post_messages(
+            r2.authority, {"jsonrpc": "2.0", "id": 3, "method": method, "params": {"uri": uri}}, headers)
+        assert status == 200 and messages[-1]["result"] == {}, messages
+
+    def touch(uri: str):
+        reply = modern(r2.authority, 4, "tools/call", {"name": "touch", "arguments": {"uri": uri}}, tasks=False)
+        assert reply["result"]["content"][0]["text"] == "touched"
+
+    def touched_and_heard(uri: str) -> bool:
+        touch(uri)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            if on_r1(uri):
+                return True
+            time.sleep(0.05)
+        return False
+
+    try:
+        subscribe_through_r2("resources/subscribe", "evil://self")
+        until(lambda: touched_and_heard("evil://self"), "evil://self's update on r1's stream", timeout=60)
+        # r1 took the change up in the copy it held all along.
+        assert cluster.metric("wasm_mcp_sessions", "r1") == 1
+    finally:
+        stream.close()
+
+
 def test_a_cancel_sent_to_another_replica_is_the_owners_decision(cluster_factory, tmp_path):
     """Issue 57: a tasks/cancel received by a replica that does not run
     the task is relayed to the one that does, which cancels (or refuses)
@@ -623,3 +755,24 @@ def test_an_answer_sent_to_another_replica_is_the_owners_decision(cluster_factor
         modern(r3, 7, "tasks/get", {"taskId": task_id})["result"]), "the task to complete", timeout=30)
     assert done["result"]["content"][0]["text"] == "Deleted b.txt"
     assert "a relayed task operation decided" in cluster.replicas["r1"].log()
+
+
+def test_a_session_record_of_a_newer_version_is_not_served_nor_written_over(cluster_factory, tmp_path):
+    """A replica of a newer version rewrote a session's row (version 99):
+    a replica that does not hold the session does not serve it (404, the
+    client initializes again) and counts it; one that holds a copy and
+    saves a change does not write over the newer row."""
+    cluster = cluster_factory(folder_of(tmp_path, "plugins", "hello"), count=2)
+    r1, r2 = cluster.replicas["r1"], cluster.replicas["r2"]
+    session = open_session(r1)
+    headers = session_headers(session)
+    newer = json.dumps({"v": 99, "id": session, "version": {"revision": "2027-01-01"}, "quorum": ["r9"]})
+    psql(cluster.postgres.url, f"UPDATE wasm_mcp_sessions SET record = '{newer}' WHERE id = '{session}'")
+    greet = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "v"}}}
+    assert post(r2.authority, greet, headers)[0] == 404
+    assert cluster.metric("wasm_mcp_cluster_unknown_records_total", "r2", 'record="session"') >= 1
+    # r1 holds its copy: a change it saves leaves the newer row as it is.
+    set_level = {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "error"}}
+    post(r1.authority, set_level, headers)
+    stored = psql(cluster.postgres.url, f"SELECT record FROM wasm_mcp_sessions WHERE id = '{session}'")
+    assert json.loads(stored) == json.loads(newer)
