@@ -148,7 +148,7 @@ impl SessionRecord {
             initialized: self.initialized,
             log_level: self.log_level,
             subscriptions: self.subscriptions.iter().cloned().collect(),
-            client_roots: self.client_roots.as_ref().map(roots_of),
+            client_roots: self.client_roots.as_deref().map(roots_of),
         }
     }
 
@@ -196,7 +196,7 @@ impl SessionRecord {
             changed = true;
         }
         if base.client_roots != theirs.client_roots {
-            session.client_roots = theirs.client_roots.as_ref().map(roots_of);
+            session.client_roots = theirs.client_roots.as_deref().map(roots_of);
             changed = true;
         }
         let was: BTreeSet<&String> = base.subscriptions.iter().collect();
@@ -211,7 +211,7 @@ impl SessionRecord {
     }
 }
 
-fn roots_of(roots: &Vec<String>) -> Arc<Vec<PathBuf>> {
+fn roots_of(roots: &[String]) -> Arc<Vec<PathBuf>> {
     Arc::new(roots.iter().map(PathBuf::from).collect())
 }
 
