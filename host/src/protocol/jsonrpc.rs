@@ -78,6 +78,15 @@ pub struct RpcError {
     pub data: Option<Value>,
 }
 
+impl std::fmt::Display for RpcError {
+    /// `CODE: message`, as a log line says it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.code(), self.message)
+    }
+}
+
+impl std::error::Error for RpcError {}
+
 impl RpcError {
     /// An error with `code` and `message`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
@@ -268,6 +277,16 @@ mod tests {
         assert!(matches!(n, Incoming::Notification { .. }));
         let resp = parse_message(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap();
         assert!(matches!(resp, Incoming::Response { outcome: Ok(_), .. }));
+    }
+
+    #[test]
+    fn an_rpc_error_is_an_error_that_says_its_code_and_message() {
+        let error = RpcError::invalid_params("`name` is required");
+        assert_eq!(error.to_string(), "-32602: `name` is required");
+        let boxed: Box<dyn std::error::Error> = Box::new(error);
+        assert!(boxed.source().is_none());
+        let wrapped = anyhow::Error::new(RpcError::internal("down")).context("listing tools");
+        assert_eq!(format!("{wrapped:#}"), "listing tools: -32603: down");
     }
 
     #[test]
