@@ -8,10 +8,12 @@ use super::session::{self, Era, Session, Settled};
 use super::session_store::SessionRecord;
 use super::{events, methods, roots, Caller, Outbox, Outgoing, Server};
 use crate::protocol::{
-    meta, notification, parse_message, Caching, ErrorCode, Incoming, Method, RequestId, RpcError,
+    meta, notification, parse_message, Caching, HeaderParameter, Incoming, Method, RequestId,
+    RpcError,
 };
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 /// Whose tasks a session sees: its principal's, else its own.
@@ -109,153 +111,182 @@ impl Connection {
     ) {
         match message {
             Incoming::Request { id, method, params } => {
+                let arrival = Arrival {
+                    id,
+                    method,
+                    params,
+                    size,
+                    reply,
+                    caller,
+                };
                 // The era and the handshake are settled in arrival order;
                 // everything else runs concurrently.
                 let handshake_only = self.server.options.handshake_only;
-                let era = match session::era_of(&params, &self.session(), handshake_only) {
+                // (The session's lock is let go before the request is served.)
+                let era = session::era_of(&arrival.params, &self.session(), handshake_only);
+                let era = match era {
                     Ok(era) => era,
-                    Err(error) => return reply.send(error.response(&id)),
+                    Err(error) => return arrival.reply.send(error.response(&arrival.id)),
                 };
+                let method = Method::parse(&arrival.method);
                 let settled = Settled {
                     era,
-                    method: Method::parse(&method),
+                    method,
                     catalogue: None,
                 };
-                self.handle_request(id, method, params, settled, size, reply, caller);
+                self.serve(arrival, settled);
             }
             Incoming::Notification { method, params } => self.notification(&method, &params),
             Incoming::Response { id, outcome } => self.answered(id, outcome),
         }
     }
 
-    /// Serves a request of `caller` whose era and method are `settled` (by
-    /// [`Connection::handle`], or by a transport that checked them already:
-    /// [`Server::settle_stateless`]), concurrently.
-    #[allow(clippy::too_many_arguments)]
-    pub fn handle_request(
-        self: &Arc<Self>,
-        id: RequestId,
-        method: String,
-        params: Map<String, Value>,
-        settled: Settled,
-        size: usize,
-        reply: Outbox,
-        caller: Arc<Caller>,
-    ) {
-        let Settled {
-            era,
-            method: parsed,
-            catalogue,
-        } = settled;
-        if parsed == Some(Method::Initialize) && !era.is_stateless() {
-            let outcome = methods::json(methods::lifecycle::initialize(self, &params));
-            if let Some(response) = self.respond(&id, &era, parsed, outcome) {
-                reply.send(response);
+    /// Serves `arrival`, a request of a stateless revision, on a connection
+    /// of its own, which it returns (its answer goes to `arrival.reply`).
+    /// `headers` is the transport's check of what the request repeats in
+    /// headers (its method, name and the tool's header parameters), made
+    /// against the catalogue that then serves it. An error refuses the
+    /// request unserved.
+    pub async fn serve_stateless(
+        server: &Arc<Server>,
+        arrival: Arrival,
+        headers: impl FnOnce(&str, &Map<String, Value>, &[HeaderParameter]) -> Result<(), RpcError>,
+    ) -> Result<Arc<Connection>, RpcError> {
+        let arriving = server.arriving(&arrival.method).await;
+        let mirrored = arriving.header_parameters(&arrival.params);
+        headers(&arrival.method, &arrival.params, mirrored)?;
+        let settled = server.settle_stateless(arriving, &arrival.params)?;
+        let conn = Connection::stateless(server.clone(), Outbox::discard(), arrival.caller.clone());
+        conn.serve(arrival, settled);
+        Ok(conn)
+    }
+
+    /// Serves a request whose era and method are `settled`, concurrently:
+    /// a handshake's `initialize` at once, anything else admitted, tracked
+    /// (cancellable) and run on a task of its own.
+    fn serve(self: &Arc<Self>, arrival: Arrival, settled: Settled) {
+        if settled.method == Some(Method::Initialize) && !settled.era.is_stateless() {
+            let outcome = methods::json(methods::lifecycle::initialize(self, &arrival.params));
+            if let Some(response) = self.respond(&arrival.id, &settled.era, settled.method, outcome)
+            {
+                arrival.reply.send(response);
             }
             return;
         }
-        let on_connection = self.in_flight_count();
-        let admitted =
-            match self
-                .server
-                .admission
-                .admit(self.principal.as_deref(), on_connection, size)
-            {
-                Ok(admitted) => admitted,
-                Err(error) => {
-                    tracing::warn!(method, "request refused: {}", error.message);
-                    crate::metrics::metrics().refused(crate::metrics::Refusal::InProgress);
-                    if let Some(audit) = &self.server.options.audit {
-                        audit.record(&super::audit::Entry {
-                            event: "refused",
-                            principal: caller.principal.as_deref(),
-                            tenant: super::audit::tenant_of(&caller.tenant),
-                            method: parsed.map(Method::as_str),
-                            outcome: "busy",
-                            code: Some(error.code.code()),
-                            reason: Some(&error.message),
-                            ..Default::default()
-                        });
-                    }
-                    return reply.send(error.response(&id));
-                }
-            };
-        let this = self.clone();
-        let cancel = self.track(&id);
-        // What a client sent is recorded bounded: a method outside
-        // the protocol's set as one value, the id cut short.
-        let span = tracing::debug_span!(
-            "mcp.request",
-            otel.name = crate::traces::method_name(parsed),
-            otel.kind = "server",
-            rpc.method = crate::traces::method_name(parsed),
-            mcp.request.id = %crate::traces::Excerpt(&id),
-            mcp.tenant = %caller.tenant,
-        );
-        crate::traces::continue_from(&span, &params);
-        let audit_span = span.clone();
+        let admitted = match self.admit(&arrival, settled.method) {
+            Ok(admitted) => admitted,
+            Err(error) => return arrival.reply.send(error.response(&arrival.id)),
+        };
+        let cancel = self.track(&arrival.id);
+        let span = request_span(&arrival, settled.method);
         // The instances its call used are torn down after it answered.
         tokio::spawn(
             self.answering.track_future(crate::runtime::answer_first(
-                async move {
-                    let _admitted = admitted;
-                    let started = std::time::Instant::now();
-                    if catalogue.is_none() && parsed.is_some_and(Method::reads_catalogue) {
-                        this.server.until_loaded().await;
-                    }
-                    let reached = super::audit::Reached::default();
-                    let request = super::request::Request {
-                        conn: &this,
-                        id: &id,
-                        params: &params,
-                        era: &era,
-                        cancel: cancel.clone(),
-                        reply: &reply,
-                        caller: &caller,
-                        reached: &reached,
-                    };
-                    let outcome = methods::handle(request, &method, parsed, catalogue).await;
-                    if let Some(audit) = &this.server.options.audit {
-                        let served = super::audit::Served {
-                            principal: caller.principal.as_deref(),
-                            tenant: &caller.tenant,
-                            method: parsed,
-                            params: &params,
-                            outcome: match &outcome {
-                                Ok(Some(Answer::Json(result))) => {
-                                    super::audit::Outcome::answered(Some(result))
-                                }
-                                Ok(_) => super::audit::Outcome::answered(None),
-                                Err(error) => super::audit::Outcome::failed(error),
-                            },
-                            error: outcome.as_ref().err(),
-                            reached: &reached,
-                            took: started.elapsed(),
-                            span: &audit_span,
-                        };
-                        audit.served(served);
-                    }
-                    let response = this.respond(&id, &era, parsed, outcome);
-                    this.untrack(&id);
-                    if cancel.is_cancelled() && this.is_ending() {
-                        reply.send(
-                            RpcError::new(
-                                ErrorCode::InternalError,
-                                "the request was cancelled: the client closed its input \
-                             while it was still running",
-                            )
-                            .response(&id),
-                        );
-                    } else if cancel.is_cancelled() {
-                        // A request the client cancelled gets no response.
-                        tracing::debug!(%id, method, "request cancelled");
-                    } else if let Some(response) = response {
-                        reply.send(response);
-                    }
-                }
-                .instrument(span),
+                self.clone()
+                    .run(arrival, settled, admitted, cancel, span.clone())
+                    .instrument(span),
             )),
         );
+    }
+
+    /// Admits `arrival` under the server's admission limits, or refuses it
+    /// (busy: counted, logged and audited).
+    fn admit(
+        &self,
+        arrival: &Arrival,
+        method: Option<Method>,
+    ) -> Result<super::admission::Admitted, RpcError> {
+        let on_connection = self.in_flight_count();
+        let admission = &self.server.admission;
+        admission
+            .admit(self.principal.as_deref(), on_connection, arrival.size)
+            .inspect_err(|error| {
+                tracing::warn!(
+                    method = arrival.method,
+                    "request refused: {}",
+                    error.message
+                );
+                crate::metrics::metrics().refused(crate::metrics::Refusal::InProgress);
+                if let Some(audit) = &self.server.options.audit {
+                    audit.record(&super::audit::Entry {
+                        event: "refused",
+                        principal: arrival.caller.principal.as_deref(),
+                        tenant: super::audit::tenant_of(&arrival.caller.tenant),
+                        method: method.map(Method::as_str),
+                        outcome: "busy",
+                        code: Some(error.code.code()),
+                        reason: Some(&error.message),
+                        ..Default::default()
+                    });
+                }
+            })
+    }
+
+    /// Runs an admitted request to its answer: the method, its audit line,
+    /// and the response (none for a request the client cancelled).
+    async fn run(
+        self: Arc<Self>,
+        arrival: Arrival,
+        settled: Settled,
+        admitted: super::admission::Admitted,
+        cancel: CancellationToken,
+        span: tracing::Span,
+    ) {
+        let _admitted = admitted;
+        let started = std::time::Instant::now();
+        let Settled {
+            era,
+            method,
+            catalogue,
+        } = settled;
+        if catalogue.is_none() && method.is_some_and(Method::reads_catalogue) {
+            self.server.until_loaded().await;
+        }
+        let reached = super::audit::Reached::default();
+        let request = super::request::Request {
+            conn: &self,
+            id: &arrival.id,
+            params: &arrival.params,
+            era: &era,
+            cancel: cancel.clone(),
+            reply: &arrival.reply,
+            caller: &arrival.caller,
+            reached: &reached,
+        };
+        let outcome = methods::handle(request, &arrival.method, method, catalogue).await;
+        if let Some(audit) = &self.server.options.audit {
+            audit.served(super::audit::Served {
+                principal: arrival.caller.principal.as_deref(),
+                tenant: &arrival.caller.tenant,
+                method,
+                params: &arrival.params,
+                outcome: match &outcome {
+                    Ok(Answer::Result(result)) => super::audit::Outcome::answered(Some(result)),
+                    Ok(_) => super::audit::Outcome::answered(None),
+                    Err(error) => super::audit::Outcome::failed(error),
+                },
+                error: outcome.as_ref().err(),
+                reached: &reached,
+                took: started.elapsed(),
+                span: &span,
+            });
+        }
+        let response = self.respond(&arrival.id, &era, method, outcome);
+        self.untrack(&arrival.id);
+        if cancel.is_cancelled() && self.is_ending() {
+            arrival.reply.send(
+                RpcError::internal(
+                    "the request was cancelled: the client closed its input \
+                     while it was still running",
+                )
+                .response(&arrival.id),
+            );
+        } else if cancel.is_cancelled() {
+            // A request the client cancelled gets no response.
+            tracing::debug!(id = %arrival.id, method = arrival.method, "request cancelled");
+        } else if let Some(response) = response {
+            arrival.reply.send(response);
+        }
     }
 
     /// The client's answer to one of this server's requests.
@@ -302,8 +333,8 @@ impl Connection {
         }
     }
 
-    /// The response to request `id`, shaped for its era; `None` means no
-    /// response (a cancelled request).
+    /// The response to request `id`, shaped for its era; `None` for
+    /// [`Answer::NoResponse`].
     fn respond(
         &self,
         id: &RequestId,
@@ -312,18 +343,52 @@ impl Connection {
         answered: Answered,
     ) -> Option<Outgoing> {
         match answered {
-            Ok(None) => None,
-            Ok(Some(Answer::Json(result))) => Some(success(
+            Ok(Answer::NoResponse) => None,
+            Ok(Answer::Result(result)) => Some(success(
                 id,
                 &shape_result(&self.server, era, method, result),
             )),
-            Ok(Some(Answer::Page(page))) => Some(Outgoing::Text {
+            Ok(Answer::Page(page)) => Some(Outgoing::Text {
                 id: id.clone(),
                 text: page.response(id, &self.server, era.is_stateless()),
             }),
             Err(error) => Some(Outgoing::Json(error.response(id))),
         }
     }
+}
+
+/// One request as a transport hands it to the server: the message's
+/// parts, its size as received, where its response and the notifications
+/// about it go, and who sent it.
+pub struct Arrival {
+    /// Its id.
+    pub id: RequestId,
+    /// Its method, as sent.
+    pub method: String,
+    /// Its params.
+    pub params: Map<String, Value>,
+    /// Its size in bytes, as received.
+    pub size: usize,
+    /// Where its response and the notifications about it go; dropped when
+    /// the request is done.
+    pub reply: Outbox,
+    /// Who sent it, and what its credentials grant.
+    pub caller: Arc<Caller>,
+}
+
+/// The span a request runs in. What a client sent is recorded bounded: a
+/// method outside the protocol's set as one value, the id cut short.
+fn request_span(arrival: &Arrival, method: Option<Method>) -> tracing::Span {
+    let span = tracing::debug_span!(
+        "mcp.request",
+        otel.name = crate::traces::method_name(method),
+        otel.kind = "server",
+        rpc.method = crate::traces::method_name(method),
+        mcp.request.id = %crate::traces::Excerpt(&arrival.id),
+        mcp.tenant = %arrival.caller.tenant,
+    );
+    crate::traces::continue_from(&span, &arrival.params);
+    span
 }
 
 /// A successful response, serialized once here: the outbox counts its

@@ -36,6 +36,7 @@ pub(crate) use bus::contract::check as bus_contract;
 pub use bus::{Bus, Heard, LocalBus, Subscription};
 pub use call::Outcome;
 pub use connection::{Canceller, Connection, Reread};
+pub use dispatch::Arrival;
 pub use event::ServerEvent;
 pub use notices::Notices;
 /// Notice keys.

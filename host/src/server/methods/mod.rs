@@ -28,18 +28,20 @@ use std::sync::Arc;
 
 /// What a method answers with.
 pub(super) enum Answer {
-    /// JSON made for this request.
-    Json(Value),
+    /// A result made for this request.
+    Result(Value),
     /// A page of a list, prepared before.
     Page(Page),
+    /// Nothing: the request was cancelled, or its answer went another way.
+    NoResponse,
 }
 
-/// What serving a request comes to (see [`Outcome`]).
-pub(super) type Answered = Result<Option<Answer>, RpcError>;
+/// What serving a request comes to.
+pub(super) type Answered = Result<Answer, RpcError>;
 
-/// An [`Outcome`] as an answer.
+/// An [`Outcome`] (`None`: nothing to send) as an answer.
 pub(super) fn json(outcome: Outcome) -> Answered {
-    outcome.map(|result| result.map(Answer::Json))
+    outcome.map(|result| result.map_or(Answer::NoResponse, Answer::Result))
 }
 
 /// Serves one request of method `name` (`method` when this server knows
@@ -55,12 +57,12 @@ pub(super) async fn handle(
         return Err(RpcError::method_not_found(name));
     };
     let catalogue = catalogue.unwrap_or_else(|| request.conn.server.registry.catalogue());
-    let page = |list| page(&request, &catalogue, list).map(|page| Some(Answer::Page(page)));
+    let page = |list| page(&request, &catalogue, list).map(Answer::Page);
     match method {
         // The connection answers a handshake's `initialize` itself.
         Method::Initialize => Err(RpcError::method_not_found(name)),
-        Method::Ping => Ok(Some(Answer::Json(json!({})))),
-        Method::Discover => Ok(Some(Answer::Json(lifecycle::discover(&request)))),
+        Method::Ping => Ok(Answer::Result(json!({}))),
+        Method::Discover => Ok(Answer::Result(lifecycle::discover(&request))),
         Method::SetLogLevel => persisted(&request, lifecycle::set_level(&request)).await,
         Method::ListTools => page(List::Tools(request.era.lists_output_schema())),
         Method::CallTool => json(tools::call(&request, &catalogue).await),

@@ -10,9 +10,11 @@ use super::responses::{
 };
 use super::sessions::{self, HttpSession};
 use super::App;
-use crate::protocol::{meta, parse_message, ErrorCode, Incoming, Method, Revision, RpcError};
+use crate::protocol::{
+    meta, parse_message, ErrorCode, HeaderParameter, Incoming, Method, Revision, RpcError,
+};
 use crate::server::access::Profile;
-use crate::server::{Caller, Connection, Outbox};
+use crate::server::{Arrival, Caller, Connection, Outbox};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::sse::Event;
@@ -20,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -144,17 +146,22 @@ async fn stateless(
             )
         }
     };
-    let arriving = app.server.arriving(&method).await;
-    let mirrored = arriving.header_parameters(&params);
-    let settled = headers::validate(headers, &method, &params, mirrored)
-        .and_then(|()| app.server.settle_stateless(arriving, &params));
-    let settled = match settled {
-        Ok(settled) => settled,
+    let (reply, messages) = Outbox::new();
+    let arrival = Arrival {
+        id: id.clone(),
+        method,
+        params,
+        size,
+        reply,
+        caller,
+    };
+    let check = |method: &str, params: &Map<String, Value>, mirrored: &[HeaderParameter]| {
+        headers::validate(headers, method, params, mirrored)
+    };
+    let conn = match Connection::serve_stateless(&app.server, arrival, check).await {
+        Ok(conn) => conn,
         Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
     };
-    let (reply, messages) = Outbox::new();
-    let conn = Connection::stateless(app.server.clone(), Outbox::discard(), caller.clone());
-    conn.handle_request(id.clone(), method, params, settled, size, reply, caller);
     answer(
         messages,
         &id,
