@@ -4,6 +4,7 @@
 mod header_params;
 mod jsonrpc;
 mod method;
+pub mod model;
 pub mod params;
 mod result_type;
 mod version;

@@ -1,10 +1,11 @@
 //! The contract's typed values in MCP's JSON shape.
 
+use crate::protocol::model;
 use crate::registry::ToolEntry;
 use crate::runtime::{completions, prompts, resources, tools, types};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// Parses JSON text a plugin produced; `what` names it in the error.
 pub fn plugin_json(text: &str, what: &str) -> Result<Value, String> {
@@ -12,268 +13,251 @@ pub fn plugin_json(text: &str, what: &str) -> Result<Value, String> {
         .map_err(|e| format!("the plugin returned invalid JSON for {what}: {e}"))
 }
 
-fn put(obj: &mut Map<String, Value>, key: &str, value: Option<Value>) {
-    if let Some(value) = value {
-        obj.insert(key.into(), value);
-    }
-}
-
-fn put_str(obj: &mut Map<String, Value>, key: &str, value: &Option<String>) {
-    put(obj, key, value.clone().map(Value::String));
-}
-
 /// `_meta` is only sent when it is a JSON object.
-fn put_meta(obj: &mut Map<String, Value>, meta: &Option<String>) {
-    if let Some(Value::Object(m)) = meta.as_deref().and_then(|m| serde_json::from_str(m).ok()) {
-        obj.insert("_meta".into(), Value::Object(m));
+fn meta(meta: &Option<String>) -> Option<Map<String, Value>> {
+    match serde_json::from_str(meta.as_deref()?) {
+        Ok(Value::Object(m)) => Some(m),
+        _ => None,
     }
 }
 
-fn role(role: types::Role) -> &'static str {
+fn role(role: types::Role) -> model::Role {
     match role {
-        types::Role::User => "user",
-        types::Role::Assistant => "assistant",
+        types::Role::User => model::Role::User,
+        types::Role::Assistant => model::Role::Assistant,
     }
 }
 
-fn annotations(a: &Option<types::Annotations>) -> Option<Value> {
+fn annotations(a: &Option<types::Annotations>) -> Option<model::Annotations> {
     let a = a.as_ref()?;
-    let mut obj = Map::new();
-    if !a.audience.is_empty() {
-        obj.insert(
-            "audience".into(),
-            a.audience.iter().map(|r| json!(role(*r))).collect(),
-        );
-    }
-    put(&mut obj, "priority", a.priority.map(|p| json!(p)));
-    put_str(&mut obj, "lastModified", &a.last_modified);
-    Some(Value::Object(obj))
+    Some(model::Annotations {
+        audience: a.audience.iter().map(|r| role(*r)).collect(),
+        priority: a.priority,
+        last_modified: a.last_modified.clone(),
+    })
 }
 
-fn icons(icons: &[types::Icon]) -> Option<Value> {
-    if icons.is_empty() {
-        return None;
+fn icons(icons: &[types::Icon]) -> Vec<model::Icon> {
+    icons
+        .iter()
+        .map(|i| model::Icon {
+            src: i.src.clone(),
+            mime_type: i.mime_type.clone(),
+            sizes: i.sizes.clone(),
+            theme: i.theme.clone(),
+        })
+        .collect()
+}
+
+fn contents(c: &types::ResourceContents) -> model::ResourceContents {
+    model::ResourceContents {
+        uri: c.uri.clone(),
+        mime_type: c.mime_type.clone(),
+        body: match &c.body {
+            types::ResourceBody::Text(text) => model::Body::Text(text.clone()),
+            types::ResourceBody::Blob(bytes) => model::Body::Blob(B64.encode(bytes)),
+        },
+        meta: meta(&c.meta),
     }
-    Some(
-        icons
-            .iter()
-            .map(|i| {
-                let mut obj = Map::new();
-                obj.insert("src".into(), json!(i.src));
-                put_str(&mut obj, "mimeType", &i.mime_type);
-                if !i.sizes.is_empty() {
-                    obj.insert("sizes".into(), json!(i.sizes));
-                }
-                put_str(&mut obj, "theme", &i.theme);
-                Value::Object(obj)
-            })
-            .collect(),
-    )
 }
 
 /// `ResourceContents`.
 pub fn resource_contents(c: &types::ResourceContents) -> Value {
-    let mut obj = Map::new();
-    obj.insert("uri".into(), json!(c.uri));
-    put_str(&mut obj, "mimeType", &c.mime_type);
-    match &c.body {
-        types::ResourceBody::Text(text) => obj.insert("text".into(), json!(text)),
-        types::ResourceBody::Blob(bytes) => obj.insert("blob".into(), json!(B64.encode(bytes))),
-    };
-    put_meta(&mut obj, &c.meta);
-    Value::Object(obj)
+    model::to_json(&contents(c))
 }
 
 /// A skill file's contents (`resources/read`): text when it is UTF-8,
 /// else a blob.
 pub fn skill_file_contents(file: &crate::skills::SkillFile) -> Value {
-    let mut obj = Map::new();
-    obj.insert("uri".into(), json!(file.uri));
-    obj.insert("mimeType".into(), json!(file.mime));
-    match std::str::from_utf8(&file.bytes) {
-        Ok(text) => obj.insert("text".into(), json!(text)),
-        Err(_) => obj.insert("blob".into(), json!(B64.encode(&file.bytes))),
+    let body = match std::str::from_utf8(&file.bytes) {
+        Ok(text) => model::Body::Text(text.to_owned()),
+        Err(_) => model::Body::Blob(B64.encode(&file.bytes)),
     };
-    Value::Object(obj)
+    model::to_json(&model::ResourceContents {
+        uri: file.uri.clone(),
+        mime_type: Some(file.mime.to_string()),
+        body,
+        meta: None,
+    })
+}
+
+fn content_block(c: &types::Content) -> model::Content {
+    use model::ContentKind as Kind;
+    let (kind, ann, meta_text) = match c {
+        types::Content::Text(t) => (
+            Kind::Text {
+                text: t.text.clone(),
+            },
+            &t.annotations,
+            &t.meta,
+        ),
+        types::Content::Image(m) | types::Content::Audio(m) => {
+            let (data, mime_type) = (B64.encode(&m.data), m.mime_type.clone());
+            let kind = if matches!(c, types::Content::Image(_)) {
+                Kind::Image { data, mime_type }
+            } else {
+                Kind::Audio { data, mime_type }
+            };
+            (kind, &m.annotations, &m.meta)
+        }
+        types::Content::ResourceLink(l) => (
+            Kind::ResourceLink(model::ResourceLink {
+                uri: l.uri.clone(),
+                name: l.name.clone(),
+                title: l.title.clone(),
+                description: l.description.clone(),
+                mime_type: l.mime_type.clone(),
+                size: l.size,
+            }),
+            &l.annotations,
+            &l.meta,
+        ),
+        types::Content::Embedded(e) => (
+            Kind::Resource {
+                resource: contents(&e.contents),
+            },
+            &e.annotations,
+            &e.meta,
+        ),
+    };
+    model::Content {
+        kind,
+        annotations: annotations(ann),
+        meta: meta(meta_text),
+    }
 }
 
 /// A content block.
 pub fn content(c: &types::Content) -> Value {
-    let mut obj = Map::new();
-    let (kind, ann, meta) = match c {
-        types::Content::Text(t) => {
-            obj.insert("text".into(), json!(t.text));
-            ("text", &t.annotations, &t.meta)
-        }
-        types::Content::Image(m) | types::Content::Audio(m) => {
-            obj.insert("data".into(), json!(B64.encode(&m.data)));
-            obj.insert("mimeType".into(), json!(m.mime_type));
-            let kind = if matches!(c, types::Content::Image(_)) {
-                "image"
-            } else {
-                "audio"
-            };
-            (kind, &m.annotations, &m.meta)
-        }
-        types::Content::ResourceLink(l) => {
-            obj.insert("uri".into(), json!(l.uri));
-            obj.insert("name".into(), json!(l.name));
-            put_str(&mut obj, "title", &l.title);
-            put_str(&mut obj, "description", &l.description);
-            put_str(&mut obj, "mimeType", &l.mime_type);
-            put(&mut obj, "size", l.size.map(|s| json!(s)));
-            ("resource_link", &l.annotations, &l.meta)
-        }
-        types::Content::Embedded(e) => {
-            obj.insert("resource".into(), resource_contents(&e.contents));
-            ("resource", &e.annotations, &e.meta)
-        }
-    };
-    obj.insert("type".into(), json!(kind));
-    put(&mut obj, "annotations", annotations(ann));
-    put_meta(&mut obj, meta);
-    Value::Object(obj)
+    model::to_json(&content_block(c))
 }
 
 /// A tool as listed, under the name clients call it by, with its schemas
 /// as parsed when its plugin loaded.
 pub fn tool(entry: &ToolEntry, with_output_schema: bool) -> Value {
     let t = &entry.tool;
-    let mut obj = Map::new();
-    obj.insert("name".into(), json!(entry.name));
-    put_str(&mut obj, "title", &t.title);
-    put_str(&mut obj, "description", &t.description);
-    obj.insert("inputSchema".into(), (*entry.input_schema).clone());
-    if with_output_schema {
-        put(
-            &mut obj,
-            "outputSchema",
-            entry.output_schema.as_deref().cloned(),
-        );
-    }
-    if let Some(a) = &t.annotations {
-        let mut ann = Map::new();
-        put_str(&mut ann, "title", &a.title);
-        put(&mut ann, "readOnlyHint", a.read_only_hint.map(Value::Bool));
-        put(
-            &mut ann,
-            "destructiveHint",
-            a.destructive_hint.map(Value::Bool),
-        );
-        put(
-            &mut ann,
-            "idempotentHint",
-            a.idempotent_hint.map(Value::Bool),
-        );
-        put(
-            &mut ann,
-            "openWorldHint",
-            a.open_world_hint.map(Value::Bool),
-        );
-        obj.insert("annotations".into(), Value::Object(ann));
-    }
-    let support = match t.task_support {
+    let task_support = match t.task_support {
         tools::TaskSupport::Forbidden => None,
         tools::TaskSupport::Optional => Some("optional"),
         tools::TaskSupport::Required => Some("required"),
     };
-    put(
-        &mut obj,
-        "execution",
-        support.map(|s| json!({ "taskSupport": s })),
-    );
-    put(&mut obj, "icons", icons(&t.icons));
-    put_meta(&mut obj, &t.meta);
-    Value::Object(obj)
+    model::to_json(&model::Tool {
+        name: entry.name.clone(),
+        title: t.title.clone(),
+        description: t.description.clone(),
+        input_schema: (*entry.input_schema).clone(),
+        output_schema: entry
+            .output_schema
+            .as_deref()
+            .filter(|_| with_output_schema)
+            .cloned(),
+        annotations: t.annotations.as_ref().map(|a| model::ToolAnnotations {
+            title: a.title.clone(),
+            read_only_hint: a.read_only_hint,
+            destructive_hint: a.destructive_hint,
+            idempotent_hint: a.idempotent_hint,
+            open_world_hint: a.open_world_hint,
+        }),
+        execution: task_support.map(|task_support| model::Execution { task_support }),
+        icons: icons(&t.icons),
+        meta: meta(&t.meta),
+    })
 }
 
 /// A `CallToolResult`.
 pub fn call_result(r: &tools::CallResult) -> Result<Value, String> {
-    let mut obj = Map::new();
-    obj.insert("content".into(), r.content.iter().map(content).collect());
-    if let Some(structured) = &r.structured_content {
-        obj.insert(
-            "structuredContent".into(),
-            plugin_json(structured, "structured-content")?,
-        );
-    }
-    if r.is_error {
-        obj.insert("isError".into(), Value::Bool(true));
-    }
-    put_meta(&mut obj, &r.meta);
-    Ok(Value::Object(obj))
+    let structured_content = match &r.structured_content {
+        Some(text) => Some(plugin_json(text, "structured-content")?),
+        None => None,
+    };
+    Ok(model::to_json(&model::CallToolResult {
+        content: r.content.iter().map(content_block).collect(),
+        structured_content,
+        is_error: r.is_error,
+        meta: meta(&r.meta),
+    }))
 }
 
 /// A tool error result the model can read.
 pub fn tool_error(message: &str) -> Value {
-    json!({ "content": [{ "type": "text", "text": message }], "isError": true })
+    model::to_json(&model::CallToolResult {
+        content: vec![model::Content {
+            kind: model::ContentKind::Text {
+                text: message.to_owned(),
+            },
+            annotations: None,
+            meta: None,
+        }],
+        structured_content: None,
+        is_error: true,
+        meta: None,
+    })
 }
 
 /// A `Resource` as listed.
 pub fn resource(r: &resources::Resource) -> Value {
-    let mut obj = Map::new();
-    obj.insert("uri".into(), json!(r.uri));
-    obj.insert("name".into(), json!(r.name));
-    put_str(&mut obj, "title", &r.title);
-    put_str(&mut obj, "description", &r.description);
-    put_str(&mut obj, "mimeType", &r.mime_type);
-    put(&mut obj, "size", r.size.map(|s| json!(s)));
-    put(&mut obj, "annotations", annotations(&r.annotations));
-    put(&mut obj, "icons", icons(&r.icons));
-    put_meta(&mut obj, &r.meta);
-    Value::Object(obj)
+    model::to_json(&model::Resource {
+        uri: r.uri.clone(),
+        name: r.name.clone(),
+        title: r.title.clone(),
+        description: r.description.clone(),
+        mime_type: r.mime_type.clone(),
+        size: r.size,
+        annotations: annotations(&r.annotations),
+        icons: icons(&r.icons),
+        meta: meta(&r.meta),
+    })
 }
 
 /// A `ResourceTemplate` as listed.
 pub fn template(t: &resources::ResourceTemplate) -> Value {
-    let mut obj = Map::new();
-    obj.insert("uriTemplate".into(), json!(t.uri_template));
-    obj.insert("name".into(), json!(t.name));
-    put_str(&mut obj, "title", &t.title);
-    put_str(&mut obj, "description", &t.description);
-    put_str(&mut obj, "mimeType", &t.mime_type);
-    put(&mut obj, "annotations", annotations(&t.annotations));
-    put(&mut obj, "icons", icons(&t.icons));
-    put_meta(&mut obj, &t.meta);
-    Value::Object(obj)
+    model::to_json(&model::ResourceTemplate {
+        uri_template: t.uri_template.clone(),
+        name: t.name.clone(),
+        title: t.title.clone(),
+        description: t.description.clone(),
+        mime_type: t.mime_type.clone(),
+        annotations: annotations(&t.annotations),
+        icons: icons(&t.icons),
+        meta: meta(&t.meta),
+    })
 }
 
 /// A `Prompt` as listed, under the name clients get it by.
 pub fn prompt(name: &str, p: &prompts::Prompt) -> Value {
-    let mut obj = Map::new();
-    obj.insert("name".into(), json!(name));
-    put_str(&mut obj, "title", &p.title);
-    put_str(&mut obj, "description", &p.description);
-    let args: Vec<Value> = p
-        .arguments
-        .iter()
-        .map(|a| {
-            let mut arg = Map::new();
-            arg.insert("name".into(), json!(a.name));
-            put_str(&mut arg, "title", &a.title);
-            put_str(&mut arg, "description", &a.description);
-            arg.insert("required".into(), Value::Bool(a.required));
-            Value::Object(arg)
-        })
-        .collect();
-    obj.insert("arguments".into(), Value::Array(args));
-    put(&mut obj, "icons", icons(&p.icons));
-    put_meta(&mut obj, &p.meta);
-    Value::Object(obj)
+    model::to_json(&model::Prompt {
+        name: name.to_owned(),
+        title: p.title.clone(),
+        description: p.description.clone(),
+        arguments: p
+            .arguments
+            .iter()
+            .map(|a| model::PromptArgument {
+                name: a.name.clone(),
+                title: a.title.clone(),
+                description: a.description.clone(),
+                required: a.required,
+            })
+            .collect(),
+        icons: icons(&p.icons),
+        meta: meta(&p.meta),
+    })
+}
+
+fn message(m: &prompts::PromptMessage) -> model::PromptMessage {
+    model::PromptMessage {
+        role: role(m.role),
+        content: content_block(&m.content),
+    }
 }
 
 /// A `GetPromptResult`.
 pub fn prompt_result(r: &prompts::PromptResult) -> Value {
-    let mut obj = Map::new();
-    put_str(&mut obj, "description", &r.description);
-    let messages: Vec<Value> = r
-        .messages
-        .iter()
-        .map(|m| json!({ "role": role(m.role), "content": content(&m.content) }))
-        .collect();
-    obj.insert("messages".into(), Value::Array(messages));
-    put_meta(&mut obj, &r.meta);
-    Value::Object(obj)
+    model::to_json(&model::GetPromptResult {
+        description: r.description.clone(),
+        messages: r.messages.iter().map(message).collect(),
+        meta: meta(&r.meta),
+    })
 }
 
 /// The most completion values sent, as MCP requires.
@@ -281,13 +265,16 @@ pub const MAX_COMPLETIONS: usize = 100;
 
 /// A `CompleteResult`.
 pub fn completion(c: &completions::Completion) -> Value {
-    let values: Vec<&String> = c.values.iter().take(MAX_COMPLETIONS).collect();
+    let values: Vec<String> = c.values.iter().take(MAX_COMPLETIONS).cloned().collect();
     let has_more = c.has_more || c.values.len() > MAX_COMPLETIONS;
-    let mut completion = json!({ "values": values, "hasMore": has_more });
-    if let Some(total) = c.total {
-        completion["total"] = json!(total.max(values.len() as u32));
-    }
-    json!({ "completion": completion })
+    let total = c.total.map(|total| total.max(values.len() as u32));
+    model::to_json(&model::CompleteResult {
+        completion: model::Completion {
+            values,
+            total,
+            has_more,
+        },
+    })
 }
 
 /// The MCP name of a log level.
@@ -329,6 +316,7 @@ pub fn severity(level: types::LogLevel) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use types::{Annotations, Content, MediaContent, ResourceBody, ResourceContents, Role};
 
     fn text(text: &str) -> Content {
