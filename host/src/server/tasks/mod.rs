@@ -342,7 +342,7 @@ impl Tasks {
 
     /// Cancels task `record`: stored as cancelled, then its call is
     /// stopped. `Ok(false)` when it was already over. A task another host
-    /// runs is cancelled by that host's decision ([`Tasks::relay`]).
+    /// runs is cancelled by that host's decision (`Tasks::relay`).
     pub async fn cancel(&self, record: &Record) -> Result<bool, RpcError> {
         if self.live_task(&record.id).is_none() {
             if let Some(decided) = self.relay(record, Operation::Cancel).await {
