@@ -18,6 +18,18 @@ EXAMPLE = ROOT / "examples" / "cluster" / "haproxy.cfg"
 THROWAWAY_POSTGRES = ROOT / "scripts" / "throwaway-postgres"
 
 
+def until(check, what: str, timeout: float = 60.0, explain=lambda: ""):
+    """`check()`'s first truthy value, polled every 0.1 s; fails after
+    `timeout` seconds saying `what` it waited for (and `explain()`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}\n{explain()}".rstrip())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

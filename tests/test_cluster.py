@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from cluster import Cluster, Postgres, post
+from cluster import Cluster, Postgres, post, until
 from conftest import CONFORMANCE, FIXTURES, PLUGINS, HttpHost, modern_meta
 from test_http_transport import BASE_HEADERS, open_session, read_events
 from test_traces import Receiver, attribute
@@ -57,16 +57,6 @@ def folder_of(tmp_path, name: str, *plugins: str, source=PLUGINS):
     for plugin in plugins:
         shutil.copy(source / f"{plugin}.wasm", folder / f"{plugin}.wasm")
     return folder
-
-
-def until(check, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def modern(authority: str, id_, method: str, params: dict, tasks: bool = True):

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from cluster import Cluster, Postgres, post
+from cluster import Cluster, Postgres, post, until
 from conftest import CONFORMANCE, PLUGINS, modern_meta
 from test_http_transport import BASE_HEADERS, INIT
 
@@ -58,16 +58,6 @@ def folder_of(tmp_path, name: str, *plugins: str, source=PLUGINS):
     for plugin in plugins:
         shutil.copy(source / f"{plugin}.wasm", folder / f"{plugin}.wasm")
     return folder
-
-
-def until(check, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def psql(url: str, query: str) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster import Cluster, Postgres, post
+from cluster import Cluster, Postgres, post, until
 from conftest import BINARY, CONFORMANCE, FIXTURES, ROOT, modern_meta
 from test_http_transport import BASE_HEADERS, INIT, parse_sse
 
@@ -64,16 +64,6 @@ def postgres(tmp_path):
 def version_of(binary: Path) -> str:
     return subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30,
                           check=True).stdout.strip()
-
-
-def until(check, what: str, timeout: float = 60.0, explain=lambda: ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}\n{explain()}")
 
 
 def retryable(status: int, headers, reply) -> bool:
