@@ -6,6 +6,13 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+mod tasks;
+
+pub use tasks::{
+    Acknowledged, CreateTaskResult, DetailedTask, ListTasksResult, StoredOutcome, Task, TaskDetail,
+    TaskStatus, TaskView, Timing,
+};
+
 /// Who a message or an annotation is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

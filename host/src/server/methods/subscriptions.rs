@@ -217,7 +217,7 @@ async fn notify_task(request: &Request<'_>, id: &str, tag: &Value) {
     let conn = request.conn;
     let tasks = &conn.server.tasks;
     if let Ok(record) = tasks.get(id, conn.task_owner.as_deref()).await {
-        let mut params = tasks.render(&record, Wire::Stateless);
+        let mut params = tasks.render(&record, Wire::Stateless).to_map();
         params.insert("_meta".into(), tag.clone());
         request
             .reply

@@ -99,7 +99,7 @@ async fn lookup(request: &Request<'_>, id: &str) -> Result<Record, RpcError> {
 async fn get(request: &Request<'_>, wire: Wire) -> Outcome {
     let record = record(request).await?;
     Ok(Some(Value::Object(
-        request.conn.server.tasks.render(&record, wire),
+        request.conn.server.tasks.render(&record, wire).to_map(),
     )))
 }
 
@@ -180,7 +180,7 @@ async fn list(request: &Request<'_>) -> Outcome {
         "tasks": records
             .iter()
             .filter(|r| sees(r))
-            .map(|r| Value::Object(server.tasks.render(r, Wire::Handshake)))
+            .map(|r| Value::Object(server.tasks.render(r, Wire::Handshake).to_map()))
             .collect::<Vec<_>>(),
     });
     if let (true, Some(last)) = (more, records.last()) {
@@ -208,7 +208,9 @@ async fn cancel_v1(request: &Request<'_>) -> Outcome {
         return Err(terminal(now.status));
     }
     let record = lookup(request, &record.id).await?;
-    Ok(Some(Value::Object(tasks.render(&record, Wire::Handshake))))
+    Ok(Some(Value::Object(
+        tasks.render(&record, Wire::Handshake).to_map(),
+    )))
 }
 
 /// 2026-07-28 `tasks/cancel`: an empty acknowledgement, also for a task

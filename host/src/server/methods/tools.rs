@@ -105,7 +105,7 @@ async fn answer(
         ended if required => tasks.finished(new_task, tool_answer(ended)).await?,
         ended => return tool_answer(ended),
     };
-    let mut created = tasks.summary(&record, Wire::Stateless);
+    let mut created = tasks.summary(&record, Wire::Stateless).to_map();
     ResultType::Task.tag(&mut created);
     Ok(Some(Value::Object(created)))
 }

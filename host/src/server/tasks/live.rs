@@ -219,7 +219,7 @@ impl Tasks {
             if let Ok(Some(record)) = record {
                 home.notify(
                     crate::protocol::notification::TASK_STATUS,
-                    Value::Object(self.summary(&record, Wire::Handshake)),
+                    crate::protocol::model::to_json(&self.summary(&record, Wire::Handshake)),
                 );
             }
         }

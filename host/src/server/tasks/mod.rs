@@ -29,9 +29,10 @@ pub use store::{outcome_text, parse_outcome, Record, Sqlite, Status, TaskStore, 
 use super::bus::{Operation, RelayError};
 use super::Outcome as CallOutcome;
 use super::{Bus, ServerEvent};
+use crate::protocol::model::{Task, TaskView};
 use crate::protocol::{random_id, RpcError};
 use parking_lot::Mutex;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -281,23 +282,23 @@ impl Tasks {
     }
 
     /// The task as `tasks/get` of `wire` shows it.
-    pub fn render(&self, record: &Record, wire: Wire) -> Map<String, Value> {
+    pub fn render(&self, record: &Record, wire: Wire) -> TaskView {
         let poll = self.options.poll_interval.as_millis() as u64;
         match wire {
-            Wire::Handshake => wire::task(record, wire, poll),
+            Wire::Handshake => TaskView::Task(wire::task(record, wire, poll)),
             Wire::Stateless => {
                 // The questions as asked here, else as the store has them.
                 let requests = self
                     .input_requests(&record.id)
                     .or_else(|| record.input_requests.clone());
-                wire::detailed(record, poll, requests)
+                TaskView::Detailed(wire::detailed(record, poll, requests))
             }
         }
     }
 
     /// The task's common fields on `wire` (a 2025-11-25 `Task`, or a
     /// 2026-07-28 `CreateTaskResult` without its `resultType`).
-    pub fn summary(&self, record: &Record, wire: Wire) -> Map<String, Value> {
+    pub fn summary(&self, record: &Record, wire: Wire) -> Task {
         wire::task(record, wire, self.options.poll_interval.as_millis() as u64)
     }
 

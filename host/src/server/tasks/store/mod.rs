@@ -14,6 +14,7 @@ pub use super::quota::Usage;
 pub use super::record::{Outcome, Record, Status, Wire};
 pub use sqlite::Sqlite;
 
+use crate::protocol::model::StoredOutcome;
 use anyhow::Result;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -97,10 +98,11 @@ pub fn parse_outcome(text: &str) -> Option<Outcome> {
 
 /// An outcome as stored.
 pub fn outcome_text(outcome: &Outcome) -> String {
-    match outcome {
-        Ok(result) => serde_json::json!({ "result": result }).to_string(),
-        Err(error) => serde_json::json!({ "error": error }).to_string(),
-    }
+    let stored = match outcome {
+        Ok(result) => StoredOutcome::Result(result),
+        Err(error) => StoredOutcome::Error(error),
+    };
+    serde_json::to_string(&stored).expect("an outcome always serializes")
 }
 
 /// What every [`TaskStore`] must do, as one check to run against each
