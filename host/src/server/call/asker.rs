@@ -2,11 +2,12 @@
 //! 2025-11-25 tasks): sent on the call's stream, withdrawn unless answered.
 
 use super::events::Events;
+use super::wire::Cancelled;
 use super::{Link, WaitSlot};
 use crate::runtime::host_types::InputError;
 use crate::runtime::BoxFuture;
 use crate::server::Outbox;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -158,7 +159,10 @@ impl Drop for Withdraw<'_> {
         }
         self.asker.link.notify(
             "notifications/cancelled",
-            json!({ "requestId": self.id, "reason": reason }),
+            crate::protocol::model::to_json(&Cancelled {
+                request_id: &self.id,
+                reason,
+            }),
         );
     }
 }

@@ -4,13 +4,15 @@
 
 use super::events::Events;
 use super::input::{self, Wanted};
+use super::wire::{LogMessage, Progress};
 use super::{Asker, CallRequest, Link, Rounds};
+use crate::protocol::model::to_json;
 use crate::protocol::notification;
 use crate::runtime::host_types::{Answer, InputError, ListKind, Question};
 use crate::runtime::{types::LogLevel, BoxFuture, CallContext};
 use crate::server::convert::{log_level_name, severity};
 use parking_lot::Mutex;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -179,7 +181,11 @@ impl CallContext for RequestScope {
         {
             self.notify(
                 notification::MESSAGE,
-                json!({ "level": log_level_name(level), "logger": self.plugin, "data": message }),
+                to_json(&LogMessage {
+                    level: log_level_name(level),
+                    logger: &self.plugin,
+                    data: &message,
+                }),
             );
         }
     }
@@ -188,13 +194,12 @@ impl CallContext for RequestScope {
         let Some(token) = &self.progress_token else {
             return;
         };
-        let mut params = json!({ "progressToken": token, "progress": progress });
-        if let Some(total) = total {
-            params["total"] = json!(total);
-        }
-        if let Some(message) = message {
-            params["message"] = json!(message);
-        }
+        let params = to_json(&Progress {
+            progress_token: token,
+            progress,
+            total,
+            message,
+        });
         self.notify(notification::PROGRESS, params);
     }
 
@@ -303,5 +308,7 @@ async fn ask_one(
     let answer = asker
         .ask(wanted.method, wanted.params.clone(), until_cancelled)
         .await?;
-    wanted.parse(&answer).map_err(InputError::ClientError)
+    wanted
+        .parse(&answer)
+        .map_err(|error| InputError::ClientError(error.to_string()))
 }

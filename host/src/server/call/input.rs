@@ -1,6 +1,8 @@
 //! A plugin's questions to the client (elicitation, sampling, roots) as MCP
 //! requests, and the client's answers back as the contract's types.
 
+use super::wire::{ElicitationParams, InputRequest, SamplingMessage, SamplingParams};
+use crate::protocol::model::{to_json, Role};
 use crate::runtime::host_types::{
     Answer, ElicitationAction, ElicitationMode, ElicitationRequest, ElicitationResponse, Question,
     Root, SamplingRequest, SamplingResponse,
@@ -9,7 +11,52 @@ use crate::runtime::types;
 use crate::server::convert;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
+
+/// Why the client's answer to a question does not read.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// No request of this method is asked.
+    #[error("no answer is expected for {0}")]
+    NotExpected(String),
+    /// The elicitation answer is not an object.
+    #[error("the client's elicitation answer is not an object")]
+    NotAnObject,
+    /// The elicitation action is none of accept, decline, cancel.
+    #[error("the client answered with an unknown action {0:?}")]
+    UnknownAction(Option<String>),
+    /// The elicitation content is not an object.
+    #[error("the client's elicitation content is not an object")]
+    ContentNotAnObject,
+    /// The sampled message's role is neither user nor assistant.
+    #[error("the client answered with an unknown role {0:?}")]
+    UnknownRole(String),
+    /// An image or audio block's data is not base64.
+    #[error("the client's {kind} is not base64: {error}")]
+    NotBase64 {
+        /// `image` or `audio`.
+        kind: String,
+        /// Why not.
+        error: base64::DecodeError,
+    },
+    /// A content block of a type the contract has no place for.
+    #[error("the client answered with content of an unsupported type {0:?}")]
+    UnsupportedContent(Option<String>),
+    /// A `roots/list` answer without its list.
+    #[error("the client's roots/list answer has no roots")]
+    NoRoots,
+}
+
+/// Why a plugin's question cannot be sent.
+#[derive(Debug, thiserror::Error)]
+pub enum QuestionError {
+    /// Its JSON (a schema, sampling extras) does not parse.
+    #[error("{0}")]
+    Plugin(String),
+    /// Its sampling extras are not an object.
+    #[error("sampling request extras must be a JSON object")]
+    ExtrasNotAnObject,
+}
 
 /// What kind of answer a question expects.
 #[derive(Debug, Clone, Copy)]
@@ -41,11 +88,14 @@ pub struct Wanted {
 impl Wanted {
     /// The question as an MCP request (`{ method, params }`).
     pub fn request(&self) -> Value {
-        json!({ "method": self.method, "params": self.params })
+        to_json(&InputRequest {
+            method: self.method,
+            params: &self.params,
+        })
     }
 
     /// Reads the client's answer.
-    pub fn parse(&self, answer: &Value) -> Result<Answer, String> {
+    pub fn parse(&self, answer: &Value) -> Result<Answer, AnswerError> {
         let answer = answer.clone();
         match self.kind {
             Kind::Elicit => elicitation_result(answer).map(Answer::Elicit),
@@ -56,13 +106,13 @@ impl Wanted {
 }
 
 /// Whether `response` reads as the client's answer to a `method` request.
-pub fn check_response(method: &str, response: &Value) -> Result<(), String> {
+pub fn check_response(method: &str, response: &Value) -> Result<(), AnswerError> {
     let response = response.clone();
     match method {
         "elicitation/create" => elicitation_result(response).map(drop),
         "sampling/createMessage" => sampling_result(response).map(drop),
         "roots/list" => roots_result(response).map(drop),
-        other => Err(format!("no answer is expected for {other}")),
+        other => Err(AnswerError::NotExpected(other.to_owned())),
     }
 }
 
@@ -74,7 +124,7 @@ pub fn describe(
     &'static [&'static str],
     Kind,
     &'static str,
-    Result<Value, String>,
+    Result<Value, QuestionError>,
 ) {
     match question {
         Question::Elicit(r) => (
@@ -89,7 +139,12 @@ pub fn describe(
             "sampling/createMessage",
             sampling_params(r),
         ),
-        Question::Roots => (&["roots"], Kind::Roots, "roots/list", Ok(json!({}))),
+        Question::Roots => (
+            &["roots"],
+            Kind::Roots,
+            "roots/list",
+            Ok(Value::Object(Map::new())),
+        ),
     }
 }
 
@@ -103,89 +158,85 @@ pub fn elicitation_capability(request: &ElicitationRequest) -> &'static [&'stati
 }
 
 /// `elicitation/create` params.
-pub fn elicitation_params(request: &ElicitationRequest, id: &str) -> Result<Value, String> {
-    Ok(match &request.mode {
-        ElicitationMode::Form(schema) => json!({
-            "message": request.message,
-            "requestedSchema": convert::plugin_json(schema, "an elicitation schema")?,
-        }),
-        ElicitationMode::Url(url) => json!({
-            "mode": "url",
-            "message": request.message,
-            "url": url,
-            "elicitationId": id,
-        }),
-    })
+pub fn elicitation_params(request: &ElicitationRequest, id: &str) -> Result<Value, QuestionError> {
+    let message = &request.message;
+    Ok(to_json(&match &request.mode {
+        ElicitationMode::Form(schema) => ElicitationParams::Form {
+            message,
+            requested_schema: convert::plugin_json(schema, "an elicitation schema")
+                .map_err(QuestionError::Plugin)?,
+        },
+        ElicitationMode::Url(url) => ElicitationParams::Url {
+            mode: "url",
+            message,
+            url,
+            elicitation_id: id,
+        },
+    }))
 }
 
 /// An `elicitation/create` result.
-pub fn elicitation_result(result: Value) -> Result<ElicitationResponse, String> {
+pub fn elicitation_result(result: Value) -> Result<ElicitationResponse, AnswerError> {
     if !result.is_object() {
-        return Err("the client's elicitation answer is not an object".into());
+        return Err(AnswerError::NotAnObject);
     }
     let action = match result.get("action").and_then(Value::as_str) {
         Some("accept") => ElicitationAction::Accept,
         Some("decline") => ElicitationAction::Decline,
         Some("cancel") => ElicitationAction::Cancel,
-        other => {
-            return Err(format!(
-                "the client answered with an unknown action {other:?}"
-            ))
-        }
+        other => return Err(AnswerError::UnknownAction(other.map(str::to_owned))),
     };
     let content = match result.get("content") {
         None | Some(Value::Null) => None,
         Some(Value::Object(c)) => Some(Value::Object(c.clone()).to_string()),
-        Some(_) => return Err("the client's elicitation content is not an object".into()),
+        Some(_) => return Err(AnswerError::ContentNotAnObject),
     };
     Ok(ElicitationResponse { action, content })
 }
 
 /// `sampling/createMessage` params.
-pub fn sampling_params(request: &SamplingRequest) -> Result<Value, String> {
-    let mut params = Map::new();
-    if let Some(extra) = &request.extra {
-        match convert::plugin_json(extra, "sampling request extras")? {
-            Value::Object(extra) => params.extend(extra),
-            _ => return Err("sampling request extras must be a JSON object".into()),
-        }
-    }
-    let messages: Vec<Value> = request
+pub fn sampling_params(request: &SamplingRequest) -> Result<Value, QuestionError> {
+    let extra = match &request.extra {
+        None => Map::new(),
+        Some(extra) => match convert::plugin_json(extra, "sampling request extras")
+            .map_err(QuestionError::Plugin)?
+        {
+            Value::Object(extra) => extra,
+            _ => return Err(QuestionError::ExtrasNotAnObject),
+        },
+    };
+    let messages = request
         .messages
         .iter()
-        .map(|m| json!({ "role": role_name(m.role), "content": convert::content(&m.content) }))
+        .map(|m| SamplingMessage {
+            role: role(m.role),
+            content: convert::content(&m.content),
+        })
         .collect();
-    params.insert("messages".into(), json!(messages));
-    params.insert("maxTokens".into(), json!(request.max_tokens));
-    if let Some(system) = &request.system_prompt {
-        params.insert("systemPrompt".into(), json!(system));
-    }
-    if let Some(t) = request.temperature {
-        params.insert("temperature".into(), json!(t));
-    }
-    if !request.stop_sequences.is_empty() {
-        params.insert("stopSequences".into(), json!(request.stop_sequences));
-    }
-    Ok(Value::Object(params))
+    // The host's fields are written after the extras, so they win.
+    Ok(to_json(&SamplingParams {
+        extra,
+        messages,
+        max_tokens: request.max_tokens,
+        system_prompt: request.system_prompt.as_deref(),
+        temperature: request.temperature,
+        stop_sequences: &request.stop_sequences,
+    }))
 }
 
-fn role_name(role: types::Role) -> &'static str {
+fn role(role: types::Role) -> Role {
     match role {
-        types::Role::User => "user",
-        types::Role::Assistant => "assistant",
+        types::Role::User => Role::User,
+        types::Role::Assistant => Role::Assistant,
     }
 }
 
 /// A `sampling/createMessage` result.
-pub fn sampling_result(result: Value) -> Result<SamplingResponse, String> {
+pub fn sampling_result(result: Value) -> Result<SamplingResponse, AnswerError> {
     let role = match result.get("role").and_then(Value::as_str) {
         Some("user") => types::Role::User,
         Some("assistant") | None => types::Role::Assistant,
-        Some(other) => {
-            return Err(format!(
-                "the client answered with an unknown role {other:?}"
-            ))
-        }
+        Some(other) => return Err(AnswerError::UnknownRole(other.to_owned())),
     };
     // A newer client may answer with a list of content blocks.
     let content = match result.get("content") {
@@ -209,7 +260,7 @@ pub fn sampling_result(result: Value) -> Result<SamplingResponse, String> {
 }
 
 /// A content block from the client (text, image or audio).
-fn content_from_json(block: &Value) -> Result<types::Content, String> {
+fn content_from_json(block: &Value) -> Result<types::Content, AnswerError> {
     let text = |key: &str| block.get(key).and_then(Value::as_str);
     match text("type") {
         Some("text") => Ok(types::Content::Text(types::TextContent {
@@ -220,7 +271,10 @@ fn content_from_json(block: &Value) -> Result<types::Content, String> {
         Some(kind @ ("image" | "audio")) => {
             let data = B64
                 .decode(text("data").unwrap_or_default())
-                .map_err(|e| format!("the client's {kind} is not base64: {e}"))?;
+                .map_err(|error| AnswerError::NotBase64 {
+                    kind: kind.to_owned(),
+                    error,
+                })?;
             let media = types::MediaContent {
                 data,
                 mime_type: text("mimeType").unwrap_or_default().to_owned(),
@@ -233,18 +287,16 @@ fn content_from_json(block: &Value) -> Result<types::Content, String> {
                 types::Content::Audio(media)
             })
         }
-        other => Err(format!(
-            "the client answered with content of an unsupported type {other:?}"
-        )),
+        other => Err(AnswerError::UnsupportedContent(other.map(str::to_owned))),
     }
 }
 
 /// A `roots/list` result.
-pub fn roots_result(result: Value) -> Result<Vec<Root>, String> {
+pub fn roots_result(result: Value) -> Result<Vec<Root>, AnswerError> {
     let roots = result
         .get("roots")
         .and_then(Value::as_array)
-        .ok_or("the client's roots/list answer has no roots")?;
+        .ok_or(AnswerError::NoRoots)?;
     Ok(roots
         .iter()
         .filter_map(|r| {
@@ -259,6 +311,7 @@ pub fn roots_result(result: Value) -> Result<Vec<Root>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn answers_become_the_contracts_types() {

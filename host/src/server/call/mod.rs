@@ -22,6 +22,7 @@ mod rounds;
 mod tests;
 mod tool;
 mod waiting;
+pub(crate) mod wire;
 
 pub use asker::{Asker, Client};
 pub use context::{PluginNotices, Questions, RequestScope, TaskRole};

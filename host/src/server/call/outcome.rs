@@ -3,7 +3,7 @@
 use crate::protocol::{ErrorCode, RpcError};
 use crate::runtime::{types, CallError, LoadedPlugin};
 use crate::server::Outcome;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Maps a failed call into a plugin: `None` when cancelled (no response).
 pub fn call_failed(plugin: &LoadedPlugin, error: CallError) -> Option<String> {
@@ -50,5 +50,7 @@ pub fn missing_capability(capability: &str) -> RpcError {
         ErrorCode::MissingRequiredClientCapability,
         format!("this request needs the client capability \"{capability}\", which the request did not declare"),
     )
-    .with_data(json!({ "requiredCapabilities": { capability: {} } }))
+    .with_data(crate::protocol::model::to_json(
+        &super::wire::RequiredCapabilities::one(capability),
+    ))
 }

@@ -1,10 +1,11 @@
 //! What running a plugin call for one request comes to: one typed reply,
 //! rendered by the method that asked for the call.
 
+use super::wire::InputRequiredResult;
 use super::{Ended, Execution};
 use crate::protocol::{ResultType, RpcError};
 use crate::server::Outcome;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// The questions a parked call waits on, and the sealed state that
 /// resumes it (2026-07-28).
@@ -19,11 +20,11 @@ pub struct InputRequired {
 impl InputRequired {
     /// The input-required result.
     pub fn to_json(&self) -> Value {
-        let mut result = Map::new();
-        ResultType::InputRequired.tag(&mut result);
-        result.insert("inputRequests".into(), Value::Object(self.requests.clone()));
-        result.insert("requestState".into(), json!(self.state));
-        Value::Object(result)
+        crate::protocol::model::to_json(&InputRequiredResult {
+            result_type: ResultType::InputRequired.as_str(),
+            input_requests: &self.requests,
+            request_state: &self.state,
+        })
     }
 }
 
