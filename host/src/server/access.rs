@@ -6,11 +6,13 @@
 //! 403 with an `insufficient_scope` challenge).
 
 use crate::config::{ClaimValues, Config, ToolRule, UnnamedPlugins, TOOL_HINTS};
+use crate::protocol::model::to_json;
 use crate::protocol::{ErrorCode, RpcError};
 use crate::runtime::tools;
 use crate::skills::{Skill, SkillFile};
 use crate::tenant::Tenant;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -154,10 +156,10 @@ impl Caller {
     pub fn grants(&self) -> Option<Value> {
         match &self.grants {
             Grants::Everything => None,
-            Grants::Token { claims, .. } => Some(json!({
-                "claims": &**claims,
-                "profiles": self.profile_names().collect::<Vec<_>>(),
-                "tenant": self.tenant.name(),
+            Grants::Token { claims, .. } => Some(to_json(&KeptGrants {
+                claims,
+                profiles: self.profile_names().collect(),
+                tenant: self.tenant.name(),
             })),
         }
     }
@@ -704,7 +706,10 @@ impl Policy {
                 "{what} is not offered here (profile {})",
                 scopes.join(" ")
             ))
-            .with_data(json!({ "reason": reason })),
+            .with_data(to_json(&RefusalData {
+                scope: None,
+                reason,
+            })),
             Refused::Unnamed => RpcError::new(
                 ErrorCode::Forbidden,
                 format!(
@@ -712,7 +717,10 @@ impl Policy {
                      its plugin, and [access] unnamed_plugins is \"deny\")"
                 ),
             )
-            .with_data(json!({ "reason": reason })),
+            .with_data(to_json(&RefusalData {
+                scope: None,
+                reason,
+            })),
             Refused::Scope | Refused::Claim => {
                 let missing: Vec<&str> = scopes
                     .iter()
@@ -728,9 +736,9 @@ impl Policy {
                         missing.join(" ")
                     )
                 };
-                RpcError::new(ErrorCode::Forbidden, message).with_data(json!({
-                    "scope": scopes.join(" "),
-                    "reason": reason,
+                RpcError::new(ErrorCode::Forbidden, message).with_data(to_json(&RefusalData {
+                    scope: Some(scopes.join(" ")),
+                    reason,
                 }))
             }
         }
@@ -754,9 +762,32 @@ impl View {
     }
 }
 
+/// A caller's grants as a task that may run again keeps them
+/// ([`Caller::grants`]).
+#[derive(Serialize)]
+struct KeptGrants<'a> {
+    /// The token's claims.
+    claims: &'a Map<String, Value>,
+    /// The profiles it was served in.
+    profiles: Vec<&'a str>,
+    /// Its tenant's name.
+    tenant: &'a str,
+}
+
+/// The data of an access refusal: why, and the scopes the item needs.
+#[derive(Serialize)]
+struct RefusalData<'a> {
+    /// The scopes the item needs, where scopes decide.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scope: Option<String>,
+    /// Why (`profile`, `unnamed_plugin`, `scope`, `claim`).
+    reason: &'a str,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn policy_of(toml: &str) -> Policy {
         Policy::of(&Config::parse(toml, std::path::Path::new(".")).unwrap())

@@ -8,7 +8,7 @@
 
 use crate::protocol::{ErrorCode, RpcError};
 use parking_lot::Mutex;
-use serde_json::json;
+use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -134,10 +134,24 @@ impl Drop for Admitted {
     }
 }
 
+/// The data of a refusal to retry: `{"retryAfterMs": N}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RetryAfter {
+    /// When to retry, in ms.
+    retry_after_ms: u64,
+}
+
+impl RetryAfter {
+    /// The data saying to retry after `ms`.
+    pub(crate) fn ms(ms: u64) -> serde_json::Value {
+        crate::protocol::model::to_json(&RetryAfter { retry_after_ms: ms })
+    }
+}
+
 /// The refusal: an internal error whose data says when to retry.
 fn refusal(message: String) -> RpcError {
-    RpcError::new(ErrorCode::InternalError, message)
-        .with_data(json!({ "retryAfterMs": RETRY_AFTER_MS }))
+    RpcError::new(ErrorCode::InternalError, message).with_data(RetryAfter::ms(RETRY_AFTER_MS))
 }
 
 fn too_many(whose: &str, cap: usize) -> RpcError {

@@ -10,8 +10,10 @@
 //!   outbox is closed instead (the transport ends that stream or
 //!   connection) and nothing more is queued.
 
+use crate::protocol::model::to_json;
 use crate::protocol::RequestId;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -191,7 +193,7 @@ impl Outbox {
             }
             return;
         }
-        self.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+        self.send(to_json(&Notification::new(method, params)));
     }
 
     fn push(&self, message: Outgoing, size: usize) {
@@ -241,15 +243,16 @@ impl OutboxReceiver {
         let untold = self.queue.untold.load(Ordering::Relaxed);
         if untold > 0 && self.queue.waiting.load(Ordering::Relaxed) < MAX_QUEUED_NOTIFICATIONS / 2 {
             self.queue.untold.fetch_sub(untold, Ordering::Relaxed);
-            return Some(Outgoing::Json(json!({
-                "jsonrpc": "2.0",
-                "method": "notifications/message",
-                "params": {
-                    "level": "warning",
-                    "logger": "wasm-mcp",
-                    "data": format!("{untold} notifications were dropped: the client read too slowly"),
-                },
-            })));
+            let data = format!("{untold} notifications were dropped: the client read too slowly");
+            let params = HostWarning {
+                level: "warning",
+                logger: "wasm-mcp",
+                data: &data,
+            };
+            return Some(Outgoing::Json(to_json(&Notification::new(
+                "notifications/message",
+                params,
+            ))));
         }
         let (message, size) = self.rx.recv().await?;
         self.queue.waiting.fetch_sub(1, Ordering::Relaxed);
@@ -278,9 +281,39 @@ pub fn json_size(value: &Value) -> usize {
     count.0
 }
 
+/// A JSON-RPC notification.
+#[derive(Serialize)]
+struct Notification<'a, P> {
+    /// Always `2.0`.
+    jsonrpc: &'static str,
+    /// The notification's method.
+    method: &'a str,
+    /// Its params.
+    params: P,
+}
+
+impl<'a, P: Serialize> Notification<'a, P> {
+    fn new(method: &'a str, params: P) -> Self {
+        Self {
+            jsonrpc: "2.0",
+            method,
+            params,
+        }
+    }
+}
+
+/// The params of the host's own `notifications/message`.
+#[derive(Serialize)]
+struct HostWarning<'a> {
+    level: &'static str,
+    logger: &'static str,
+    data: &'a str,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[tokio::test]
     async fn notifications_are_dropped_and_told_responses_close_the_outbox() {

@@ -8,7 +8,6 @@
 use crate::config::Config;
 use crate::protocol::{ErrorCode, RpcError};
 use parking_lot::Mutex;
-use serde_json::json;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -150,7 +149,7 @@ fn refused(principal: Option<&str>, message: String, retry_after_ms: u64) -> Rpc
         client: None,
     });
     RpcError::new(ErrorCode::InternalError, message)
-        .with_data(json!({ "retryAfterMs": retry_after_ms }))
+        .with_data(super::admission::RetryAfter::ms(retry_after_ms))
 }
 
 #[cfg(test)]

@@ -4,8 +4,9 @@
 //! descriptions; no model), and `call_tool`, which calls one of them by
 //! name. With `tool_search = "only"`, `tools/list` holds just these two.
 
+use crate::protocol::model::{to_json, Tool, ToolAnnotations};
 use crate::registry::Catalogue;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 
 /// The name of the search tool.
@@ -45,44 +46,67 @@ pub fn is_reserved(name: &str) -> bool {
     name == SEARCH || name == CALL
 }
 
+/// The search tool's input schema (its limit's maximum is [`MAX_RESULTS`]).
+const SEARCH_SCHEMA: &str = r#"{
+    "type": "object",
+    "properties": {
+        "query": { "type": "string", "description": "What the tool should do." },
+        "limit": {
+            "type": "integer", "minimum": 1, "maximum": 50,
+            "description": "How many tools to return at most (default 5)."
+        }
+    },
+    "required": ["query"]
+}"#;
+
+/// The call tool's input schema.
+const CALL_SCHEMA: &str = r#"{
+    "type": "object",
+    "properties": {
+        "name": { "type": "string", "description": "The tool's name." },
+        "arguments": { "type": "object", "description": "The tool's arguments." }
+    },
+    "required": ["name"]
+}"#;
+
 /// The two tools as listed.
 pub fn definitions() -> [Value; 2] {
-    [
-        json!({
-            "name": SEARCH,
-            "title": "Search tools",
-            "description": "Finds the tools that fit a task: give a few words saying what you need \
-                            (for example \"read a file\" or \"current time in Tokyo\"). Returns the \
-                            best matching tools with their descriptions and input schemas; call one \
-                            with call_tool.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "query": { "type": "string", "description": "What the tool should do." },
-                    "limit": {
-                        "type": "integer", "minimum": 1, "maximum": MAX_RESULTS,
-                        "description": "How many tools to return at most (default 5)."
-                    }
-                },
-                "required": ["query"]
-            },
-            "annotations": { "readOnlyHint": true, "openWorldHint": false }
-        }),
-        json!({
-            "name": CALL,
-            "title": "Call a tool",
-            "description": "Calls a tool found with search_tools, by its name, with its arguments \
-                            (an object matching that tool's input schema).",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "name": { "type": "string", "description": "The tool's name." },
-                    "arguments": { "type": "object", "description": "The tool's arguments." }
-                },
-                "required": ["name"]
-            }
-        }),
-    ]
+    let schema = |text| serde_json::from_str(text).expect("the search tools' schemas are JSON");
+    let tool = |name: &str, title: &str, description: &str, input_schema| Tool {
+        name: name.into(),
+        title: Some(title.into()),
+        description: Some(description.into()),
+        input_schema,
+        output_schema: None,
+        annotations: None,
+        execution: None,
+        icons: Vec::new(),
+        meta: None,
+    };
+    let mut search = tool(
+        SEARCH,
+        "Search tools",
+        "Finds the tools that fit a task: give a few words saying what you need \
+         (for example \"read a file\" or \"current time in Tokyo\"). Returns the \
+         best matching tools with their descriptions and input schemas; call one \
+         with call_tool.",
+        schema(SEARCH_SCHEMA),
+    );
+    search.annotations = Some(ToolAnnotations {
+        title: None,
+        read_only_hint: Some(true),
+        destructive_hint: None,
+        idempotent_hint: None,
+        open_world_hint: Some(false),
+    });
+    let call = tool(
+        CALL,
+        "Call a tool",
+        "Calls a tool found with search_tools, by its name, with its arguments \
+         (an object matching that tool's input schema).",
+        schema(CALL_SCHEMA),
+    );
+    [to_json(&search), to_json(&call)]
 }
 
 /// The words of `text`: lowercase runs of letters and digits, split at
@@ -213,6 +237,7 @@ pub fn limit_of(limit: Option<&Value>) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn words_split_at_case_and_punctuation() {
@@ -234,6 +259,15 @@ mod tests {
         let hidden = place("greet");
         assert!(!index.rank("hello", |i| i != hidden, 5).contains(&hidden));
         assert!(index.rank("zzzz qqqq", |_| true, 5).is_empty());
+        let [search, call] = definitions();
+        let limit = &search["inputSchema"]["properties"]["limit"];
+        assert_eq!(limit["maximum"], json!(MAX_RESULTS));
+        assert_eq!(
+            search["annotations"],
+            json!({ "readOnlyHint": true, "openWorldHint": false })
+        );
+        assert_eq!(call["inputSchema"]["required"], json!(["name"]));
+        assert!(call.get("annotations").is_none());
         assert_eq!(limit_of(None), Ok(5));
         assert!(limit_of(Some(&json!(0))).is_err());
         assert!(limit_of(Some(&json!(51))).is_err());
