@@ -234,7 +234,7 @@ impl Audit {
             .unwrap_or_default()
             .as_millis() as u64;
         let stamped = Stamped {
-            time: super::tasks::wire::timestamp(ms),
+            time: super::clock::timestamp(ms),
             entry,
         };
         let mut line = serde_json::to_vec(&stamped).expect("audit entries serialize");

@@ -38,7 +38,7 @@ pub enum ServerEvent {
         /// The task.
         id: String,
         /// Its new status, when known.
-        status: Option<crate::server::tasks::Status>,
+        status: Option<super::task_status::Status>,
         /// Why it is in that status, when there is something to say.
         message: Option<String>,
     },
@@ -66,7 +66,7 @@ impl ServerEvent {
     /// Task `id` is now `status`, for `message`.
     pub fn task_now(
         id: impl Into<String>,
-        status: crate::server::tasks::Status,
+        status: super::task_status::Status,
         message: Option<String>,
     ) -> Self {
         ServerEvent::TaskChanged {

@@ -7,6 +7,7 @@ mod admission;
 pub mod audit;
 pub mod bus;
 mod call;
+mod clock;
 mod connection;
 pub mod convert;
 mod dispatch;
@@ -25,6 +26,7 @@ pub mod search;
 mod session;
 pub mod session_store;
 mod shared;
+mod task_status;
 pub mod tasks;
 #[cfg(test)]
 pub(crate) mod tests;
