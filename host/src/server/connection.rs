@@ -1,15 +1,19 @@
-//! One client connection: its session, its requests in flight (each run
-//! concurrently, cancellable), and the requests it was sent. It is made
-//! (with its event forwarding) and driven in [`super::dispatch`], which
-//! sits above the methods.
+//! One client connection: its session (kept in the session store, read
+//! again when another host changed it), the server-wide events forwarded
+//! to it, its requests in flight (each run concurrently, cancellable) and
+//! the requests it sent the client. What it is sent is dispatched by
+//! `dispatch.rs`, which sits above the methods; this file knows nothing
+//! of them.
 
 use super::call::{Client, WaitSlot};
+use super::events::{self, Listener};
 use super::session::Session;
 use super::session_store::SessionRecord;
-use super::{Caller, Outbox, Server, ServerEvent};
+use super::{roots, Caller, Outbox, Server, ServerEvent};
 use crate::protocol::RequestId;
+use crate::registry::Catalogue;
 use parking_lot::Mutex;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -44,7 +48,15 @@ impl Canceller {
 
 /// How the owner of a session's tasks is named (when no principal owns
 /// them): the prefix, then a random id.
-pub(super) const SESSION_OWNER: &str = "session:";
+const SESSION_OWNER: &str = "session:";
+
+/// Whose tasks a session sees: its principal's, else its own.
+fn task_owner(principal: Option<&str>) -> String {
+    match principal {
+        Some(p) => format!("principal:{p}"),
+        None => format!("{SESSION_OWNER}{}", crate::protocol::random_id()),
+    }
+}
 
 /// One client connection: its session state and its requests in flight.
 pub struct Connection {
@@ -86,6 +98,62 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// A new session whose messages go to `out`, acting for `principal`
+    /// when the transport authenticated one. Starts forwarding server-wide
+    /// events to it.
+    pub fn new(server: Arc<Server>, out: Outbox, caller: Arc<Caller>) -> Arc<Self> {
+        let owner = Some(task_owner(caller.principal.as_deref()));
+        Self::open_session(server, out, caller, owner, None, Session::default())
+    }
+
+    /// A handshake session's connection that a transport names `id`: what
+    /// its session settles is kept in the server's session store
+    /// ([`Connection::persist`]), so a host sharing the store can go on
+    /// with it ([`Connection::restored`]).
+    pub fn kept(
+        server: Arc<Server>,
+        out: Outbox,
+        principal: Option<String>,
+        id: String,
+    ) -> Arc<Self> {
+        let owner = Some(task_owner(principal.as_deref()));
+        let caller = Arc::new(Caller::with_token(principal, Map::new()));
+        Self::open_session(server, out, caller, owner, Some(id), Session::default())
+    }
+
+    /// The connection of a kept session, as `record` left it.
+    pub fn restored(server: Arc<Server>, out: Outbox, record: &SessionRecord) -> Arc<Self> {
+        let caller = Arc::new(Caller::with_token(record.principal.clone(), Map::new()));
+        let (owner, id) = (record.task_owner.clone(), Some(record.id.clone()));
+        Self::open_session(server, out, caller, owner, id, record.session())
+    }
+
+    fn open_session(
+        server: Arc<Server>,
+        out: Outbox,
+        caller: Arc<Caller>,
+        task_owner: Option<String>,
+        kept_as: Option<String>,
+        session: Session,
+    ) -> Arc<Self> {
+        let counted = crate::metrics::metrics().session_opened();
+        let conn = Self::build(
+            server,
+            out,
+            caller,
+            task_owner,
+            Some(counted),
+            kept_as,
+            session,
+        );
+        tokio::spawn(events::forward_handshake_events(
+            Arc::downgrade(&conn),
+            conn.server.subscribe(),
+            conn.closed.clone(),
+        ));
+        conn
+    }
+
     /// A connection for requests of the stateless revision only: nothing
     /// is forwarded to it but the answers to its own requests. `caller` is
     /// who it acts for.
@@ -94,7 +162,7 @@ impl Connection {
         Self::build(server, out, caller, owner, None, None, Session::default())
     }
 
-    pub(super) fn build(
+    fn build(
         server: Arc<Server>,
         out: Outbox,
         caller: Arc<Caller>,
@@ -347,8 +415,52 @@ impl Connection {
         self.asked.lock().remove(&id.to_string());
     }
 
+    /// The client's answer to one of this server's requests.
+    pub(super) fn answered(&self, id: RequestId, outcome: Result<Value, Value>) {
+        let waiting = self.asked.lock().remove(&id.to_string());
+        match waiting {
+            Some(answer) => {
+                let _ = answer.send(outcome);
+            }
+            None => tracing::debug!(%id, "ignoring a response to no request of this server"),
+        }
+    }
+
+    /// Asks the client for its roots (`roots/list`) and keeps them in the
+    /// session. Until an answer arrives the previous roots stay (none at
+    /// first: nothing visible).
+    pub(super) async fn refresh_roots(self: Arc<Self>) {
+        let answer = self.ask_client("roots/list", json!({}));
+        let roots = match tokio::time::timeout(roots::ANSWER_TIMEOUT, answer).await {
+            Ok(Ok(Ok(result))) => roots::folders(&result),
+            Ok(Ok(Err(error))) => {
+                return tracing::warn!("the client answered roots/list with an error: {error}")
+            }
+            Ok(Err(_)) => return,
+            Err(_) => return tracing::warn!("the client did not answer roots/list in time"),
+        };
+        let roots = Arc::new(roots);
+        self.session().client_roots = Some(roots.clone());
+        self.persist().await;
+        tracing::debug!(?roots, "client roots");
+    }
+
     pub(super) fn session(&self) -> parking_lot::MutexGuard<'_, Session> {
         self.session.lock()
+    }
+}
+
+impl Listener for Connection {
+    fn settled(&self) -> parking_lot::MutexGuard<'_, Session> {
+        self.session()
+    }
+
+    fn outbox(&self) -> &Outbox {
+        &self.out
+    }
+
+    fn catalogue(&self) -> Arc<Catalogue> {
+        self.server.registry.catalogue()
     }
 }
 

@@ -1,20 +1,34 @@
 //! Server-wide events on their way to handshake sessions (2026-07-28
-//! listeners are served in [`super::methods`]).
+//! listeners are served in `methods/subscriptions.rs`). A leaf: what it
+//! needs of a connection is a [`Listener`].
 
-use super::{convert, Connection, Heard, ServerEvent, Subscription};
+use super::bus::{Heard, Subscription};
+use super::outbox::Outbox;
+use super::session::Session;
+use super::{convert, ServerEvent};
 use crate::protocol::notification;
 use crate::registry::Catalogue;
 use crate::runtime::host_types::ListKind;
 use crate::runtime::types::LogLevel;
 use serde_json::json;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
+
+/// What event forwarding needs of a connection (`Connection` is one).
+pub(super) trait Listener: Send + Sync {
+    /// What its session settled (version, subscriptions, log level).
+    fn settled(&self) -> parking_lot::MutexGuard<'_, Session>;
+    /// Where its notifications go.
+    fn outbox(&self) -> &Outbox;
+    /// The catalogue now served.
+    fn catalogue(&self) -> Arc<Catalogue>;
+}
 
 /// Sends change notifications to a handshake-revision connection once it is
 /// initialized: list changes always, resource updates for subscribed URIs,
 /// server log messages at or above the level the session set.
 pub(super) async fn forward_handshake_events(
-    conn: Weak<Connection>,
+    conn: Weak<impl Listener>,
     mut events: Subscription,
     closed: CancellationToken,
 ) {
@@ -28,14 +42,14 @@ pub(super) async fn forward_handshake_events(
             Heard::Missed(n) => {
                 let Some(conn) = conn.upgrade() else { return };
                 tracing::warn!("a connection missed {n} server events; resending every change");
-                resend_everything(&conn);
+                resend_everything(&*conn);
                 continue;
             }
             Heard::Closed => return,
         };
         let Some(conn) = conn.upgrade() else { return };
         let (ready, subscriptions, log_level) = {
-            let session = conn.session();
+            let session = conn.settled();
             let subscriptions: Vec<String> = match &event {
                 ServerEvent::ResourceUpdated(_) | ServerEvent::PluginReplaced(_) => {
                     session.subscriptions.iter().cloned().collect()
@@ -49,16 +63,16 @@ pub(super) async fn forward_handshake_events(
         }
         match event {
             ServerEvent::ListChanged(kind) => {
-                conn.out.notify(list_changed_method(kind), json!({}));
+                conn.outbox().notify(list_changed_method(kind), json!({}));
             }
             ServerEvent::ResourceUpdated(uri) if subscriptions.contains(&uri) => {
-                conn.out
+                conn.outbox()
                     .notify(notification::RESOURCE_UPDATED, json!({ "uri": uri }));
             }
             ServerEvent::PluginReplaced(plugin) => {
-                let catalogue = conn.server.registry.catalogue();
+                let catalogue = conn.catalogue();
                 for uri in served_by(&catalogue, &plugin, &subscriptions) {
-                    conn.out
+                    conn.outbox()
                         .notify(notification::RESOURCE_UPDATED, json!({ "uri": uri }));
                 }
             }
@@ -69,7 +83,7 @@ pub(super) async fn forward_handshake_events(
             } if log_level
                 .is_some_and(|min| convert::severity(level) >= convert::severity(min)) =>
             {
-                conn.out.notify(
+                conn.outbox().notify(
                     notification::MESSAGE,
                     json!({ "level": convert::log_level_name(level), "logger": logger, "data": message }),
                 );
@@ -79,7 +93,7 @@ pub(super) async fn forward_handshake_events(
                     convert::severity(LogLevel::Error) >= convert::severity(min)
                 }) =>
             {
-                conn.out.notify(
+                conn.outbox().notify(
                     notification::MESSAGE,
                     json!({ "level": "error", "logger": logger, "data": message }),
                 );
@@ -91,9 +105,9 @@ pub(super) async fn forward_handshake_events(
 
 /// After missed events: every list may have changed, and every subscribed
 /// resource may read differently.
-fn resend_everything(conn: &Connection) {
+fn resend_everything(conn: &impl Listener) {
     let (ready, subscriptions) = {
-        let session = conn.session();
+        let session = conn.settled();
         (
             session.version.is_some(),
             session.subscriptions.iter().cloned().collect::<Vec<_>>(),
@@ -103,10 +117,10 @@ fn resend_everything(conn: &Connection) {
         return;
     }
     for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
-        conn.out.notify(list_changed_method(kind), json!({}));
+        conn.outbox().notify(list_changed_method(kind), json!({}));
     }
     for uri in subscriptions {
-        conn.out
+        conn.outbox()
             .notify(notification::RESOURCE_UPDATED, json!({ "uri": uri }));
     }
 }

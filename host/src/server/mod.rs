@@ -38,7 +38,7 @@ pub(crate) use bus::contract::check as bus_contract;
 pub use bus::{Bus, Heard, LocalBus, Subscription};
 pub use call::Outcome;
 pub use connection::{Canceller, Connection, Reread};
-pub use dispatch::Arrival;
+pub use dispatch::{handle, handle_text, handle_text_from, serve_stateless, Arrival};
 pub use event::ServerEvent;
 pub use notices::Notices;
 /// Notice keys.

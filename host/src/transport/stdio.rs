@@ -97,7 +97,7 @@ where
         let text = String::from_utf8_lossy(&line);
         let text = text.trim();
         if !text.is_empty() {
-            conn.handle_text(text);
+            crate::server::handle_text(&conn, text);
         }
     }
     // Listening streams end now; the requests read still get answers.

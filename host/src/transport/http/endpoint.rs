@@ -14,7 +14,7 @@ use crate::protocol::{
     meta, parse_message, ErrorCode, HeaderParameter, Incoming, Method, Revision, RpcError,
 };
 use crate::server::access::Profile;
-use crate::server::{Arrival, Caller, Connection, Outbox};
+use crate::server::{Arrival, Caller, Outbox};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::sse::Event;
@@ -158,7 +158,7 @@ async fn stateless(
     let check = |method: &str, params: &Map<String, Value>, mirrored: &[HeaderParameter]| {
         headers::validate(headers, method, params, mirrored)
     };
-    let conn = match Connection::serve_stateless(&app.server, arrival, check).await {
+    let conn = match crate::server::serve_stateless(&app.server, arrival, check).await {
         Ok(conn) => conn,
         Err(error) => return rpc_error(StatusCode::BAD_REQUEST, error, &id),
     };
@@ -216,13 +216,12 @@ async fn stateful(
     };
     let _busy = session.busy();
     let Incoming::Request { id, method, params } = message else {
-        session
-            .conn
-            .handle(message, size, Outbox::discard(), caller);
+        crate::server::handle(&session.conn, message, size, Outbox::discard(), caller);
         return StatusCode::ACCEPTED.into_response();
     };
     let (reply, messages) = Outbox::new();
-    session.conn.handle(
+    crate::server::handle(
+        &session.conn,
         Incoming::Request {
             id: id.clone(),
             method,

@@ -105,7 +105,7 @@ pub(super) async fn message(
     };
     match std::str::from_utf8(&body) {
         Ok(text) => {
-            conn.handle_text_from(text, caller);
+            crate::server::handle_text_from(&conn, text, caller);
             (StatusCode::ACCEPTED, "Accepted").into_response()
         }
         Err(_) => rpc_error(

@@ -573,7 +573,7 @@ mod tests {
         let table = SessionTable::new(SessionLimits::default());
         let session = table.open(&server, None).await.ok().unwrap();
         let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
-        session.conn.handle_text(init);
+        crate::server::handle_text(&session.conn, init);
         session.conn.persist().await;
         let store = server.session_store();
         assert!(store.load(&session.id).await.unwrap().is_some());

@@ -2,7 +2,7 @@
 //! [`Server`] over the example plugins (`hello`: the tools `greet`, `add`
 //! and `countdown`; `notes`: the resource `notes://index`, the template
 //! `notes://note/{id}`, the prompt `summarize` and their completions),
-//! driven one JSON line at a time through [`Connection::handle_text`], the
+//! driven one JSON line at a time through [`crate::server::handle_text`], the
 //! entry the stdio transport uses, so each request goes through parsing,
 //! the era, revision gating, dispatch and the answer's shaping. One
 //! behaviour is run through every revision ([`EVERY_REVISION`]), on the
@@ -138,7 +138,7 @@ impl Client {
     /// Sends a notification.
     pub(super) fn notify(&self, method: &str, params: Value) {
         let message = json!({ "jsonrpc": "2.0", "method": method, "params": params });
-        self.conn.handle_text(&message.to_string());
+        crate::server::handle_text(&self.conn, &message.to_string());
     }
 
     /// The params of a request of this client's revision: on the
@@ -177,7 +177,7 @@ impl Client {
         self.next_id += 1;
         let id = self.next_id;
         let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        self.conn.handle_text(&message.to_string());
+        crate::server::handle_text(&self.conn, &message.to_string());
         id
     }
 
