@@ -16,10 +16,11 @@ use crate::runtime::bindings::exports::wasm_mcp::plugin::tools;
 use crate::runtime::bindings::wasm_mcp::plugin::types;
 use crate::runtime::lift::OverBudget;
 pub use docs::{custom_section_bytes, has_package_docs, Docs};
-use schema::{SchemaWriter, Unsupported};
-use serde_json::{json, Value};
+use schema::{Schema, SchemaWriter, Unsupported};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::io::Write;
-use value::{Json, Lowering};
+use value::{Json, Lowering, LoweringError};
 use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
 use wasmtime::component::{Component, ComponentExportIndex, Instance, Val};
 use wasmtime::{Engine, Store};
@@ -43,9 +44,15 @@ pub struct PlainTools {
 /// Why a plain call produced no result.
 #[derive(Debug, thiserror::Error)]
 pub enum PlainError {
+    /// The arguments are not JSON.
+    #[error("{0}")]
+    NotJson(#[from] serde_json::Error),
     /// The arguments do not fit the parameters' types.
     #[error("{0}")]
-    Arguments(String),
+    Arguments(#[from] LoweringError),
+    /// No function is exported under this tool name.
+    #[error("no tool named `{0}`")]
+    NoTool(String),
     /// The result is larger than the plugin's result limit.
     #[error("the result is over this plugin's limit of {0} bytes")]
     TooLarge(usize),
@@ -148,16 +155,13 @@ impl PlainTools {
     /// The component values that JSON `arguments` of tool `name` become
     /// (how many), or why they do not fit; what a call does before it
     /// enters the component (for the `plain_arguments` fuzz target).
-    pub fn lower_arguments(&self, name: &str, arguments: &str) -> Result<usize, String> {
+    pub fn lower_arguments(&self, name: &str, arguments: &str) -> Result<usize, PlainError> {
         let function = self
             .functions
             .iter()
             .find(|f| f.tool.name == name)
-            .ok_or_else(|| format!("no tool named `{name}`"))?;
-        function
-            .arguments(arguments)
-            .map(|values| values.len())
-            .map_err(|e| e.to_string())
+            .ok_or_else(|| PlainError::NoTool(name.to_owned()))?;
+        function.arguments(arguments).map(|values| values.len())
     }
 
     /// Calls tool `name` with JSON `arguments`: `Ok(Err(_))` when there is
@@ -171,9 +175,9 @@ impl PlainTools {
         max_result_bytes: usize,
     ) -> wasmtime::Result<Result<tools::CallResult, types::Error>> {
         let Some(function) = self.functions.iter().find(|f| f.tool.name == name) else {
-            return Ok(Err(types::Error::NotFound(format!(
-                "no tool named `{name}`"
-            ))));
+            return Ok(Err(types::Error::NotFound(
+                PlainError::NoTool(name.to_owned()).to_string(),
+            )));
         };
         let params = match function.arguments(arguments) {
             Ok(params) => params,
@@ -211,11 +215,10 @@ impl Function {
             other => other.clone(),
         };
         let output = match output {
-            Some(ty) => Some(json!({
-                "type": "object",
-                "properties": {"result": writer.of(&ty, 1)?},
-                "required": ["result"],
-            })),
+            Some(ty) => Some(Schema::object(
+                BTreeMap::from([("result".to_owned(), writer.of(&ty, 1)?)]),
+                vec!["result".to_owned()],
+            )),
             None => None,
         };
         if let Some(Type::Result(r)) = &result {
@@ -255,14 +258,12 @@ impl Function {
     /// The JSON arguments as the parameters' values, in order.
     fn arguments(&self, arguments: &str) -> Result<Vec<Val>, PlainError> {
         let json: Value = if arguments.trim().is_empty() {
-            json!({})
+            Value::Object(Map::new())
         } else {
-            serde_json::from_str(arguments).map_err(|e| PlainError::Arguments(e.to_string()))?
+            serde_json::from_str(arguments)?
         };
         let members = self.params.iter().map(|(n, t)| (n.as_str(), t.clone()));
-        let values = Lowering::new()
-            .members(members, &json)
-            .map_err(PlainError::Arguments)?;
+        let values = Lowering::new().members(members, &json)?;
         Ok(values.into_iter().map(|(_, v)| v).collect())
     }
 }

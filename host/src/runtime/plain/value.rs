@@ -11,6 +11,104 @@ use wasmtime::component::Val;
 /// arguments far below it.
 pub const MAX_ARGUMENT_VALUES: usize = 1 << 20;
 
+/// Why JSON arguments are not values of their types: what, and where in
+/// the arguments (shown as `a: 0: b: what`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{problem}", Place(.place))]
+pub struct LoweringError {
+    /// The members and indexes leading to the value, innermost first.
+    place: Vec<String>,
+    /// What is wrong with the value there.
+    pub problem: Problem,
+}
+
+impl LoweringError {
+    /// The same error, at member or index `place` of the enclosing value.
+    fn at(mut self, place: &str) -> Self {
+        self.place.push(place.to_owned());
+        self
+    }
+}
+
+impl From<Problem> for LoweringError {
+    fn from(problem: Problem) -> Self {
+        LoweringError {
+            place: Vec::new(),
+            problem,
+        }
+    }
+}
+
+/// A place written outermost first, each part followed by `: `.
+struct Place<'a>(&'a [String]);
+
+impl std::fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().rev().try_for_each(|p| write!(f, "{p}: "))
+    }
+}
+
+/// What is wrong with one JSON value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Problem {
+    /// The arguments expand to more than [`MAX_ARGUMENT_VALUES`] values.
+    #[error("the arguments are more than {MAX_ARGUMENT_VALUES} values")]
+    TooManyValues,
+    /// A JSON value of the wrong kind.
+    #[error("expected {expected}, found {found}")]
+    Kind {
+        /// What the type needs.
+        expected: &'static str,
+        /// What the value is.
+        found: &'static str,
+    },
+    /// An array of the wrong length for a tuple or fixed-length list.
+    #[error("expected {wanted} items, found {found}")]
+    Length {
+        /// The type's length.
+        wanted: usize,
+        /// The array's.
+        found: usize,
+    },
+    /// An integer outside its type's range.
+    #[error("{value} is outside {min}..={max}")]
+    OutOfRange {
+        /// The integer.
+        value: i128,
+        /// The type's least value.
+        min: i128,
+        /// Its greatest.
+        max: i128,
+    },
+    /// A `char` that is not one character.
+    #[error("expected a string of one character")]
+    NotOneChar,
+    /// A case a variant or enum does not have.
+    #[error("`{0}` is not one of its cases")]
+    UnknownCase(String),
+    /// A flag the flags type does not have.
+    #[error("`{0}` is not one of its flags")]
+    UnknownFlag(String),
+    /// A `result` written as neither `ok` nor `err`.
+    #[error("expected {{\"ok\": …}} or {{\"err\": …}}")]
+    NotOkOrErr,
+    /// A required member left out.
+    #[error("`{0}` is missing")]
+    Missing(String),
+    /// A member the type does not name.
+    #[error("`{0}` is not expected")]
+    Unexpected(String),
+    /// A case with a payload written without one.
+    #[error("`{0}` needs a value: {{\"{0}\": …}}")]
+    NeedsValue(String),
+    /// A case without a payload written with one.
+    #[error("`{0}` takes no value")]
+    TakesNoValue(String),
+    /// A type with no JSON form.
+    #[error("this type has no JSON form")]
+    NoJsonForm,
+}
+
 /// Converts JSON arguments to component values of the given types.
 pub struct Lowering {
     values: usize,
@@ -23,12 +121,10 @@ impl Lowering {
     }
 
     /// `json` as a value of `ty`; the error names where in `json` it failed.
-    pub fn value(&mut self, ty: &Type, json: &Value) -> Result<Val, String> {
+    pub fn value(&mut self, ty: &Type, json: &Value) -> Result<Val, LoweringError> {
         self.values += 1;
         if self.values > MAX_ARGUMENT_VALUES {
-            return Err(format!(
-                "the arguments are more than {MAX_ARGUMENT_VALUES} values"
-            ));
+            return Err(Problem::TooManyValues.into());
         }
         Ok(match ty {
             Type::List(list) => Val::List(self.items(&list.ty(), array(json)?)?),
@@ -47,7 +143,7 @@ impl Lowering {
                 expect_len(tuple.types().len(), items.len())?;
                 let mut values = Vec::with_capacity(items.len());
                 for (i, (ty, item)) in tuple.types().zip(items).enumerate() {
-                    values.push(self.value(&ty, item).map_err(|e| at(&i.to_string(), e))?);
+                    values.push(self.value(&ty, item).map_err(|e| e.at(&i.to_string()))?);
                 }
                 Val::Tuple(values)
             }
@@ -56,7 +152,7 @@ impl Lowering {
                 let case = variant
                     .cases()
                     .find(|c| c.name == name)
-                    .ok_or_else(|| format!("`{name}` is not one of its cases"))?;
+                    .ok_or_else(|| Problem::UnknownCase(name.to_owned()))?;
                 let payload = self.payload(case.ty.as_ref(), payload, name)?;
                 Val::Variant(name.to_owned(), payload)
             }
@@ -71,7 +167,7 @@ impl Lowering {
                     "err" => {
                         Val::Result(Err(self.payload(result.err().as_ref(), payload, name)?))
                     }
-                    _ => return Err("expected {\"ok\": …} or {\"err\": …}".to_owned()),
+                    _ => return Err(Problem::NotOkOrErr.into()),
                 }
             }
             other => leaf(other, json)?,
@@ -79,13 +175,13 @@ impl Lowering {
     }
 
     /// A `map<string, V>` from a JSON object.
-    fn map(&mut self, value_ty: &Type, json: &Value) -> Result<Val, String> {
+    fn map(&mut self, value_ty: &Type, json: &Value) -> Result<Val, LoweringError> {
         let object = json
             .as_object()
             .ok_or_else(|| expected("an object", json))?;
         let mut pairs = Vec::with_capacity(object.len());
         for (key, value) in object {
-            let value = self.value(value_ty, value).map_err(|e| at(key, e))?;
+            let value = self.value(value_ty, value).map_err(|e| e.at(key))?;
             pairs.push((Val::String(key.clone()), value));
         }
         Ok(Val::Map(pairs))
@@ -97,7 +193,7 @@ impl Lowering {
         &mut self,
         members: impl Iterator<Item = (&'a str, Type)>,
         json: &Value,
-    ) -> Result<Vec<(String, Val)>, String> {
+    ) -> Result<Vec<(String, Val)>, LoweringError> {
         let object = json
             .as_object()
             .ok_or_else(|| expected("an object", json))?;
@@ -107,26 +203,26 @@ impl Lowering {
             let value = match (object.get(name), &ty) {
                 (Some(value), _) => {
                     known += 1;
-                    self.value(&ty, value).map_err(|e| at(name, e))?
+                    self.value(&ty, value).map_err(|e| e.at(name))?
                 }
                 (None, Type::Option(_)) => Val::Option(None),
-                (None, _) => return Err(format!("`{name}` is missing")),
+                (None, _) => return Err(Problem::Missing(name.to_owned()).into()),
             };
             values.push((name.to_owned(), value));
         }
         if known != object.len() {
             let names: Vec<&str> = values.iter().map(|(n, _)| n.as_str()).collect();
             if let Some(extra) = object.keys().find(|k| !names.contains(&k.as_str())) {
-                return Err(format!("`{extra}` is not expected"));
+                return Err(Problem::Unexpected(extra.clone()).into());
             }
         }
         Ok(values)
     }
 
-    fn items(&mut self, ty: &Type, items: &[Value]) -> Result<Vec<Val>, String> {
+    fn items(&mut self, ty: &Type, items: &[Value]) -> Result<Vec<Val>, LoweringError> {
         let mut values = Vec::with_capacity(items.len().min(MAX_ARGUMENT_VALUES));
         for (i, item) in items.iter().enumerate() {
-            values.push(self.value(ty, item).map_err(|e| at(&i.to_string(), e))?);
+            values.push(self.value(ty, item).map_err(|e| e.at(&i.to_string()))?);
         }
         Ok(values)
     }
@@ -136,20 +232,20 @@ impl Lowering {
         ty: Option<&Type>,
         json: Option<&Value>,
         name: &str,
-    ) -> Result<Option<Box<Val>>, String> {
+    ) -> Result<Option<Box<Val>>, LoweringError> {
         match (ty, json) {
             (Some(ty), Some(json)) => Ok(Some(Box::new(
-                self.value(ty, json).map_err(|e| at(name, e))?,
+                self.value(ty, json).map_err(|e| e.at(name))?,
             ))),
             (None, None | Some(Value::Null)) => Ok(None),
-            (Some(_), None) => Err(format!("`{name}` needs a value: {{\"{name}\": …}}")),
-            (None, Some(_)) => Err(format!("`{name}` takes no value")),
+            (Some(_), None) => Err(Problem::NeedsValue(name.to_owned()).into()),
+            (None, Some(_)) => Err(Problem::TakesNoValue(name.to_owned()).into()),
         }
     }
 }
 
 /// A case written as `"name"` or `{"name": payload}`.
-fn single(json: &Value) -> Result<(&str, Option<&Value>), String> {
+fn single(json: &Value) -> Result<(&str, Option<&Value>), Problem> {
     match json {
         Value::String(name) => Ok((name, None)),
         Value::Object(object) if object.len() == 1 => {
@@ -158,10 +254,6 @@ fn single(json: &Value) -> Result<(&str, Option<&Value>), String> {
         }
         other => Err(expected("a case's name or an object of one member", other)),
     }
-}
-
-fn at(place: &str, error: String) -> String {
-    format!("{place}: {error}")
 }
 
 fn kind(json: &Value) -> &'static str {
@@ -175,19 +267,22 @@ fn kind(json: &Value) -> &'static str {
     }
 }
 
-fn expected(what: &str, json: &Value) -> String {
-    format!("expected {what}, found {}", kind(json))
+fn expected(what: &'static str, json: &Value) -> Problem {
+    Problem::Kind {
+        expected: what,
+        found: kind(json),
+    }
 }
 
-fn number(json: &Value) -> Result<f64, String> {
+fn number(json: &Value) -> Result<f64, Problem> {
     json.as_f64().ok_or_else(|| expected("a number", json))
 }
 
-fn string(json: &Value) -> Result<&str, String> {
+fn string(json: &Value) -> Result<&str, Problem> {
     json.as_str().ok_or_else(|| expected("a string", json))
 }
 
-fn array(json: &Value) -> Result<&[Value], String> {
+fn array(json: &Value) -> Result<&[Value], Problem> {
     json.as_array()
         .map(Vec::as_slice)
         .ok_or_else(|| expected("an array", json))
@@ -247,24 +342,24 @@ impl Serialize for Json<'_> {
 }
 
 /// `found` items where `wanted` are needed: an error unless equal.
-fn expect_len(wanted: usize, found: usize) -> Result<(), String> {
+fn expect_len(wanted: usize, found: usize) -> Result<(), Problem> {
     if wanted == found {
         return Ok(());
     }
-    Err(format!("expected {wanted} items, found {found}"))
+    Err(Problem::Length { wanted, found })
 }
 
 /// A value of a type with no values inside it (numbers, text, enums,
 /// flags), or why `json` is not one.
-fn leaf(ty: &Type, json: &Value) -> Result<Val, String> {
-    let int = |min: i128, max: i128| -> Result<i128, String> {
+fn leaf(ty: &Type, json: &Value) -> Result<Val, Problem> {
+    let int = |min: i128, max: i128| -> Result<i128, Problem> {
         let n = json
             .as_i64()
             .map(i128::from)
             .or_else(|| json.as_u64().map(i128::from))
-            .ok_or_else(|| format!("expected an integer, found {}", kind(json)))?;
+            .ok_or_else(|| expected("an integer", json))?;
         if n < min || n > max {
-            return Err(format!("{n} is outside {min}..={max}"));
+            return Err(Problem::OutOfRange { value: n, min, max });
         }
         Ok(n)
     };
@@ -286,14 +381,14 @@ fn leaf(ty: &Type, json: &Value) -> Result<Val, String> {
             let mut chars = text.chars();
             match (chars.next(), chars.next()) {
                 (Some(c), None) => Val::Char(c),
-                _ => return Err("expected a string of one character".to_owned()),
+                _ => return Err(Problem::NotOneChar),
             }
         }
         Type::String => Val::String(string(json)?.to_owned()),
         Type::Enum(e) => {
             let name = string(json)?;
             if !e.names().any(|n| n == name) {
-                return Err(format!("`{name}` is not one of its cases"));
+                return Err(Problem::UnknownCase(name.to_owned()));
             }
             Val::Enum(name.to_owned())
         }
@@ -302,7 +397,7 @@ fn leaf(ty: &Type, json: &Value) -> Result<Val, String> {
             for item in array(json)? {
                 let name = string(item)?;
                 if !flags.names().any(|n| n == name) {
-                    return Err(format!("`{name}` is not one of its flags"));
+                    return Err(Problem::UnknownFlag(name.to_owned()));
                 }
                 if !set.iter().any(|s| s == name) {
                     set.push(name.to_owned());
@@ -310,7 +405,7 @@ fn leaf(ty: &Type, json: &Value) -> Result<Val, String> {
             }
             Val::Flags(set)
         }
-        _ => return Err("this type has no JSON form".to_owned()),
+        _ => return Err(Problem::NoJsonForm),
     })
 }
 
