@@ -1,9 +1,55 @@
 //! JSON-RPC 2.0 messages and errors.
 
-use serde_json::{json, Map, Value};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
 
 /// A request id: a string or a number, kept as JSON.
 pub type RequestId = Value;
+
+/// The `"jsonrpc": "2.0"` member every message carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JsonRpc;
+
+impl Serialize for JsonRpc {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("2.0")
+    }
+}
+
+/// A response carrying `result` for request `id`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResultResponse<'a, T> {
+    /// `"2.0"`.
+    pub jsonrpc: JsonRpc,
+    /// The request's id.
+    pub id: &'a RequestId,
+    /// What the method answered.
+    pub result: T,
+}
+
+/// A response carrying `error` for request `id` (`null` when the request
+/// could not be read). `E` is an [`RpcError`], or an error object of a
+/// code outside [`ErrorCode`] (HTTP authentication's).
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorResponse<'a, E = RpcError> {
+    /// `"2.0"`.
+    pub jsonrpc: JsonRpc,
+    /// The request's id.
+    pub id: &'a RequestId,
+    /// What went wrong.
+    pub error: &'a E,
+}
+
+/// A notification: `method` with `params`, answered by nothing.
+#[derive(Debug, Clone, Serialize)]
+pub struct Notification<'a, P> {
+    /// `"2.0"`.
+    pub jsonrpc: JsonRpc,
+    /// The notification's method.
+    pub method: &'a str,
+    /// Its params.
+    pub params: P,
+}
 
 /// JSON-RPC and MCP error codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +124,26 @@ pub struct RpcError {
     pub data: Option<Value>,
 }
 
+/// The JSON `error` object: `code`, `message` and `data` (left out when
+/// there is none).
+impl Serialize for RpcError {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            code: i64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            data: Option<&'a Value>,
+            message: &'a str,
+        }
+        Wire {
+            code: self.code.code(),
+            data: self.data.as_ref(),
+            message: &self.message,
+        }
+        .serialize(s)
+    }
+}
+
 impl std::fmt::Display for RpcError {
     /// `CODE: message`, as a log line says it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -123,11 +189,7 @@ impl RpcError {
 
     /// The JSON `error` object.
     pub fn to_json(&self) -> Value {
-        let mut error = json!({ "code": self.code.code(), "message": self.message });
-        if let Some(data) = &self.data {
-            error["data"] = data.clone();
-        }
-        error
+        serde_json::to_value(self).expect("an error object serializes")
     }
 
     /// The error a JSON `error` object describes (an unknown code reads as
@@ -151,7 +213,12 @@ impl RpcError {
 
     /// A whole error response for request `id` (`null` when unknown).
     pub fn response(&self, id: &RequestId) -> Value {
-        json!({ "jsonrpc": "2.0", "id": id, "error": self.to_json() })
+        let response = ErrorResponse {
+            jsonrpc: JsonRpc,
+            id,
+            error: self,
+        };
+        serde_json::to_value(response).expect("an error response serializes")
     }
 }
 
@@ -261,6 +328,7 @@ pub fn parse_message(text: &str) -> Result<Incoming, (RequestId, RpcError)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn parses_requests_notifications_and_responses() {
@@ -287,6 +355,39 @@ mod tests {
         assert!(boxed.source().is_none());
         let wrapped = anyhow::Error::new(RpcError::internal("down")).context("listing tools");
         assert_eq!(format!("{wrapped:#}"), "listing tools: -32603: down");
+    }
+
+    #[test]
+    fn errors_and_messages_serialize_as_json_rpc_says() {
+        let error = RpcError::invalid_params("bad");
+        assert_eq!(
+            error.response(&json!(3)),
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "bad"}})
+        );
+        let with_data = RpcError::internal("down").with_data(json!({"why": 1}));
+        assert_eq!(
+            with_data.to_json(),
+            json!({"code": -32603, "message": "down", "data": {"why": 1}})
+        );
+        assert_eq!(RpcError::from_json(&with_data.to_json()), with_data);
+        let result = ResultResponse {
+            jsonrpc: JsonRpc,
+            id: &json!("a"),
+            result: json!({}),
+        };
+        assert_eq!(
+            serde_json::to_string(&result).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"a","result":{}}"#
+        );
+        let note = Notification {
+            jsonrpc: JsonRpc,
+            method: "notifications/progress",
+            params: json!({"n": 1}),
+        };
+        assert_eq!(
+            serde_json::to_string(&note).unwrap(),
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"n":1}}"#
+        );
     }
 
     #[test]

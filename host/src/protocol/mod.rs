@@ -10,7 +10,10 @@ mod result_type;
 mod version;
 
 pub use header_params::{header_parameters, HeaderParameter};
-pub use jsonrpc::{parse_message, ErrorCode, Incoming, RequestId, RpcError};
+pub use jsonrpc::{
+    parse_message, ErrorCode, ErrorResponse, Incoming, JsonRpc, Notification, RequestId,
+    ResultResponse, RpcError,
+};
 pub use method::{client, notification, Availability, Caching, Method};
 pub use params::Params;
 pub use result_type::ResultType;
@@ -55,15 +58,27 @@ pub mod meta {
     /// The tasks extension of 2026-07-28 (`capabilities.extensions`).
     pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
+    /// The value of [`RELATED_TASK`]: the task a message belongs to.
+    #[derive(Debug, Clone, serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct RelatedTask<'a> {
+        /// The task's id.
+        pub task_id: &'a str,
+    }
+
     /// Marks a message's params (or a result) as belonging to task `id`:
     /// `_meta["io.modelcontextprotocol/related-task"] = { taskId }`.
     pub fn tag_related_task(value: &mut serde_json::Value, id: &str) {
         let Some(obj) = value.as_object_mut() else {
             return;
         };
-        let meta = obj.entry("_meta").or_insert_with(|| serde_json::json!({}));
+        let meta = obj
+            .entry("_meta")
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
         if let Some(meta) = meta.as_object_mut() {
-            meta.insert(RELATED_TASK.into(), serde_json::json!({ "taskId": id }));
+            let related = serde_json::to_value(RelatedTask { task_id: id })
+                .expect("a related task serializes");
+            meta.insert(RELATED_TASK.into(), related);
         }
     }
 }
