@@ -386,6 +386,18 @@ fn unique_name(
 /// The largest compiled form of one schema `pattern`.
 const MAX_PATTERN_BYTES: usize = 1 << 20;
 
+/// Why a tool's input schema is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum InputSchemaError {
+    /// Over one of the host's bounds.
+    #[error(transparent)]
+    Refused(#[from] super::schema_limits::SchemaRefusal),
+    /// Not JSON, not an object schema, or not one the schema library reads
+    /// (why, in its words).
+    #[error("its input schema is invalid: {0}")]
+    Invalid(String),
+}
+
 /// An input schema parsed, checked against the bounds of
 /// [`super::schema_limits`] and compiled, with what checking arguments
 /// against it may cost; it must describe an object. It is read in the
@@ -401,9 +413,9 @@ pub fn compile_input_schema(
         jsonschema::Validator,
         super::schema_limits::Bound,
     ),
-    String,
+    InputSchemaError,
 > {
-    let invalid = |e: &dyn std::fmt::Display| format!("its input schema is invalid: {e}");
+    let invalid = |e: &dyn std::fmt::Display| InputSchemaError::Invalid(e.to_string());
     super::schema_limits::check_size(schema.len())?;
     let value: serde_json::Value = serde_json::from_str(schema).map_err(|e| invalid(&e))?;
     if value.get("type").and_then(|t| t.as_str()) != Some("object") {

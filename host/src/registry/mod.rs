@@ -10,8 +10,8 @@ mod uri_template;
 pub(crate) mod tests;
 
 pub use catalogue::{
-    compile_input_schema, Catalogue, PluginEntry, PromptEntry, ResourceEntry, SkillEntry,
-    TemplateEntry, ToolEntry,
+    compile_input_schema, Catalogue, InputSchemaError, PluginEntry, PromptEntry, ResourceEntry,
+    SkillEntry, TemplateEntry, ToolEntry,
 };
 pub use uri_template::UriTemplate;
 

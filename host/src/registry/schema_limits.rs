@@ -54,12 +54,54 @@ pub const INLINE_VALIDATION_WORK: u64 = 200_000;
 /// when the schema has `anyOf`/`oneOf`. About 64 bytes a unit: 64 MiB.
 pub const MAX_LISTING_WORK: u64 = 1 << 20;
 
+/// Why an input schema is refused (each message ends "tool skipped: ...").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaRefusal {
+    /// Over [`MAX_SCHEMA_BYTES`] (its size).
+    #[error("its input schema is {0} bytes, over the limit of {MAX_SCHEMA_BYTES}")]
+    TooBig(usize),
+    /// Nested deeper than [`MAX_SCHEMA_DEPTH`].
+    #[error("its input schema is nested deeper than {MAX_SCHEMA_DEPTH} levels")]
+    TooDeep,
+    /// An `enum` of more than [`MAX_ENUM_VALUES`] values (how many).
+    #[error("its input schema has an enum of {0} values, over the limit of {MAX_ENUM_VALUES}")]
+    LongEnum(usize),
+    /// A chain of more than [`MAX_REF_DEPTH`] `$ref`s.
+    #[error("its input schema chains more than {MAX_REF_DEPTH} $refs")]
+    LongRefChain,
+    /// Expands past [`MAX_SCHEMA_COST`].
+    #[error(
+        "its input schema expands (with its $refs written out) to more than {MAX_SCHEMA_COST} nodes"
+    )]
+    TooCostly,
+    /// Applies itself to the same value without end.
+    #[error(
+        "its input schema applies itself to the same value without end \
+         (a loop of $refs and combinators that never goes into the arguments)"
+    )]
+    Loop,
+    /// A reference that does not stay within the schema.
+    #[error("its input schema has a {keyword} this host cannot bound: {reference:?} ({why})")]
+    Unbounded {
+        /// `$ref`, `$dynamicRef` or `$recursiveRef`.
+        keyword: String,
+        /// The reference, clipped.
+        reference: String,
+        /// Why it cannot be followed.
+        why: &'static str,
+    },
+    /// An `$id` below the root (clipped).
+    #[error("its input schema has a nested $id ({0:?}): only the root may have one")]
+    NestedId(String),
+    /// Two anchors of one name (clipped).
+    #[error("its input schema has two anchors named {0:?}")]
+    TwoAnchors(String),
+}
+
 /// Whether a schema of `bytes` bytes of JSON may be read at all.
-pub fn check_size(bytes: usize) -> Result<(), String> {
+pub fn check_size(bytes: usize) -> Result<(), SchemaRefusal> {
     if bytes > MAX_SCHEMA_BYTES {
-        return Err(format!(
-            "its input schema is {bytes} bytes, over the limit of {MAX_SCHEMA_BYTES}"
-        ));
+        return Err(SchemaRefusal::TooBig(bytes));
     }
     Ok(())
 }
@@ -104,7 +146,7 @@ impl Bound {
 /// Checks `schema` against the bounds above but its size
 /// ([`check_size`]); what checking arguments against it costs, or why it
 /// is refused.
-pub fn check(schema: &Value) -> Result<Bound, String> {
+pub fn check(schema: &Value) -> Result<Bound, SchemaRefusal> {
     let mut walk = Walk {
         root: schema,
         done: HashMap::new(),
@@ -158,11 +200,9 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
-    fn cost(&mut self, node: &'a Value, depth: usize) -> Result<u64, String> {
+    fn cost(&mut self, node: &'a Value, depth: usize) -> Result<u64, SchemaRefusal> {
         if depth > MAX_SCHEMA_DEPTH {
-            return Err(format!(
-                "its input schema is nested deeper than {MAX_SCHEMA_DEPTH} levels"
-            ));
+            return Err(SchemaRefusal::TooDeep);
         }
         let mut total = 1u64;
         match node {
@@ -174,10 +214,7 @@ impl<'a> Walk<'a> {
             Value::Object(members) => {
                 if let Some(Value::Array(values)) = members.get("enum") {
                     if values.len() > MAX_ENUM_VALUES {
-                        return Err(format!(
-                            "its input schema has an enum of {} values, over the limit of {MAX_ENUM_VALUES}",
-                            values.len()
-                        ));
+                        return Err(SchemaRefusal::LongEnum(values.len()));
                     }
                 }
                 for (key, member) in members {
@@ -194,13 +231,13 @@ impl<'a> Walk<'a> {
         over_budget(total)
     }
 
-    fn add(&mut self, total: u64, node: &'a Value, depth: usize) -> Result<u64, String> {
+    fn add(&mut self, total: u64, node: &'a Value, depth: usize) -> Result<u64, SchemaRefusal> {
         over_budget(total.saturating_add(self.cost(node, depth + 1)?))
     }
 
     /// The cost of what `reference` refers to, in this schema (a reference
     /// elsewhere, or to nothing, is the schema library's to refuse).
-    fn reference(&mut self, reference: &'a str) -> Result<u64, String> {
+    fn reference(&mut self, reference: &'a str) -> Result<u64, SchemaRefusal> {
         if let Some(&cost) = self.done.get(reference) {
             return Ok(cost);
         }
@@ -210,9 +247,7 @@ impl<'a> Walk<'a> {
             return Ok(1);
         }
         if self.open.len() >= MAX_REF_DEPTH {
-            return Err(format!(
-                "its input schema chains more than {MAX_REF_DEPTH} $refs"
-            ));
+            return Err(SchemaRefusal::LongRefChain);
         }
         let Some(target) = resolve(self.root, reference) else {
             return Ok(1);
@@ -226,11 +261,9 @@ impl<'a> Walk<'a> {
     }
 }
 
-fn over_budget(total: u64) -> Result<u64, String> {
+fn over_budget(total: u64) -> Result<u64, SchemaRefusal> {
     if total > MAX_SCHEMA_COST {
-        return Err(format!(
-            "its input schema expands (with its $refs written out) to more than {MAX_SCHEMA_COST} nodes"
-        ));
+        return Err(SchemaRefusal::TooCostly);
     }
     Ok(total)
 }
@@ -256,7 +289,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn bound(schema: &Value) -> Result<Bound, String> {
+    fn bound(schema: &Value) -> Result<Bound, SchemaRefusal> {
         check_size(schema.to_string().len())?;
         check(schema)
     }
@@ -298,7 +331,7 @@ mod tests {
         defs.insert("d30".into(), json!({"type": "string"}));
         let schema =
             json!({"type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}});
-        let error = bound(&schema).err().unwrap();
+        let error = bound(&schema).err().unwrap().to_string();
         assert!(error.contains("expands"), "{error}");
     }
 
@@ -314,7 +347,7 @@ mod tests {
         defs.insert("d40".into(), json!({"type": "string"}));
         let chain =
             json!({"type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}});
-        assert!(bound(&chain).err().unwrap().contains("chains"));
+        assert!(bound(&chain).err().unwrap().to_string().contains("chains"));
         let tree = json!({"type": "object", "$defs": {"node": {"type": "object", "properties": {
             "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
             "properties": {"root": {"$ref": "#/$defs/node"}}});
@@ -338,15 +371,16 @@ mod tests {
     fn size_depth_and_enum_length_are_bounded() {
         let values: Vec<String> = (0..MAX_ENUM_VALUES + 1).map(|i| i.to_string()).collect();
         let wide = json!({"type": "object", "properties": {"x": {"enum": values}}});
-        assert!(bound(&wide).err().unwrap().contains("enum"));
+        assert!(bound(&wide).err().unwrap().to_string().contains("enum"));
         let mut deep = json!({"type": "string"});
         for _ in 0..MAX_SCHEMA_DEPTH {
             deep = json!({"items": deep});
         }
         let deep = json!({"type": "object", "properties": {"x": deep}});
-        assert!(bound(&deep).err().unwrap().contains("deeper"));
+        assert!(bound(&deep).err().unwrap().to_string().contains("deeper"));
         assert!(check_size(MAX_SCHEMA_BYTES + 1)
             .unwrap_err()
+            .to_string()
             .contains("bytes"));
     }
 
@@ -473,7 +507,10 @@ mod tests {
                 "without end",
             ),
         ] {
-            let error = bound(&schema).err().unwrap_or_default();
+            let error = bound(&schema)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
             assert!(error.contains(expected), "{schema}: {error}");
         }
         // An anchor and a property named $id are fine.

@@ -12,6 +12,11 @@ use wasm_mcp_common::uri_template::Part;
 /// The largest compiled form of one template; a larger one is refused.
 const MAX_COMPILED_BYTES: usize = 256 << 10;
 
+/// A template that cannot be routed to.
+#[derive(Debug, thiserror::Error)]
+#[error("the template cannot be matched: {0}")]
+pub struct TemplateError(#[from] regex::Error);
+
 /// A parsed URI template.
 #[derive(Debug, Clone)]
 pub struct UriTemplate(Regex);
@@ -20,7 +25,7 @@ impl UriTemplate {
     /// Parses `template`; text outside `{...}` must match literally, a
     /// simple variable matches one or more characters other than `/`, a
     /// reserved one (`{+x}`, `{#x}`) one or more of any.
-    pub fn parse(template: &str) -> Result<Self, String> {
+    pub fn parse(template: &str) -> Result<Self, TemplateError> {
         let mut pattern = String::from("^");
         for part in wasm_mcp_common::UriTemplate::parse(template).parts() {
             match part {
@@ -38,7 +43,7 @@ impl UriTemplate {
             .dfa_size_limit(MAX_COMPILED_BYTES)
             .build()
             .map(UriTemplate)
-            .map_err(|e| format!("the template cannot be matched: {e}"))
+            .map_err(TemplateError)
     }
 
     /// Whether `uri` is one of the URIs the template names.

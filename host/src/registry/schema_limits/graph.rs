@@ -8,7 +8,7 @@
 //! `patternProperties` match, which `if` branch runs), the walk takes every
 //! choice: the count is an upper bound.
 
-use super::weight;
+use super::{weight, SchemaRefusal};
 use serde_json::{Map, Value};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -94,7 +94,7 @@ struct Builder<'a> {
 
 impl Graph {
     /// The graph of `root`, or why it cannot be bounded.
-    pub(super) fn build(root: &Value) -> Result<Graph, String> {
+    pub(super) fn build(root: &Value) -> Result<Graph, SchemaRefusal> {
         let anchors = collect_anchors(root)?;
         let mut builder = Builder {
             root,
@@ -124,7 +124,7 @@ impl Graph {
     /// Ranks the nodes so that in-place edges go forward (refusing a
     /// schema that applies itself to the same value without end), and sets
     /// how often an `unevaluated*` node's subschemas run.
-    fn order(&mut self) -> Result<(), String> {
+    fn order(&mut self) -> Result<(), SchemaRefusal> {
         let count = self.nodes.len();
         // Depth-first, without recursion: 0 new, 1 open, 2 done.
         let mut state = vec![0u8; count];
@@ -146,13 +146,7 @@ impl Graph {
                             state[target] = 1;
                             stack.push((target, 0));
                         }
-                        1 => {
-                            return Err(
-                                "its input schema applies itself to the same value without end \
-                                 (a loop of $refs and combinators that never goes into the arguments)"
-                                    .into(),
-                            )
-                        }
+                        1 => return Err(SchemaRefusal::Loop),
                         _ => {}
                     }
                 } else {
@@ -211,7 +205,7 @@ impl<'a> Builder<'a> {
         id
     }
 
-    fn node(&mut self, schema: &'a Value, is_root: bool) -> Result<Node, String> {
+    fn node(&mut self, schema: &'a Value, is_root: bool) -> Result<Node, SchemaRefusal> {
         let mut node = Node {
             own: 1,
             ..Node::default()
@@ -325,12 +319,13 @@ impl<'a> Builder<'a> {
     }
 
     /// What `reference` (the value of `keyword`) names in this schema.
-    fn resolve(&self, keyword: &str, reference: &str) -> Result<&'a Value, String> {
-        let refused = |why: &str| {
-            Err(format!(
-                "its input schema has a {keyword} this host cannot bound: {:?} ({why})",
-                super::clip(reference)
-            ))
+    fn resolve(&self, keyword: &str, reference: &str) -> Result<&'a Value, SchemaRefusal> {
+        let refused = |why: &'static str| {
+            Err(SchemaRefusal::Unbounded {
+                keyword: keyword.to_owned(),
+                reference: super::clip(reference).to_owned(),
+                why,
+            })
         };
         let Some(fragment) = reference.strip_prefix('#') else {
             return refused(
@@ -376,12 +371,11 @@ impl<'a> Builder<'a> {
 /// A nested `$id` (other than a plain `#anchor`) starts a schema of its own,
 /// against which its `$ref`s resolve: refused, so every `$ref` resolves
 /// within the one schema.
-fn check_nested_id(value: &Value) -> Result<(), String> {
+fn check_nested_id(value: &Value) -> Result<(), SchemaRefusal> {
     match value {
-        Value::String(id) if !id.starts_with('#') => Err(format!(
-            "its input schema has a nested $id ({:?}): only the root may have one",
-            super::clip(id)
-        )),
+        Value::String(id) if !id.starts_with('#') => {
+            Err(SchemaRefusal::NestedId(super::clip(id).to_owned()))
+        }
         _ => Ok(()),
     }
 }
@@ -389,7 +383,7 @@ fn check_nested_id(value: &Value) -> Result<(), String> {
 /// Every `$anchor`, `$dynamicAnchor` and `$id: "#name"` in `root` outside
 /// parts with an `$id` of their own; an anchor named twice is refused (it
 /// could name either).
-fn collect_anchors(root: &Value) -> Result<HashMap<&str, &Value>, String> {
+fn collect_anchors(root: &Value) -> Result<HashMap<&str, &Value>, SchemaRefusal> {
     let mut anchors = HashMap::new();
     let mut stack = vec![root];
     while let Some(value) = stack.pop() {
@@ -413,10 +407,7 @@ fn collect_anchors(root: &Value) -> Result<HashMap<&str, &Value>, String> {
                             .insert(name, value)
                             .is_some_and(|v| !std::ptr::eq(v, value))
                         {
-                            return Err(format!(
-                                "its input schema has two anchors named {:?}",
-                                super::clip(name)
-                            ));
+                            return Err(SchemaRefusal::TwoAnchors(super::clip(name).to_owned()));
                         }
                     }
                     stack.push(member);
