@@ -21,37 +21,87 @@ pub const MAX_DEPTH: usize = 32;
 /// The longest description the Agent Skills specification allows.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 
+/// Why a `SKILL.md`'s frontmatter is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontmatterError {
+    /// The first line is not `---`.
+    #[error("it does not begin with YAML frontmatter (a line \"---\")")]
+    Missing,
+    /// No closing line within [`MAX_FRONTMATTER_BYTES`].
+    #[error("its frontmatter is over the limit of {MAX_FRONTMATTER_BYTES} bytes")]
+    TooLarge,
+    /// No closing line `---`.
+    #[error("its frontmatter has no closing line \"---\"")]
+    Unclosed,
+    /// The block is not YAML this reader accepts.
+    #[error("its frontmatter is not valid YAML: {0}")]
+    Yaml(#[from] YamlError),
+    /// The block is YAML but not a mapping.
+    #[error("its frontmatter is not a YAML mapping")]
+    NotMapping,
+    /// A required field is absent, empty or not a string.
+    #[error("its frontmatter has no non-empty string {0:?}")]
+    NoField(&'static str),
+    /// The description is over [`MAX_DESCRIPTION_CHARS`].
+    #[error("its description is longer than {MAX_DESCRIPTION_CHARS} characters")]
+    LongDescription,
+}
+
+/// Why a frontmatter block is not YAML this reader accepts.
+#[derive(Debug, thiserror::Error)]
+pub enum YamlError {
+    /// The YAML parser's own error.
+    #[error("{0}")]
+    Syntax(#[from] yaml_rust2::ScanError),
+    /// A second document.
+    #[error("more than one document")]
+    Documents,
+    /// An alias (`*name`).
+    #[error("aliases (*name) are not accepted")]
+    Alias,
+    /// Nested deeper than [`MAX_DEPTH`].
+    #[error("nested more than {MAX_DEPTH} deep")]
+    TooDeep,
+    /// A mapping's end without its start.
+    #[error("unbalanced mapping")]
+    UnbalancedMapping,
+    /// A sequence's end without its start.
+    #[error("unbalanced sequence")]
+    UnbalancedSequence,
+    /// A key given twice (quoted in part).
+    #[error("the key {0:?} appears twice")]
+    DuplicateKey(String),
+    /// A mapping or sequence used as a key.
+    #[error("a mapping key is not a scalar")]
+    KeyNotScalar,
+}
+
 /// The frontmatter of `text` (a `SKILL.md`) as a JSON object, with a
 /// non-empty string `name` and `description`; the error says what is wrong.
-pub fn parse(text: &str) -> Result<Map<String, Value>, String> {
+pub fn parse(text: &str) -> Result<Map<String, Value>, FrontmatterError> {
     let block = block(text)?;
-    let value =
-        yaml_to_json(block).map_err(|e| format!("its frontmatter is not valid YAML: {e}"))?;
-    let Value::Object(map) = value else {
-        return Err("its frontmatter is not a YAML mapping".into());
+    let Value::Object(map) = yaml_to_json(block)? else {
+        return Err(FrontmatterError::NotMapping);
     };
     for field in ["name", "description"] {
         match map.get(field) {
             Some(Value::String(s)) if !s.trim().is_empty() => {}
-            _ => return Err(format!("its frontmatter has no non-empty string {field:?}")),
+            _ => return Err(FrontmatterError::NoField(field)),
         }
     }
     let description = map["description"].as_str().unwrap_or_default();
     if description.chars().count() > MAX_DESCRIPTION_CHARS {
-        return Err(format!(
-            "its description is longer than {MAX_DESCRIPTION_CHARS} characters"
-        ));
+        return Err(FrontmatterError::LongDescription);
     }
     Ok(map)
 }
 
 /// The text between the opening and the closing `---` lines.
-fn block(text: &str) -> Result<&str, String> {
+fn block(text: &str) -> Result<&str, FrontmatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let missing = || "it does not begin with YAML frontmatter (a line \"---\")".to_string();
-    let first_end = text.find('\n').ok_or_else(missing)?;
+    let first_end = text.find('\n').ok_or(FrontmatterError::Missing)?;
     if text[..first_end].trim_end_matches('\r').trim_end() != "---" {
-        return Err(missing());
+        return Err(FrontmatterError::Missing);
     }
     let body = &text[first_end + 1..];
     let mut at = 0;
@@ -62,12 +112,10 @@ fn block(text: &str) -> Result<&str, String> {
         }
         at += line.len();
         if at > MAX_FRONTMATTER_BYTES {
-            return Err(format!(
-                "its frontmatter is over the limit of {MAX_FRONTMATTER_BYTES} bytes"
-            ));
+            return Err(FrontmatterError::TooLarge);
         }
     }
-    Err("its frontmatter has no closing line \"---\"".into())
+    Err(FrontmatterError::Unclosed)
 }
 
 /// One open mapping or sequence while events are turned into JSON.
@@ -77,24 +125,24 @@ enum Open {
 }
 
 /// A single YAML document as JSON.
-fn yaml_to_json(text: &str) -> Result<Value, String> {
+fn yaml_to_json(text: &str) -> Result<Value, YamlError> {
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Open> = Vec::new();
     let mut root: Option<Value> = None;
     loop {
-        let (event, _) = parser.next_token().map_err(|e| e.to_string())?;
+        let (event, _) = parser.next_token()?;
         let value = match event {
             Event::StreamEnd => break,
             Event::StreamStart | Event::DocumentStart | Event::DocumentEnd | Event::Nothing => {
                 if root.is_some() && matches!(event, Event::DocumentStart) {
-                    return Err("more than one document".into());
+                    return Err(YamlError::Documents);
                 }
                 continue;
             }
-            Event::Alias(_) => return Err("aliases (*name) are not accepted".into()),
+            Event::Alias(_) => return Err(YamlError::Alias),
             Event::MappingStart(..) | Event::SequenceStart(..) => {
                 if stack.len() >= MAX_DEPTH {
-                    return Err(format!("nested more than {MAX_DEPTH} deep"));
+                    return Err(YamlError::TooDeep);
                 }
                 stack.push(if matches!(event, Event::MappingStart(..)) {
                     Open::Map(Map::new(), None)
@@ -105,11 +153,11 @@ fn yaml_to_json(text: &str) -> Result<Value, String> {
             }
             Event::MappingEnd => match stack.pop() {
                 Some(Open::Map(map, _)) => Value::Object(map),
-                _ => return Err("unbalanced mapping".into()),
+                _ => return Err(YamlError::UnbalancedMapping),
             },
             Event::SequenceEnd => match stack.pop() {
                 Some(Open::Seq(items)) => Value::Array(items),
-                _ => return Err("unbalanced sequence".into()),
+                _ => return Err(YamlError::UnbalancedSequence),
             },
             Event::Scalar(text, style, _, tag) => scalar(text, style, tag.is_some()),
         };
@@ -120,8 +168,7 @@ fn yaml_to_json(text: &str) -> Result<Value, String> {
                 None => *key = Some(key_text(value)?),
                 Some(k) => {
                     if map.contains_key(&k) {
-                        let k = crate::text::excerpt(&k);
-                        return Err(format!("the key {k:?} appears twice"));
+                        return Err(YamlError::DuplicateKey(crate::text::excerpt(&k)));
                     }
                     map.insert(k, value);
                 }
@@ -151,12 +198,12 @@ fn scalar(text: String, style: TScalarStyle, tagged: bool) -> Value {
 }
 
 /// A mapping key as a JSON key.
-fn key_text(key: Value) -> Result<String, String> {
+fn key_text(key: Value) -> Result<String, YamlError> {
     match key {
         Value::String(s) => Ok(s),
         Value::Null => Ok("null".into()),
         Value::Bool(_) | Value::Number(_) => Ok(key.to_string()),
-        _ => Err("a mapping key is not a scalar".into()),
+        _ => Err(YamlError::KeyNotScalar),
     }
 }
 
@@ -196,7 +243,7 @@ mod tests {
                 "appears twice",
             ),
         ] {
-            let e = parse(text).unwrap_err();
+            let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(says), "{text:?}: {e}");
         }
         let deep = format!(
@@ -204,11 +251,14 @@ mod tests {
             "[".repeat(100),
             "]".repeat(100)
         );
-        assert!(parse(&deep).unwrap_err().contains("nested"));
+        assert!(parse(&deep).unwrap_err().to_string().contains("nested"));
         let long = format!(
             "---\nname: a\ndescription: b\nx: \"{}\"\n---\n",
             "y".repeat(MAX_FRONTMATTER_BYTES)
         );
-        assert!(parse(&long).unwrap_err().contains("over the limit"));
+        assert!(parse(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("over the limit"));
     }
 }

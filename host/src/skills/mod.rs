@@ -16,7 +16,7 @@
 pub mod frontmatter;
 mod read;
 
-pub use read::{folders, read_folder};
+pub use read::{folders, read_folder, Refusal};
 
 use serde_json::{Map, Value};
 use std::sync::Arc;

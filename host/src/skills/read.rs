@@ -4,15 +4,108 @@
 //! symlink, a FIFO or a device is refused whatever is swapped in meanwhile.
 //! Blocking: run it on a blocking thread.
 
+use super::frontmatter::{self, FrontmatterError};
 use super::{
-    encode, encode_path, frontmatter, is_valid_name, mime_of, Limits, Skill, SkillFile, Skills,
-    MAX_DEPTH, MAX_ENTRIES, MAX_FILES, MAX_FOLDERS, MAX_SKILL_BYTES,
+    encode, encode_path, is_valid_name, mime_of, Limits, Skill, SkillFile, Skills, MAX_DEPTH,
+    MAX_ENTRIES, MAX_FILES, MAX_FOLDERS, MAX_SKILL_BYTES,
 };
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use sha2::{Digest as _, Sha256};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
+
+/// Why a skill (or a skills folder) is refused: the end of "skill NAME
+/// refused: ...". Paths are within the skill.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// A folder cannot be listed.
+    #[error("folder not readable: {0}")]
+    Unlisted(rustix::io::Errno),
+    /// A folder holds more than [`MAX_ENTRIES`] entries.
+    #[error("a folder holds more than {MAX_ENTRIES} entries")]
+    LongFolder,
+    /// A name that is not UTF-8 (written lossily).
+    #[error("the name {0:?} is not UTF-8")]
+    NameNotUtf8(String),
+    /// An entry cannot be looked at or opened.
+    #[error("{path}: {errno}")]
+    Os {
+        /// The entry.
+        path: String,
+        /// Why.
+        errno: rustix::io::Errno,
+    },
+    /// A file cannot be read.
+    #[error("{path}: {error}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// An entry that is neither a regular file nor a folder.
+    #[error("{path} is {what}")]
+    Kind {
+        /// The entry.
+        path: String,
+        /// What it is ("a symlink (not followed)", "a FIFO", ...).
+        what: &'static str,
+    },
+    /// A folder name outside the Agent Skills naming rules.
+    #[error(
+        "a skill's folder name must be 1 to 64 lowercase letters, digits and single \
+         hyphens inside (the Agent Skills naming rules)"
+    )]
+    BadName,
+    /// More than [`MAX_ENTRIES`] entries in one skill.
+    #[error("it holds more than {MAX_ENTRIES} entries")]
+    TooManyEntries,
+    /// Folders nested more than [`MAX_DEPTH`] deep (the deepest).
+    #[error("{0}: folders nest more than {MAX_DEPTH} deep")]
+    TooDeep(String),
+    /// More than [`MAX_FOLDERS`] folders.
+    #[error("it holds more than {MAX_FOLDERS} folders")]
+    TooManyFolders,
+    /// More than [`MAX_FILES`] files.
+    #[error("it holds more than {MAX_FILES} files")]
+    TooManyFiles,
+    /// A file over the per-file limit.
+    #[error(
+        "{path} has {size} bytes, over the limit of {limit} per file ([server] skill_file_kb)"
+    )]
+    FileTooBig {
+        /// The file.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A file that would take the skill or the plugin over its bytes.
+    #[error(
+        "{0} would take its skills over their limit (at most {MAX_SKILL_BYTES} bytes per \
+         skill, and [server] skills_mb per plugin)"
+    )]
+    OverBudget(String),
+    /// No `SKILL.md`.
+    #[error("it has no SKILL.md")]
+    NoManifest,
+    /// A `SKILL.md` that is not UTF-8.
+    #[error("its SKILL.md is not UTF-8")]
+    ManifestNotUtf8,
+    /// A `SKILL.md` whose frontmatter is refused.
+    #[error("SKILL.md: {0}")]
+    Frontmatter(#[from] FrontmatterError),
+    /// A `SKILL.md` naming another skill than its folder.
+    #[error("its SKILL.md names it {named}, not {folder} as its folder does")]
+    NameMismatch {
+        /// The name it gives, as JSON.
+        named: serde_json::Value,
+        /// The folder's name.
+        folder: String,
+    },
+}
 
 /// The skills of plugin `plugin` in `folder` (its `NAME.skills`), within
 /// `limits`: none when there is no such folder. Refused skills are in
@@ -39,7 +132,7 @@ pub fn read_folder(folder: &Path, plugin: &str, limits: &Limits) -> Skills {
         }
     };
     match entries(&root) {
-        Err(e) => skills.problems.push(e),
+        Err(e) => skills.problems.push(e.to_string()),
         Ok(names) => {
             let mut total = 0u64;
             for name in names {
@@ -73,17 +166,17 @@ pub fn read_folder(folder: &Path, plugin: &str, limits: &Limits) -> Skills {
 
 /// The names in an open folder, hidden ones (`.name`) left out, sorted;
 /// refused beyond [`MAX_ENTRIES`] or when a name is not UTF-8.
-fn entries(dir: &OwnedFd) -> Result<Vec<String>, String> {
-    let listing = Dir::read_from(dir).map_err(|e| format!("folder not readable: {e}"))?;
+fn entries(dir: &OwnedFd) -> Result<Vec<String>, Refusal> {
+    let listing = Dir::read_from(dir).map_err(Refusal::Unlisted)?;
     let mut names = Vec::new();
     for (seen, entry) in listing.enumerate() {
         if seen >= MAX_ENTRIES + 2 {
-            return Err(format!("a folder holds more than {MAX_ENTRIES} entries"));
+            return Err(Refusal::LongFolder);
         }
-        let entry = entry.map_err(|e| format!("folder not readable: {e}"))?;
+        let entry = entry.map_err(Refusal::Unlisted)?;
         let bytes = entry.file_name().to_bytes();
         let name = std::str::from_utf8(bytes)
-            .map_err(|_| format!("the name {:?} is not UTF-8", String::from_utf8_lossy(bytes)))?;
+            .map_err(|_| Refusal::NameNotUtf8(String::from_utf8_lossy(bytes).into_owned()))?;
         if !name.starts_with('.') {
             names.push(name.to_owned());
         }
@@ -93,15 +186,23 @@ fn entries(dir: &OwnedFd) -> Result<Vec<String>, String> {
 }
 
 /// What kind of entry `name` in `dir` is, without following a symlink.
-fn kind_at(dir: &OwnedFd, name: &str) -> Result<FileType, String> {
+fn kind_at(dir: &OwnedFd, name: &str) -> Result<FileType, Refusal> {
     rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
         .map(|stat| FileType::from_raw_mode(stat.st_mode))
-        .map_err(|e| format!("{name}: {e}"))
+        .map_err(|errno| os(name, errno))
+}
+
+/// `errno` for the entry at `path`.
+fn os(path: &str, errno: rustix::io::Errno) -> Refusal {
+    Refusal::Os {
+        path: path.to_owned(),
+        errno,
+    }
 }
 
 /// A refusal for an entry of kind `kind` at `path`, if it is not a regular
 /// file or a folder.
-fn refused_kind(kind: FileType, path: &str) -> Option<String> {
+fn refused_kind(kind: FileType, path: &str) -> Option<Refusal> {
     let what = match kind {
         FileType::RegularFile | FileType::Directory => return None,
         FileType::Symlink => "a symlink (not followed)",
@@ -110,18 +211,21 @@ fn refused_kind(kind: FileType, path: &str) -> Option<String> {
         FileType::CharacterDevice | FileType::BlockDevice => "a device",
         FileType::Unknown => "not a regular file",
     };
-    Some(format!("{path} is {what}"))
+    Some(Refusal::Kind {
+        path: path.to_owned(),
+        what,
+    })
 }
 
 /// Opens folder `name` in `dir`, not through a symlink.
-fn open_folder(dir: &OwnedFd, name: &str) -> Result<OwnedFd, String> {
+fn open_folder(dir: &OwnedFd, name: &str) -> Result<OwnedFd, Refusal> {
     rustix::fs::openat(
         dir,
         name,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| format!("{name}: {e}"))
+    .map_err(|errno| os(name, errno))
 }
 
 /// Skill `name` in the skills folder `parent`: `None` when `name` is not a
@@ -134,7 +238,7 @@ fn read_skill(
     plugin: &str,
     budget: u64,
     file_bytes: u64,
-) -> Result<Option<Skill>, String> {
+) -> Result<Option<Skill>, Refusal> {
     let kind = kind_at(parent, name)?;
     if kind == FileType::RegularFile {
         return Ok(None);
@@ -143,11 +247,7 @@ fn read_skill(
         return Err(refusal);
     }
     if !is_valid_name(name) {
-        return Err(
-            "a skill's folder name must be 1 to 64 lowercase letters, digits and single \
-             hyphens inside (the Agent Skills naming rules)"
-                .into(),
-        );
+        return Err(Refusal::BadName);
     }
     let root = format!("skill://{}/{name}", encode(plugin));
     let limit = budget.min(MAX_SKILL_BYTES);
@@ -160,7 +260,7 @@ fn read_skill(
         for entry in entries(&dir)? {
             seen += 1;
             if seen > MAX_ENTRIES {
-                return Err(format!("it holds more than {MAX_ENTRIES} entries"));
+                return Err(Refusal::TooManyEntries);
             }
             let path = if rel.is_empty() {
                 entry.clone()
@@ -173,17 +273,17 @@ fn read_skill(
             }
             if kind == FileType::Directory {
                 if depth + 1 > MAX_DEPTH {
-                    return Err(format!("{path}: folders nest more than {MAX_DEPTH} deep"));
+                    return Err(Refusal::TooDeep(path));
                 }
                 opened += 1;
                 if opened > MAX_FOLDERS {
-                    return Err(format!("it holds more than {MAX_FOLDERS} folders"));
+                    return Err(Refusal::TooManyFolders);
                 }
                 pending.push((open_folder(&dir, &entry)?, path, depth + 1));
                 continue;
             }
             if files.len() == MAX_FILES {
-                return Err(format!("it holds more than {MAX_FILES} files"));
+                return Err(Refusal::TooManyFiles);
             }
             let content = read_file(&dir, &entry, &path, limit - bytes_held, file_bytes)?;
             bytes_held += content.len() as u64;
@@ -200,14 +300,14 @@ fn read_skill(
     let manifest = files
         .iter()
         .find(|f| f.path == "SKILL.md")
-        .ok_or("it has no SKILL.md")?;
-    let text = std::str::from_utf8(&manifest.bytes).map_err(|_| "its SKILL.md is not UTF-8")?;
-    let frontmatter = frontmatter::parse(text).map_err(|e| format!("SKILL.md: {e}"))?;
+        .ok_or(Refusal::NoManifest)?;
+    let text = std::str::from_utf8(&manifest.bytes).map_err(|_| Refusal::ManifestNotUtf8)?;
+    let frontmatter = frontmatter::parse(text)?;
     if frontmatter["name"] != name {
-        return Err(format!(
-            "its SKILL.md names it {}, not {name} as its folder does",
-            frontmatter["name"]
-        ));
+        return Err(Refusal::NameMismatch {
+            named: frontmatter["name"].clone(),
+            folder: name.to_owned(),
+        });
     }
     Ok(Some(Skill {
         name: name.to_owned(),
@@ -226,33 +326,35 @@ fn read_file(
     path: &str,
     room: u64,
     file_bytes: u64,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, Refusal> {
     let fd = rustix::fs::openat(
         dir,
         name,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| format!("{path}: {e}"))?;
-    let stat = rustix::fs::fstat(fd.as_fd()).map_err(|e| format!("{path}: {e}"))?;
+    .map_err(|errno| os(path, errno))?;
+    let stat = rustix::fs::fstat(fd.as_fd()).map_err(|errno| os(path, errno))?;
     if let Some(refusal) = refused_kind(FileType::from_raw_mode(stat.st_mode), path) {
         return Err(refusal);
     }
     let size = stat.st_size as u64;
     if size > file_bytes {
-        return Err(format!(
-            "{path} has {size} bytes, over the limit of {file_bytes} per file \
-             ([server] skill_file_kb)"
-        ));
+        return Err(Refusal::FileTooBig {
+            path: path.to_owned(),
+            size,
+            limit: file_bytes,
+        });
     }
     if size > room {
-        return Err(format!(
-            "{path} would take its skills over their limit (at most {MAX_SKILL_BYTES} bytes per \
-             skill, and [server] skills_mb per plugin)"
-        ));
+        return Err(Refusal::OverBudget(path.to_owned()));
     }
-    crate::files::read_capped(std::fs::File::from(fd), size, file_bytes.min(room))
-        .map_err(|e| format!("{path}: {e}"))
+    crate::files::read_capped(std::fs::File::from(fd), size, file_bytes.min(room)).map_err(
+        |error| Refusal::Read {
+            path: path.to_owned(),
+            error,
+        },
+    )
 }
 
 /// The folders of a skills folder that a watcher should watch: itself and
@@ -278,7 +380,7 @@ pub fn folders(folder: &Path, max_skills: usize) -> Vec<std::path::PathBuf> {
                 return found;
             }
             // A skill's own folder is one deeper than the skills folder.
-            if depth > MAX_DEPTH || kind_at(&dir, &name) != Ok(FileType::Directory) {
+            if depth > MAX_DEPTH || !matches!(kind_at(&dir, &name), Ok(FileType::Directory)) {
                 continue;
             }
             if let Ok(child) = open_folder(&dir, &name) {
