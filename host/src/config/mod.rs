@@ -415,21 +415,47 @@ pub enum Files {
 /// The largest secret file read, in bytes.
 pub const MAX_SECRET_BYTES: u64 = 64 << 10;
 
+/// Why a [`SecretSource`] gives no value. The messages never quote what
+/// was read.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// Its host variable is not set.
+    #[error("host variable {0} is not set")]
+    Unset(String),
+    /// It names neither a variable nor a file.
+    #[error("no source")]
+    NoSource,
+    /// Its file cannot be read.
+    #[error("secret file {} unreadable: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Its file is not UTF-8.
+    #[error("secret file {} is not UTF-8", .0.display())]
+    NotUtf8(PathBuf),
+}
+
 impl SecretSource {
     /// The value this names; the error says why there is none (never
     /// quoting what was read). Reads a file: call it off the async workers.
-    pub fn read(&self) -> Result<String, String> {
+    pub fn read(&self) -> Result<String, SecretError> {
         if let Some(var) = &self.env {
-            return std::env::var(var).map_err(|_| format!("host variable {var} is not set"));
+            return std::env::var(var).map_err(|_| SecretError::Unset(var.clone()));
         }
         let Some(path) = &self.file else {
-            return Err("no source".into());
+            return Err(SecretError::NoSource);
         };
         // A regular file only (a FIFO would block the load), and not a big one.
-        let bytes = crate::files::read_regular(path, MAX_SECRET_BYTES)
-            .map_err(|e| format!("secret file {} unreadable: {e}", path.display()))?;
-        let mut value = String::from_utf8(bytes)
-            .map_err(|_| format!("secret file {} is not UTF-8", path.display()))?;
+        let bytes = crate::files::read_regular(path, MAX_SECRET_BYTES).map_err(|source| {
+            SecretError::Unreadable {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        let mut value = String::from_utf8(bytes).map_err(|_| SecretError::NotUtf8(path.clone()))?;
         if value.ends_with('\n') {
             value.pop();
             if value.ends_with('\r') {

@@ -115,14 +115,14 @@ fn routes(config: &Config, note: &mut impl FnMut(&[&str], String)) {
 fn urls(config: &Config, note: &mut impl FnMut(&[&str], String)) {
     if let Some(url) = &config.http.public_url {
         if let Err(e) = web_url(url, false) {
-            note(&["http", "public_url"], e);
+            note(&["http", "public_url"], e.to_string());
         }
     }
     let jwt = config.http.auth.as_ref().and_then(|a| a.jwt.as_ref());
     if let Some(jwt) = jwt {
         if let Some(url) = &jwt.jwks_url {
             if let Err(e) = web_url(url, true) {
-                note(&["http", "auth", "jwt", "jwks_url"], e);
+                note(&["http", "auth", "jwt", "jwks_url"], e.to_string());
             }
         } else if jwt.discovery {
             let url = format!(
@@ -139,29 +139,59 @@ fn urls(config: &Config, note: &mut impl FnMut(&[&str], String)) {
     }
     if let Some(url) = &config.traces.endpoint {
         if let Err(e) = web_url(url, false) {
-            note(&["traces", "endpoint"], e);
+            note(&["traces", "endpoint"], e.to_string());
         }
     }
 }
 
+/// Why a configured URL cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    /// It does not parse.
+    #[error("{url:?} is not a URL ({source}): write it as https://HOST/PATH")]
+    Malformed {
+        /// The URL as written.
+        url: String,
+        /// Why it does not parse.
+        source: url::ParseError,
+    },
+    /// It has no host.
+    #[error("{0:?} names no host")]
+    NoHost(String),
+    /// Plain `http` to a host other than loopback, where `https` is required.
+    #[error("{0:?} must be https:// (plain http only on loopback)")]
+    Insecure(String),
+    /// A scheme other than `http` and `https`.
+    #[error("{url:?} is {scheme}://, not http:// or https://")]
+    Scheme {
+        /// The URL as written.
+        url: String,
+        /// Its scheme.
+        scheme: String,
+    },
+}
+
 /// `url` as an `http(s)://HOST/...` URL; with `secure`, plain `http`
 /// only on loopback (what a key set is fetched over).
-pub fn web_url(url: &str, secure: bool) -> Result<(), String> {
-    let parsed = url::Url::parse(url)
-        .map_err(|e| format!("{url:?} is not a URL ({e}): write it as https://HOST/PATH"))?;
+pub fn web_url(url: &str, secure: bool) -> Result<(), UrlError> {
+    let parsed = url::Url::parse(url).map_err(|source| UrlError::Malformed {
+        url: url.to_owned(),
+        source,
+    })?;
     let loopback = match parsed.host() {
         Some(url::Host::Domain(d)) => d == "localhost",
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => return Err(format!("{url:?} names no host")),
+        None => return Err(UrlError::NoHost(url.to_owned())),
     };
     match parsed.scheme() {
         "https" => Ok(()),
         "http" if !secure || loopback => Ok(()),
-        "http" => Err(format!(
-            "{url:?} must be https:// (plain http only on loopback)"
-        )),
-        other => Err(format!("{url:?} is {other}://, not http:// or https://")),
+        "http" => Err(UrlError::Insecure(url.to_owned())),
+        other => Err(UrlError::Scheme {
+            url: url.to_owned(),
+            scheme: other.to_owned(),
+        }),
     }
 }
 

@@ -182,7 +182,7 @@ impl Policy {
 
         for var in &manifest.env {
             let value = if let Some(source) = allowed.secrets.get(var) {
-                source.read()
+                source.read().map_err(|e| e.to_string())
             } else if allowed.env.iter().any(|a| a.get_ref() == var) {
                 std::env::var(var).map_err(|_| "not set on the host".to_owned())
             } else {
