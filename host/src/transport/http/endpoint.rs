@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -107,7 +107,7 @@ async fn message(app: &App, headers: &HeaderMap, caller: Arc<Caller>, body: Byte
         if !offered {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
-                app.server.unsupported_version(&json!(version)),
+                app.server.unsupported_version(&Value::from(version)),
                 &id,
             );
         }

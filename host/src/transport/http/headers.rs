@@ -35,18 +35,27 @@ fn mismatch(message: String) -> RpcError {
     )
 }
 
+/// Why a `=?base64?…?=` header value cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The text between the markers is not base64.
+    #[error("invalid base64 ({0})")]
+    Base64(#[from] base64::DecodeError),
+    /// The bytes it encodes are not UTF-8.
+    #[error("base64 of something that is not UTF-8")]
+    NotUtf8,
+}
+
 /// Decodes a `=?base64?…?=` value; any other value is taken literally.
-pub fn decode(value: &str) -> Result<String, String> {
+pub fn decode(value: &str) -> Result<String, DecodeError> {
     let Some(encoded) = value
         .strip_prefix("=?base64?")
         .and_then(|v| v.strip_suffix("?="))
     else {
         return Ok(value.to_owned());
     };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|e| format!("invalid base64 ({e})"))?;
-    String::from_utf8(bytes).map_err(|_| "base64 of something that is not UTF-8".to_owned())
+    let bytes = base64::engine::general_purpose::STANDARD.decode(encoded)?;
+    String::from_utf8(bytes).map_err(|_| DecodeError::NotUtf8)
 }
 
 /// Checks the headers of a stateless request against its body.

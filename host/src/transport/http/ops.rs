@@ -20,8 +20,15 @@ pub const READY_PATH: &str = "/readyz";
 /// The metrics, as Prometheus text.
 pub const METRICS_PATH: &str = "/metrics";
 
+/// The liveness answer's body.
+#[derive(serde::Serialize)]
+struct Health {
+    /// `alive`.
+    status: &'static str,
+}
+
 pub(super) async fn health() -> Response {
-    Json(serde_json::json!({ "status": "alive" })).into_response()
+    Json(Health { status: "alive" }).into_response()
 }
 
 pub(super) fn ready(server: &Server) -> Response {
@@ -32,7 +39,7 @@ pub(super) fn ready(server: &Server) -> Response {
         Json(body).into_response()
     } else {
         body.insert("status".into(), "not ready".into());
-        body.insert("reasons".into(), serde_json::json!(reasons));
+        body.insert("reasons".into(), reasons.into());
         (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
     }
 }

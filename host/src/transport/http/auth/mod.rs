@@ -11,12 +11,13 @@ use jwks::Jwks;
 pub use jwks::{check_url as check_jwks_url, JwksSource, Location};
 pub use reason::Reason;
 
+use crate::protocol::{ErrorResponse, JsonRpc};
 use crate::server::Caller;
 use anyhow::{Context as _, Result};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -140,13 +141,40 @@ fn find<'k>(keys: &'k [jwks::Key], header: &jsonwebtoken::Header) -> Option<&'k 
     })
 }
 
+/// The RFC 9728 protected-resource metadata document (its members in
+/// the order a sorted JSON object has them).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ResourceMetadata {
+    /// The authorization servers that issue tokens for this resource.
+    pub authorization_servers: Vec<String>,
+    /// How a token may be presented: `["header"]`.
+    pub bearer_methods_supported: Vec<&'static str>,
+    /// The resource's URL.
+    pub resource: String,
+}
+
+/// The JSON-RPC error object of a refused request (code -32001, outside
+/// [`crate::protocol::ErrorCode`]: HTTP answers it, not the server).
+#[derive(Debug, serde::Serialize)]
+struct Refusal {
+    code: i64,
+    data: RefusalData,
+    message: String,
+}
+
+/// [`Refusal`]'s `data`: the reason's code.
+#[derive(Debug, serde::Serialize)]
+struct RefusalData {
+    reason: &'static str,
+}
+
 /// Who may call the server.
 pub struct Auth {
     /// SHA-256 digests of the static tokens.
     token_digests: Vec<[u8; 32]>,
     jwt: Option<JwtCheck>,
     /// The RFC 9728 metadata document.
-    pub metadata: Value,
+    pub metadata: ResourceMetadata,
     /// Where the metadata document is served (absolute URL).
     pub metadata_url: String,
 }
@@ -191,11 +219,11 @@ impl Auth {
         Auth {
             token_digests: tokens.iter().map(|t| digest(t)).collect(),
             jwt,
-            metadata: json!({
-                "resource": resource_url,
-                "authorization_servers": authorization_servers,
-                "bearer_methods_supported": ["header"],
-            }),
+            metadata: ResourceMetadata {
+                authorization_servers: authorization_servers.to_vec(),
+                bearer_methods_supported: vec!["header"],
+                resource: resource_url.to_owned(),
+            },
             metadata_url,
         }
     }
@@ -271,8 +299,18 @@ impl Auth {
             _ => (StatusCode::UNAUTHORIZED, "Unauthorized"),
         };
         let message = format!("{what}: {}", reason.description());
-        let body = json!({ "jsonrpc": "2.0", "id": null, "error": {
-            "code": -32001, "message": message, "data": { "reason": reason.code() } } });
+        let error = Refusal {
+            code: -32001,
+            data: RefusalData {
+                reason: reason.code(),
+            },
+            message,
+        };
+        let body = ErrorResponse {
+            jsonrpc: JsonRpc,
+            id: &Value::Null,
+            error: &error,
+        };
         (
             status,
             [(http::header::WWW_AUTHENTICATE, challenge)],
@@ -286,6 +324,7 @@ impl Auth {
 mod tests {
     use super::*;
     use jsonwebtoken::{encode, EncodingKey, Header};
+    use serde_json::json;
 
     fn bearer(token: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
