@@ -194,16 +194,25 @@ fn print_listing_cost(entry: &wasm_mcp::registry::PluginEntry) {
         .iter()
         .map(|t| wasm_mcp::server::convert::tool(t, true))
         .collect();
-    let bytes = serde_json::json!({ "tools": tools }).to_string().len();
-    let search = serde_json::json!({ "tools": wasm_mcp::server::search::definitions() })
-        .to_string()
-        .len();
+    let bytes = listing_bytes(&tools);
+    let search = listing_bytes(&wasm_mcp::server::search::definitions());
     println!(
         "listing costs ~{} tokens ({bytes} bytes of tools/list JSON, about {BYTES_PER_TOKEN} bytes a token); \
          with [server] tool_search = \"only\" a host lists ~{} tokens whatever its plugins",
         bytes.div_ceil(BYTES_PER_TOKEN),
         search.div_ceil(BYTES_PER_TOKEN)
     );
+}
+
+/// The bytes of a `tools/list` result listing `tools`.
+fn listing_bytes(tools: &impl serde::Serialize) -> usize {
+    #[derive(serde::Serialize)]
+    struct Listing<'a, T> {
+        tools: &'a T,
+    }
+    serde_json::to_vec(&Listing { tools })
+        .expect("a listing serializes")
+        .len()
 }
 
 /// `title` (unless empty), then each item indented, after `tag`.

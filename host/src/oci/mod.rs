@@ -143,6 +143,16 @@ pub async fn credentials(registry: &str, logins: &Logins) -> Result<RegistryAuth
     docker::credentials(registry).await
 }
 
+/// The config blob of a pushed component (the members in the order a
+/// sorted JSON object has them).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WasmConfig {
+    architecture: &'static str,
+    layer_digests: Vec<String>,
+    os: &'static str,
+}
+
 /// Publishes component `file` (with the manifest beside it, if any) as
 /// `reference`; the manifest's digest.
 pub async fn push(
@@ -169,11 +179,11 @@ pub async fn push(
         Err(e) => return Err(e).with_context(|| format!("reading {}", manifest_file.display())),
     };
     let layer = ImageLayer::new(component, WASM_LAYER.into(), None);
-    let config = serde_json::json!({
-        "architecture": "wasm",
-        "os": "wasip2",
-        "layerDigests": [layer.sha256_digest()],
-    });
+    let config = WasmConfig {
+        architecture: "wasm",
+        layer_digests: vec![layer.sha256_digest()],
+        os: "wasip2",
+    };
     let config = Config::new(serde_json::to_vec(&config)?, WASM_CONFIG.into(), None);
     let mut layers = vec![layer];
     if let Some(skills) = skills_of(file, *skill_limits).await? {

@@ -239,17 +239,85 @@ fn repository_of(reference: &Reference) -> String {
     )
 }
 
+/// A cosign "simple signing" payload (each object's members in the order
+/// a sorted JSON object has them, as cosign writes them).
+#[derive(serde::Serialize)]
+struct SimpleSigning<'a> {
+    critical: Critical<'a>,
+    /// Always `null`.
+    optional: (),
+}
+
+/// What a signature vouches for.
+#[derive(serde::Serialize)]
+struct Critical<'a> {
+    identity: Identity,
+    image: Image<'a>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// The repository signed for.
+#[derive(serde::Serialize)]
+struct Identity {
+    #[serde(rename = "docker-reference")]
+    docker_reference: String,
+}
+
+/// The manifest signed.
+#[derive(serde::Serialize)]
+struct Image<'a> {
+    #[serde(rename = "docker-manifest-digest")]
+    docker_manifest_digest: &'a str,
+}
+
+/// The config blob of a signature image, as cosign writes it.
+#[derive(serde::Serialize)]
+struct SignatureConfig {
+    architecture: &'static str,
+    config: Empty,
+    created: &'static str,
+    history: [History; 1],
+    os: &'static str,
+    rootfs: RootFs,
+}
+
+/// `{}`.
+#[derive(serde::Serialize)]
+struct Empty {}
+
+/// One entry of [`SignatureConfig`]'s history.
+#[derive(serde::Serialize)]
+struct History {
+    created: &'static str,
+}
+
+/// The layers of a signature image.
+#[derive(serde::Serialize)]
+struct RootFs {
+    diff_ids: Vec<String>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// The creation time cosign writes: none.
+const EPOCH: &str = "0001-01-01T00:00:00Z";
+
 /// The payload that vouches for manifest `digest` of `reference`'s
 /// repository, as cosign writes it.
 fn payload(reference: &Reference, digest: &str) -> Vec<u8> {
-    let payload = serde_json::json!({
-        "critical": {
-            "identity": { "docker-reference": repository_of(reference) },
-            "image": { "docker-manifest-digest": digest },
-            "type": PAYLOAD_TYPE,
+    let payload = SimpleSigning {
+        critical: Critical {
+            identity: Identity {
+                docker_reference: repository_of(reference),
+            },
+            image: Image {
+                docker_manifest_digest: digest,
+            },
+            kind: PAYLOAD_TYPE,
         },
-        "optional": null,
-    });
+        optional: (),
+    };
     serde_json::to_vec(&payload).expect("a JSON value serializes")
 }
 
@@ -326,14 +394,17 @@ pub async fn sign(
         )])),
     ));
     let diff_ids: Vec<String> = layers.iter().map(ImageLayer::sha256_digest).collect();
-    let config = serde_json::json!({
-        "architecture": "",
-        "config": {},
-        "created": "0001-01-01T00:00:00Z",
-        "history": [{ "created": "0001-01-01T00:00:00Z" }],
-        "os": "",
-        "rootfs": { "type": "layers", "diff_ids": diff_ids },
-    });
+    let config = SignatureConfig {
+        architecture: "",
+        config: Empty {},
+        created: EPOCH,
+        history: [History { created: EPOCH }],
+        os: "",
+        rootfs: RootFs {
+            diff_ids,
+            kind: "layers",
+        },
+    };
     let config = Config::oci_v1(serde_json::to_vec(&config)?, None);
     let manifest = OciImageManifest::build(&layers, &config, None);
     client

@@ -295,6 +295,16 @@ pub struct Exported {
     pub folders: Vec<(String, Tally)>,
 }
 
+/// One line of `keyvalue.jsonl`: a key, its value as base64 (the members
+/// in the order a sorted JSON object has them).
+#[derive(serde::Serialize)]
+struct KeyValueLine<'a> {
+    bucket: &'a str,
+    key: &'a str,
+    plugin: &'a str,
+    value: String,
+}
+
 /// Writes a new archive at `out` (refused if it exists; mode 0600) of
 /// `entries` and tenant `key`'s folder in each of `roots`, at most
 /// `limit` bytes of values and files; nothing is left at `out` when it
@@ -357,15 +367,13 @@ fn archive(
     let mut tar = tar::Builder::new(out);
     let mut lines = Vec::new();
     for entry in entries {
-        serde_json::to_writer(
-            &mut lines,
-            &serde_json::json!({
-                "plugin": entry.plugin,
-                "bucket": entry.bucket,
-                "key": entry.key,
-                "value": base64::engine::general_purpose::STANDARD.encode(&entry.value),
-            }),
-        )?;
+        let line = KeyValueLine {
+            bucket: &entry.bucket,
+            key: &entry.key,
+            plugin: &entry.plugin,
+            value: base64::engine::general_purpose::STANDARD.encode(&entry.value),
+        };
+        serde_json::to_writer(&mut lines, &line)?;
         lines.push(b'\n');
     }
     let mut budget = limit.saturating_sub(entries.iter().map(|e| e.value.len() as u64).sum());
