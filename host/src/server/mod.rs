@@ -25,6 +25,7 @@ mod roots;
 pub mod search;
 mod session;
 pub mod session_store;
+pub mod store_error;
 mod shared;
 mod task_status;
 pub mod tasks;
@@ -48,4 +49,5 @@ pub use session::{Arriving, Settled};
 #[cfg(test)]
 pub(crate) use session_store::contract::check as session_store_contract;
 pub use session_store::{MemorySessions, SessionRecord, SessionStore, StreamEvents};
+pub use store_error::StoreError;
 pub use shared::{Backends, Loading, Server, ServerOptions};

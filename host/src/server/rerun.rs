@@ -38,7 +38,7 @@ async fn rerun(server: &Arc<Server>, record: Record) {
         Ok(entry) => entry,
         Err(why) => {
             tracing::warn!(task = %record.id, "a task is not run again: {why}");
-            tasks.fail_claimed(&record, &why).await;
+            tasks.fail_claimed(&record, &why.to_string()).await;
             return;
         }
     };
@@ -98,18 +98,47 @@ async fn rerun(server: &Arc<Server>, record: Record) {
     }
 }
 
+/// Why a task's call is not run again here.
+#[derive(Debug, thiserror::Error)]
+enum NotHere {
+    /// Its record does not say which plugin served it.
+    #[error("the task was started by an older host that did not record which plugin served it")]
+    Unrecorded,
+    /// Its plugin is served here as another component.
+    #[error(
+        "plugin {plugin} is served here as another version (component sha256:{here} here, \
+         sha256:{then} when the task started)"
+    )]
+    OtherVersion {
+        /// The plugin (quoted).
+        plugin: String,
+        /// The component served here (quoted).
+        here: String,
+        /// The component the task started on (quoted).
+        then: String,
+    },
+    /// Its plugin no longer offers the tool.
+    #[error("plugin {plugin} no longer offers the tool {tool}")]
+    NoTool {
+        /// The plugin (quoted).
+        plugin: String,
+        /// The tool (quoted).
+        tool: String,
+    },
+    /// Its plugin is not served here.
+    #[error("plugin {0} is not served here")]
+    NotServed(String),
+}
+
 /// The tool `asked` called, by identity: the same plugin, the plugin's
 /// own name for the tool and the same component; why not, when this
 /// replica does not serve exactly that.
-fn resolve<'c>(catalogue: &'c Catalogue, asked: &Rerun) -> Result<&'c ToolEntry, String> {
+fn resolve<'c>(catalogue: &'c Catalogue, asked: &Rerun) -> Result<&'c ToolEntry, NotHere> {
     let quote = |text: &str| crate::protocol::excerpt(text, crate::protocol::QUOTED_BYTES);
     let (Some(plugin), Some(tool), Some(component)) =
         (&asked.plugin, &asked.plugin_tool, &asked.component)
     else {
-        return Err(
-            "the task was started by an older host that did not record which plugin served it"
-                .to_owned(),
-        );
+        return Err(NotHere::Unrecorded);
     };
     let same = |e: &&ToolEntry| {
         e.plugin.name() == plugin && e.tool.name == *tool && e.plugin.hash() == component
@@ -119,19 +148,16 @@ fn resolve<'c>(catalogue: &'c Catalogue, asked: &Rerun) -> Result<&'c ToolEntry,
     }
     let served = catalogue.plugin(plugin).map(|p| p.plugin.hash().to_owned());
     Err(match served {
-        Some(other) if other != *component => format!(
-            "plugin {} is served here as another version (component sha256:{} here, \
-             sha256:{} when the task started)",
-            quote(plugin),
-            quote(&other),
-            quote(component)
-        ),
-        Some(_) => format!(
-            "plugin {} no longer offers the tool {}",
-            quote(plugin),
-            quote(tool)
-        ),
-        None => format!("plugin {} is not served here", quote(plugin)),
+        Some(other) if other != *component => NotHere::OtherVersion {
+            plugin: quote(plugin),
+            here: quote(&other),
+            then: quote(component),
+        },
+        Some(_) => NotHere::NoTool {
+            plugin: quote(plugin),
+            tool: quote(tool),
+        },
+        None => NotHere::NotServed(quote(plugin)),
     })
 }
 

@@ -28,7 +28,7 @@ pub use store::{outcome_text, parse_outcome, Record, Sqlite, Status, TaskStore, 
 
 use super::bus::{Operation, RelayError};
 use super::Outcome as CallOutcome;
-use super::{Bus, ServerEvent};
+use super::{Bus, ServerEvent, StoreError};
 use crate::protocol::model::{Task, TaskView};
 use crate::protocol::{random_id, RpcError};
 use parking_lot::Mutex;
@@ -72,9 +72,9 @@ pub struct NewTask {
     pub rerun: Option<Rerun>,
 }
 
+/// A task store's failure on the wire ([`StoreError`] says which kind).
 pub(super) fn store_error(error: anyhow::Error) -> RpcError {
-    tracing::error!("the tasks store failed: {error:#}");
-    RpcError::internal(format!("the tasks store failed: {error}"))
+    StoreError::of(error).into()
 }
 
 /// Opens the SQLite store `options` name (falling back to memory, with an

@@ -4,6 +4,7 @@
 
 use super::database::Store;
 use super::{Record, Status, TaskStore, Usage};
+use crate::server::StoreError;
 use anyhow::{Context as _, Result};
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -27,10 +28,34 @@ impl Sqlite {
         query: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let store = self.0.clone();
-        tokio::task::spawn_blocking(move || query(&store.lock()))
+        tokio::task::spawn_blocking(move || query(&store.lock()).map_err(classify))
             .await
             .context("the tasks store's thread failed")?
     }
+}
+
+/// What kind of failure an error of the database is ([`StoreError`]): a
+/// constraint a write broke is a conflict, a value or file that does not
+/// read is corrupt, anything else (a busy or full database, I/O) is
+/// unreachable.
+fn classify(error: anyhow::Error) -> anyhow::Error {
+    use rusqlite::ErrorCode as Code;
+    let kind = match error.downcast_ref::<rusqlite::Error>() {
+        Some(rusqlite::Error::SqliteFailure(e, _)) => match e.code {
+            Code::ConstraintViolation => Some(StoreError::Conflict(format!("{error:#}"))),
+            Code::DatabaseCorrupt | Code::NotADatabase => {
+                Some(StoreError::Corrupt(format!("{error:#}")))
+            }
+            _ => None,
+        },
+        Some(
+            rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..),
+        ) => Some(StoreError::Corrupt(format!("{error:#}"))),
+        _ => None,
+    };
+    kind.map_or(error, anyhow::Error::new)
 }
 
 #[async_trait]
@@ -138,5 +163,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let on_disk = Sqlite::open(Some(&dir.path().join("tasks.db")), "me").unwrap();
         super::super::contract::check(&on_disk).await;
+    }
+
+    #[tokio::test]
+    async fn a_taken_id_is_a_conflict() {
+        let store = Sqlite::open(None, "me").unwrap();
+        let task = super::super::contract::task("t1", None, 1);
+        store.insert(&task).await.unwrap();
+        let error = store.insert(&task).await.unwrap_err();
+        assert!(matches!(StoreError::of(error), StoreError::Conflict(_)));
     }
 }
