@@ -46,9 +46,17 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// What serving a request comes to: its result, `Ok(None)` for no response
-/// at all (it was cancelled), or a JSON-RPC error.
-pub type Outcome = Result<Option<Value>, RpcError>;
+/// What serving a request comes to: [`Done`], or a JSON-RPC error.
+pub type Outcome = Result<Done, RpcError>;
+
+/// How a request that did not fail ends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Done {
+    /// Its result, to send.
+    Result(Value),
+    /// No response at all (it was cancelled).
+    NoResponse,
+}
 
 /// What a call is about: the method, the tool or prompt name or resource
 /// URI, and the arguments (what an input-required state is bound to).

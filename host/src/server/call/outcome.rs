@@ -18,7 +18,7 @@ pub fn call_failed(plugin: &LoadedPlugin, error: CallError) -> Option<String> {
 pub fn failed_request(plugin: &LoadedPlugin, error: CallError) -> Outcome {
     call_failed(plugin, error)
         .map(RpcError::internal)
-        .map_or(Ok(None), Err)
+        .map_or(Ok(super::Done::NoResponse), Err)
 }
 
 /// `result` if its JSON fits the plugin's result limit, else why not.

@@ -47,8 +47,8 @@ pub enum Reply {
 impl From<Ended> for Reply {
     fn from(ended: Ended) -> Self {
         match ended {
-            Ended::Outcome(Ok(Some(result))) => Reply::Complete(result),
-            Ended::Outcome(Ok(None)) => Reply::Nothing,
+            Ended::Outcome(Ok(super::Done::Result(result))) => Reply::Complete(result),
+            Ended::Outcome(Ok(super::Done::NoResponse)) => Reply::Nothing,
             Ended::Outcome(Err(error)) => Reply::Failed(error),
             Ended::Crashed(why) => Reply::Crashed(why),
         }
@@ -60,11 +60,11 @@ impl Reply {
     /// is -32603.
     pub fn into_outcome(self) -> Outcome {
         match self {
-            Reply::Complete(result) => Ok(Some(result)),
+            Reply::Complete(result) => Ok(super::Done::Result(result)),
             Reply::Failed(error) => Err(error),
             Reply::Crashed(why) => Err(RpcError::internal(why)),
-            Reply::Nothing => Ok(None),
-            Reply::InputRequired(input) => Ok(Some(input.to_json())),
+            Reply::Nothing => Ok(super::Done::NoResponse),
+            Reply::InputRequired(input) => Ok(super::Done::Result(input.to_json())),
             Reply::BecameTask(_) => Err(RpcError::internal(
                 "the call went on as a task, which this request does not allow",
             )),

@@ -232,7 +232,7 @@ async fn methods(received: &mut OutboxReceiver) -> Vec<String> {
 }
 
 fn complete(value: Value) -> BoxFuture<Ended> {
-    Box::pin(async move { Ended::Outcome(Ok(Some(value))) })
+    Box::pin(async move { Ended::Outcome(Ok(super::Done::Result(value))) })
 }
 
 fn logs_and_progress(scope: Arc<RequestScope>) -> BoxFuture<Ended> {
@@ -249,7 +249,7 @@ fn asks_for_roots(scope: Arc<RequestScope>) -> BoxFuture<Ended> {
             Some(Err(InputError::Timeout)) => -1,
             _ => -2,
         };
-        Ended::Outcome(Ok(Some(json!({ "roots": roots }))))
+        Ended::Outcome(Ok(super::Done::Result(json!({ "roots": roots }))))
     })
 }
 
@@ -269,7 +269,7 @@ fn crashes(_: Arc<RequestScope>) -> BoxFuture<Ended> {
 fn waits_until_cancelled(scope: Arc<RequestScope>) -> BoxFuture<Ended> {
     Box::pin(async move {
         scope.cancelled().await;
-        Ended::Outcome(Ok(None))
+        Ended::Outcome(Ok(super::Done::NoResponse))
     })
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// A tool call's reply as its request's answer: a crash is a tool error.
 pub fn tool_answer(reply: Reply) -> Outcome {
     match reply {
-        Reply::Crashed(why) => Ok(Some(convert::tool_error(&why))),
+        Reply::Crashed(why) => Ok(super::Done::Result(convert::tool_error(&why))),
         other => other.into_outcome(),
     }
 }
@@ -55,24 +55,27 @@ pub async fn call_plugin(
     let ended = match outcome {
         Ok(Ok(result)) => convert::call_result(&result)
             .map(|result| {
-                Some(
+                super::Done::Result(
                     within_result_limit(&plugin, result)
                         .unwrap_or_else(|m| convert::tool_error(&m)),
                 )
             })
             .map_err(RpcError::internal),
-        Ok(Err(types::Error::Internal(message))) => Ok(Some(convert::tool_error(&message))),
+        Ok(Err(types::Error::Internal(message))) => {
+            Ok(super::Done::Result(convert::tool_error(&message)))
+        }
         // The plugin found its arguments wrong (or what they name missing).
         Ok(Err(types::Error::InvalidParams(message) | types::Error::NotFound(message)))
             if argument_tool_errors =>
         {
-            Ok(Some(convert::tool_error(&message)))
+            Ok(super::Done::Result(convert::tool_error(&message)))
         }
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
         // A crash is a tool error for a request, a failure for a task:
         // whoever ends up with the call renders it.
         Err(error) => {
-            return call_failed(&plugin, error).map_or(Ended::Outcome(Ok(None)), Ended::Crashed)
+            return call_failed(&plugin, error)
+                .map_or(Ended::Outcome(Ok(super::Done::NoResponse)), Ended::Crashed)
         }
     };
     ended.into()

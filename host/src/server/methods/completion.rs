@@ -1,6 +1,7 @@
 //! `completion/complete`.
 
 use super::{clip, invalid, unless_late, Request};
+use super::{from_call, Answer, Answered};
 use crate::protocol::params::{self, Params};
 use crate::protocol::ErrorCode;
 use crate::registry::Catalogue;
@@ -8,12 +9,12 @@ use crate::runtime::completions;
 use crate::server::access::Item;
 use crate::server::call;
 use crate::server::call::outcome::{failed_request, plugin_error};
-use crate::server::{convert, Outcome};
+use crate::server::convert;
 use serde_json::{json, Value};
 
 /// `completion/complete`: suggestions for a prompt's or a resource
 /// template's argument, from the plugin that serves it.
-pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Answered {
     let params = Params(request.params);
     let reference = params.object("ref")?;
     let argument = params.object("argument")?;
@@ -71,7 +72,7 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
         }
     };
     if !plugin.exports().completions {
-        return Ok(Some(
+        return Ok(Answer::Result(
             json!({ "completion": { "values": [], "hasMore": false } }),
         ));
     }
@@ -83,8 +84,8 @@ pub(super) async fn complete(request: &Request<'_>, catalogue: &Catalogue) -> Ou
     };
     let context = call::inline_scope(&request.call_request(), plugin.name());
     match plugin.complete(context, &asked).await {
-        Ok(Ok(completion)) => Ok(Some(convert::completion(&completion))),
+        Ok(Ok(completion)) => Ok(Answer::Result(convert::completion(&completion))),
         Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
-        Err(error) => failed_request(plugin, error),
+        Err(error) => from_call(failed_request(plugin, error)),
     }
 }

@@ -2,10 +2,11 @@
 //! [`super::handle`]) and `logging/setLevel`, and what the server offers.
 
 use super::Request;
+use super::{Answer, Answered};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, negotiate_handshake, ErrorCode, Revision, RpcError};
 use crate::server::session::{Era, Wire};
-use crate::server::{convert, Connection, Outcome};
+use crate::server::{convert, Connection};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ pub(super) fn discover(request: &Request<'_>) -> Value {
 }
 
 /// `logging/setLevel`: the lowest level the session hears.
-pub(super) fn set_level(request: &Request<'_>) -> Outcome {
+pub(super) fn set_level(request: &Request<'_>) -> Answered {
     let level = request
         .params
         .get("level")
@@ -29,7 +30,7 @@ pub(super) fn set_level(request: &Request<'_>) -> Outcome {
         .and_then(convert::parse_log_level);
     let level = level.ok_or_else(|| params::invalid("\"level\" must be an MCP log level"))?;
     request.conn.session().log_level = Some(level);
-    Ok(Some(json!({})))
+    Ok(Answer::Result(json!({})))
 }
 
 /// `value` without its null members.
@@ -45,7 +46,7 @@ fn strip_nulls(mut value: Value) -> Value {
 pub(in crate::server) fn initialize(
     conn: &Arc<Connection>,
     params: &Map<String, Value>,
-) -> Outcome {
+) -> Answered {
     let requested = Params(params).str("protocolVersion")?;
     let client_capabilities = params
         .get("capabilities")
@@ -70,7 +71,7 @@ pub(in crate::server) fn initialize(
     let era = Era::Handshake {
         version: Some(version),
     };
-    Ok(Some(strip_nulls(json!({
+    Ok(Answer::Result(strip_nulls(json!({
         "protocolVersion": version,
         "capabilities": capabilities(&era),
         "serverInfo": server.server_info(),

@@ -16,6 +16,7 @@ mod tests;
 mod tool_search;
 mod tools;
 
+use super::call::Done;
 use super::prepared::{List, Page};
 pub(super) use super::request::Request;
 use super::session::Era;
@@ -39,9 +40,18 @@ pub(super) enum Answer {
 /// What serving a request comes to.
 pub(super) type Answered = Result<Answer, RpcError>;
 
-/// An [`Outcome`] (`None`: nothing to send) as an answer.
-pub(super) fn json(outcome: Outcome) -> Answered {
-    outcome.map(|result| result.map_or(Answer::NoResponse, Answer::Result))
+impl From<Done> for Answer {
+    fn from(done: Done) -> Self {
+        match done {
+            Done::Result(result) => Answer::Result(result),
+            Done::NoResponse => Answer::NoResponse,
+        }
+    }
+}
+
+/// A plugin call's [`Outcome`] as a method's answer.
+fn from_call(outcome: Outcome) -> Answered {
+    outcome.map(Answer::from)
 }
 
 /// Serves one request of method `name` (`method` when this server knows
@@ -65,35 +75,35 @@ pub(super) async fn handle(
         Method::Discover => Ok(Answer::Result(lifecycle::discover(&request))),
         Method::SetLogLevel => persisted(&request, lifecycle::set_level(&request)).await,
         Method::ListTools => page(List::Tools(request.era.lists_output_schema())),
-        Method::CallTool => json(tools::call(&request, &catalogue).await),
+        Method::CallTool => tools::call(&request, &catalogue).await,
         Method::ListResources => page(List::Resources),
         Method::ListResourceTemplates => page(List::Templates),
-        Method::ReadResource => json(resources::read(&request, &catalogue).await),
+        Method::ReadResource => resources::read(&request, &catalogue).await,
         Method::Subscribe => persisted(&request, resources::subscribe(&request, true)).await,
         Method::Unsubscribe => persisted(&request, resources::subscribe(&request, false)).await,
         Method::ListPrompts => page(List::Prompts),
-        Method::GetPrompt => json(prompts::get(&request, &catalogue).await),
-        Method::Complete => json(completion::complete(&request, &catalogue).await),
-        Method::Listen => json(subscriptions::listen(&request).await),
-        Method::ListSkills => json(skills::list(&request, &catalogue)),
-        Method::GetSkill => json(skills::get(&request, &catalogue)),
-        Method::ReadDirectory => json(skills::read_directory(&request, &catalogue)),
+        Method::GetPrompt => prompts::get(&request, &catalogue).await,
+        Method::Complete => completion::complete(&request, &catalogue).await,
+        Method::Listen => subscriptions::listen(&request).await,
+        Method::ListSkills => skills::list(&request, &catalogue),
+        Method::GetSkill => skills::get(&request, &catalogue),
+        Method::ReadDirectory => skills::read_directory(&request, &catalogue),
         Method::GetTask
         | Method::TaskResult
         | Method::ListTasks
         | Method::CancelTask
-        | Method::UpdateTask => json(tasks::handle(&request, method).await),
+        | Method::UpdateTask => tasks::handle(&request, method).await,
     }
 }
 
 /// `outcome` of a request that changed its session, answered once the
 /// session is saved (a host sharing the session store sees the change
 /// before the client does).
-async fn persisted(request: &Request<'_>, outcome: Outcome) -> Answered {
-    if outcome.is_ok() {
+async fn persisted(request: &Request<'_>, answered: Answered) -> Answered {
+    if answered.is_ok() {
         request.conn.persist().await;
     }
-    json(outcome)
+    answered
 }
 
 /// Refuses a method that does not exist on the request's revision, and

@@ -1,19 +1,21 @@
 //! `prompts/list` and `prompts/get`.
 
 use super::{clip, invalid, unless_late, Request};
+use super::{from_call, Answered};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{ErrorCode, Method, RpcError};
 use crate::registry::Catalogue;
 use crate::server::access::Item;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
+use crate::server::call::Done;
 use crate::server::call::{self, Ended, RequestScope, Run, Target};
-use crate::server::{convert, Outcome};
+use crate::server::convert;
 use serde_json::Value;
 use std::sync::Arc;
 
 /// `prompts/get`: checks the arguments are strings and the required ones
 /// are there, then runs the call.
-pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Answered {
     let params = request.params;
     let name = Params(params).str("name")?;
     let entry = catalogue.prompt(name).ok_or_else(|| {
@@ -63,7 +65,7 @@ pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome
     let call = move |context: Arc<RequestScope>| async move {
         let outcome = match plugin.get_prompt(context, &prompt, &arguments).await {
             Ok(Ok(result)) => within_result_limit(&plugin, convert::prompt_result(&result))
-                .map(Some)
+                .map(Done::Result)
                 .map_err(RpcError::internal),
             Ok(Err(error)) => Err(plugin_error(error, ErrorCode::InvalidParams)),
             Err(error) => failed_request(&plugin, error),
@@ -71,7 +73,9 @@ pub(super) async fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome
         Ended::from(outcome)
     };
     let asked = request.call_request();
-    call::run(asked, entry.plugin.name(), target, Run::Inline, call)
-        .await?
-        .into_outcome()
+    from_call(
+        call::run(asked, entry.plugin.name(), target, Run::Inline, call)
+            .await?
+            .into_outcome(),
+    )
 }

@@ -2,26 +2,28 @@
 //! the handshake's `resources/subscribe` and `resources/unsubscribe`.
 
 use super::{clip, invalid, unless_late, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
+use super::{from_call, Answer, Answered};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{Method, RpcError};
 use crate::registry::{Catalogue, ResourceEntry};
 use crate::runtime::types;
 use crate::server::access::Item;
 use crate::server::call::outcome::{failed_request, plugin_error, within_result_limit};
+use crate::server::call::Done;
 use crate::server::call::{self, Ended, RequestScope, Run, Target};
-use crate::server::{convert, Outcome};
+use crate::server::convert;
 use crate::skills::{Skill, SkillFile};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// `resources/subscribe` (`on`) and `resources/unsubscribe`: the session's
 /// subscriptions, bounded in number and URI length.
-pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Outcome {
+pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Answered {
     let uri = Params(request.params).str("uri")?;
     let mut session = request.conn.session();
     if !on {
         session.subscriptions.remove(uri);
-        return Ok(Some(json!({})));
+        return Ok(Answer::Result(json!({})));
     }
     if uri.len() > MAX_SUBSCRIBED_URI {
         return Err(params::invalid(format!(
@@ -41,11 +43,11 @@ pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Outcome {
         )));
     }
     session.subscriptions.insert(uri.to_owned());
-    Ok(Some(json!({})))
+    Ok(Answer::Result(json!({})))
 }
 
 /// `resources/read`.
-pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Answered {
     let (params, era) = (request.params, request.era);
     let uri = Params(params).str("uri")?;
     let not_found = || {
@@ -61,7 +63,7 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             &Item::skill(owner, skill),
             &format!("resource {}", clip(uri)),
         )?;
-        return Ok(Some(
+        return Ok(Answer::Result(
             json!({ "contents": [convert::skill_file_contents(file)] }),
         ));
     }
@@ -82,7 +84,7 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
             Ok(Ok(contents)) => {
                 let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
                 within_result_limit(&plugin, result)
-                    .map(Some)
+                    .map(Done::Result)
                     .map_err(RpcError::internal)
             }
             Ok(Err(types::Error::NotFound(_))) => {
@@ -95,9 +97,11 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Outcom
         Ended::from(outcome)
     };
     let asked = request.call_request();
-    call::run(asked, owner.name(), target_of_call, Run::Inline, call)
-        .await?
-        .into_outcome()
+    from_call(
+        call::run(asked, owner.name(), target_of_call, Run::Inline, call)
+            .await?
+            .into_outcome(),
+    )
 }
 
 /// What serves `uri` for the access policy: a skill (whichever of its

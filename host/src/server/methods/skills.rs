@@ -4,10 +4,10 @@
 //! plugin is called. A skill is seen by whoever may read its `SKILL.md`.
 
 use super::{clip, invalid, Request};
+use super::{Answer, Answered};
 use crate::protocol::params::{self, Params};
 use crate::registry::{pagination, Catalogue, SkillEntry};
 use crate::server::access::Item;
-use crate::server::Outcome;
 use crate::skills::{Child, Skill, SkillFile, DIRECTORY_MIME};
 use serde_json::{json, Value};
 
@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 const SKILLS_PER_PAGE: usize = 32;
 
 /// `skills/list`: the skills the caller may read, a page at a time.
-pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Answered {
     let cursor = Params(request.params).optional_str("cursor")?;
     let visible: Vec<&SkillEntry> = catalogue
         .skills
@@ -31,11 +31,11 @@ pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
     if let Some(next) = next {
         result["nextCursor"] = json!(next);
     }
-    Ok(Some(private_under_policy(request, result)))
+    Ok(Answer::Result(private_under_policy(request, result)))
 }
 
 /// `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`.
-pub(super) fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+pub(super) fn get(request: &Request<'_>, catalogue: &Catalogue) -> Answered {
     let uri = Params(request.params).str("uri")?;
     let unknown = || invalid(format!("No skill is served at {}", clip(uri)));
     let found = catalogue.skill(uri).ok_or_else(unknown)?;
@@ -44,13 +44,13 @@ pub(super) fn get(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
         &format!("skill {}", clip(uri)),
     )?;
     let result = json!({ "skill": entry(&found.skill) });
-    Ok(Some(private_under_policy(request, result)))
+    Ok(Answer::Result(private_under_policy(request, result)))
 }
 
 /// `resources/directory/read`: the direct children of a folder of a
 /// skill (`skill://P/S[/path]`), or the skills of one plugin
 /// (`skill://P`).
-pub(super) fn read_directory(request: &Request<'_>, catalogue: &Catalogue) -> Outcome {
+pub(super) fn read_directory(request: &Request<'_>, catalogue: &Catalogue) -> Answered {
     let uri = Params(request.params).str("uri")?;
     let cursor = Params(request.params).optional_str("cursor")?;
     let not_a_directory = || invalid(format!("{} is not a directory resource", clip(uri)));
@@ -98,7 +98,7 @@ pub(super) fn read_directory(request: &Request<'_>, catalogue: &Catalogue) -> Ou
     if let Some(next) = next {
         result["nextCursor"] = json!(next);
     }
-    Ok(Some(result))
+    Ok(Answer::Result(result))
 }
 
 /// Whether the caller may read skill `s`.

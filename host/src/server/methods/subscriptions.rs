@@ -3,12 +3,13 @@
 //! shuts down.
 
 use super::{tasks as tasks_ext, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
+use super::{Answer, Answered};
 use crate::protocol::params;
 use crate::protocol::{meta, notification, RpcError};
 use crate::runtime::host_types::ListKind;
 use crate::server::events::{list_changed_method, served_by};
 use crate::server::tasks::Wire;
-use crate::server::{Heard, Outbox, Outcome, ServerEvent};
+use crate::server::{Heard, Outbox, ServerEvent};
 use serde_json::{json, Map, Value};
 
 /// What a listener follows.
@@ -26,7 +27,7 @@ struct Filter {
 
 /// `subscriptions/listen`: acknowledges, then forwards the events the
 /// client asked for until it cancels or the server shuts down.
-pub(super) async fn listen(request: &Request<'_>) -> Outcome {
+pub(super) async fn listen(request: &Request<'_>) -> Answered {
     let filter = parse_filter(request).await?;
     let tag = json!({ meta::SUBSCRIPTION_ID: request.id });
     let out = request.reply;
@@ -43,11 +44,11 @@ pub(super) async fn listen(request: &Request<'_>) -> Outcome {
     loop {
         let event = tokio::select! {
             event = events.recv() => event,
-            () = request.cancel.cancelled() => return Ok(None),
+            () = request.cancel.cancelled() => return Ok(Answer::NoResponse),
         };
         match event {
             Heard::Event(ServerEvent::Shutdown) | Heard::Closed => {
-                return Ok(Some(json!({ "_meta": tag })));
+                return Ok(Answer::Result(json!({ "_meta": tag })));
             }
             Heard::Event(event) => forward(request, &filter, event, &tag).await,
             Heard::Missed(n) => {

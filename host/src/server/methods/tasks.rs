@@ -4,10 +4,10 @@
 //! the extension. Each wire answers the other's methods with -32601.
 
 use super::Request;
+use super::{Answer, Answered};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, ErrorCode, Method, RpcError};
 use crate::server::tasks::{Record, Status, Wire};
-use crate::server::Outcome;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
@@ -35,7 +35,7 @@ pub fn missing_extension(what: &str) -> RpcError {
 }
 
 /// Serves a `tasks/*` request.
-pub(super) async fn handle(request: &Request<'_>, method: Method) -> Outcome {
+pub(super) async fn handle(request: &Request<'_>, method: Method) -> Answered {
     let params = request.params;
     let name = method.as_str();
     match request.era.task_wire() {
@@ -96,9 +96,9 @@ async fn lookup(request: &Request<'_>, id: &str) -> Result<Record, RpcError> {
         .await
 }
 
-async fn get(request: &Request<'_>, wire: Wire) -> Outcome {
+async fn get(request: &Request<'_>, wire: Wire) -> Answered {
     let record = record(request).await?;
-    Ok(Some(Value::Object(
+    Ok(Answer::Result(Value::Object(
         request.conn.server.tasks.render(&record, wire).to_map(),
     )))
 }
@@ -106,21 +106,21 @@ async fn get(request: &Request<'_>, wire: Wire) -> Outcome {
 /// `tasks/result`: waits for the task to end, sending its call's questions
 /// and notifications on this request's stream meanwhile, then answers with
 /// what the call answered.
-async fn result(request: &Request<'_>) -> Outcome {
+async fn result(request: &Request<'_>) -> Answered {
     let tasks = &request.conn.server.tasks;
     let record = record(request).await?;
     if !record.status.is_terminal() {
         let _attached = tasks.attach(&record.id, request.reply);
         tokio::select! {
             () = tasks.wait_over(&record.id) => {}
-            () = request.cancel.cancelled() => return Ok(None),
+            () = request.cancel.cancelled() => return Ok(Answer::NoResponse),
         }
     }
     let record = lookup(request, &record.id).await?;
     match (record.status, record.outcome) {
         (_, Some(Ok(mut result))) => {
             meta::tag_related_task(&mut result, &record.id);
-            Ok(Some(result))
+            Ok(Answer::Result(result))
         }
         (_, Some(Err(error))) => Err(RpcError::from_json(&error)),
         (Status::Cancelled, None) => Err(RpcError::new(
@@ -135,7 +135,7 @@ async fn result(request: &Request<'_>) -> Outcome {
 }
 
 /// `tasks/list`: the session's (or principal's) tasks, oldest first.
-async fn list(request: &Request<'_>) -> Outcome {
+async fn list(request: &Request<'_>) -> Answered {
     let server = &request.conn.server;
     let bad_cursor = || params::invalid("invalid cursor");
     let after = match request.params.get("cursor") {
@@ -186,12 +186,12 @@ async fn list(request: &Request<'_>) -> Outcome {
     if let (true, Some(last)) = (more, records.last()) {
         result["nextCursor"] = json!(B64.encode(format!("{}:{}", last.created_ms, last.id)));
     }
-    Ok(Some(result))
+    Ok(Answer::Result(result))
 }
 
 /// 2025-11-25 `tasks/cancel`: the cancelled task, or -32602 when it is
 /// already over.
-async fn cancel_v1(request: &Request<'_>) -> Outcome {
+async fn cancel_v1(request: &Request<'_>) -> Answered {
     let tasks = &request.conn.server.tasks;
     let record = record(request).await?;
     let terminal = |status: Status| {
@@ -208,24 +208,24 @@ async fn cancel_v1(request: &Request<'_>) -> Outcome {
         return Err(terminal(now.status));
     }
     let record = lookup(request, &record.id).await?;
-    Ok(Some(Value::Object(
+    Ok(Answer::Result(Value::Object(
         tasks.render(&record, Wire::Handshake).to_map(),
     )))
 }
 
 /// 2026-07-28 `tasks/cancel`: an empty acknowledgement, also for a task
 /// that is already over.
-async fn cancel_v2(request: &Request<'_>) -> Outcome {
+async fn cancel_v2(request: &Request<'_>) -> Answered {
     let record = record(request).await?;
     if !record.status.is_terminal() {
         request.conn.server.tasks.cancel(&record).await?;
     }
-    Ok(Some(json!({})))
+    Ok(Answer::Result(json!({})))
 }
 
 /// `tasks/update`: the client's answers to the task's questions; an empty
 /// acknowledgement.
-async fn update(request: &Request<'_>) -> Outcome {
+async fn update(request: &Request<'_>) -> Answered {
     let responses = Params(request.params).object("inputResponses")?.0.clone();
     let record = record(request).await?;
     if !record.status.is_terminal() {
@@ -236,5 +236,5 @@ async fn update(request: &Request<'_>) -> Outcome {
             .update(&record.id, responses)
             .await?;
     }
-    Ok(Some(json!({})))
+    Ok(Answer::Result(json!({})))
 }

@@ -3,11 +3,12 @@
 //! one of them as a `tools/call` of its own would.
 
 use super::{invalid, Request};
+use super::{Answer, Answered};
 use crate::registry::Catalogue;
 use crate::server::access::Item;
+use crate::server::convert;
 use crate::server::prepared::List;
 use crate::server::search::{self, CALL, SEARCH};
-use crate::server::{convert, Outcome};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -17,17 +18,17 @@ pub(super) async fn call(
     catalogue: &Arc<Catalogue>,
     name: &str,
     arguments: &Value,
-) -> Outcome {
+) -> Answered {
     let answer = match name {
         SEARCH => search_tools(request, catalogue, arguments),
         CALL => return call_tool(request, catalogue, arguments).await,
         _ => unreachable!("only the search tools come here"),
     };
     match answer {
-        Ok(result) => Ok(Some(result)),
+        Ok(result) => Ok(Answer::Result(result)),
         // Bad arguments are a tool's error from 2025-11-25 on.
         Err(message) if request.era.argument_errors_are_tool_errors() => {
-            Ok(Some(convert::tool_error(&message)))
+            Ok(Answer::Result(convert::tool_error(&message)))
         }
         Err(message) => Err(invalid(message)),
     }
@@ -93,10 +94,10 @@ async fn call_tool(
     request: &Request<'_>,
     catalogue: &Arc<Catalogue>,
     arguments: &Value,
-) -> Outcome {
-    let bad = |message: &str| -> Outcome {
+) -> Answered {
+    let bad = |message: &str| -> Answered {
         if request.era.argument_errors_are_tool_errors() {
-            Ok(Some(convert::tool_error(message)))
+            Ok(Answer::Result(convert::tool_error(message)))
         } else {
             Err(invalid(message))
         }

@@ -2,14 +2,15 @@
 
 use super::plan::{plan_tool, Plan};
 use super::{clip, invalid, unless_late, Request};
+use super::{from_call, Answer, Answered};
 use crate::protocol::Params;
 use crate::protocol::{ErrorCode, Method, ResultType, RpcError};
 use crate::registry::{schema_limits, Catalogue, ToolEntry};
 use crate::server::access::Item;
 use crate::server::call::{self, call_plugin, tool_answer, Reply, Run, Target};
+use crate::server::convert;
 use crate::server::search;
 use crate::server::tasks::{NewTask, Rerun, Wire};
-use crate::server::{convert, Outcome};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ const MAX_REPORTED_PROBLEMS: usize = 16;
 /// `tools/call`: checks the arguments against the tool's schema (a
 /// mismatch is a tool execution error from 2025-11-25 on, a protocol error
 /// before), then runs the call as its plan says.
-pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> Outcome {
+pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> Answered {
     let params = request.params;
     let name = Params(params).str("name")?;
     // Borrowed from the request, not copied: an object, or absent.
@@ -45,7 +46,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> O
     match check_arguments(entry, name, arguments).await {
         Ok(()) => {}
         Err(error) if argument_tool_errors && error.code == ErrorCode::InvalidParams => {
-            return Ok(Some(convert::tool_error(&error.message)));
+            return Ok(Answer::Result(convert::tool_error(&error.message)));
         }
         Err(error) => return Err(error),
     }
@@ -64,7 +65,9 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> O
         move |context| call_plugin(plugin, context, tool, text, stateless, argument_tool_errors);
     let (asked, plugin) = (request.call_request(), entry.plugin.name());
     match plan {
-        Plan::Request => tool_answer(call::run(asked, plugin, target, Run::Inline, call).await?),
+        Plan::Request => from_call(tool_answer(
+            call::run(asked, plugin, target, Run::Inline, call).await?,
+        )),
         Plan::RequestedTask => {
             let id = request.conn.server.tasks.new_id();
             let run = Run::AsTask { id: id.clone() };
@@ -90,7 +93,7 @@ async fn answer(
     required: bool,
     reply: Reply,
     rerun: Option<Rerun>,
-) -> Outcome {
+) -> Answered {
     let tasks = &request.conn.server.tasks;
     let new_task = NewTask {
         owner: request.conn.task_owner.clone(),
@@ -101,13 +104,13 @@ async fn answer(
     };
     let record = match reply {
         Reply::BecameTask(execution) => tasks.adopt(execution, new_task).await?,
-        Reply::Nothing | Reply::InputRequired(_) => return reply.into_outcome(),
+        Reply::Nothing | Reply::InputRequired(_) => return from_call(reply.into_outcome()),
         ended if required => tasks.finished(new_task, tool_answer(ended)).await?,
-        ended => return tool_answer(ended),
+        ended => return from_call(tool_answer(ended)),
     };
     let mut created = tasks.summary(&record, Wire::Stateless).to_map();
     ResultType::Task.tag(&mut created);
-    Ok(Some(Value::Object(created)))
+    Ok(Answer::Result(Value::Object(created)))
 }
 
 /// Stores the call the client asked to run as 2025-11-25 task `id`, then
@@ -120,9 +123,9 @@ async fn start_requested_task(
     tool: &str,
     reply: Reply,
     rerun: Option<Rerun>,
-) -> Outcome {
+) -> Answered {
     let Reply::BecameTask(execution) = reply else {
-        return tool_answer(reply);
+        return from_call(tool_answer(reply));
     };
     let (conn, tasks) = (request.conn, &request.conn.server.tasks);
     let ttl_ms = request
@@ -140,7 +143,7 @@ async fn start_requested_task(
     let record = tasks
         .launch(id, new, Some(conn.out.clone()), execution)
         .await?;
-    Ok(Some(
+    Ok(Answer::Result(
         json!({ "task": tasks.summary(&record, Wire::Handshake) }),
     ))
 }

@@ -27,6 +27,7 @@ pub(crate) use store::contract::{check as store_contract, task as contract_task}
 pub use store::{outcome_text, parse_outcome, Record, Sqlite, Status, TaskStore, Usage, Wire};
 
 use super::bus::{Operation, RelayError};
+use super::call::Done as CallDone;
 use super::Outcome as CallOutcome;
 use super::{Bus, ServerEvent, StoreError};
 use crate::protocol::model::{Task, TaskView};
@@ -445,7 +446,7 @@ pub(super) type Conclusion = (Status, Option<String>, Option<store::Outcome>);
 /// JSON-RPC errors only).
 pub(super) fn conclusion(wire: Wire, outcome: CallOutcome) -> Conclusion {
     match outcome {
-        Ok(Some(result)) => {
+        Ok(CallDone::Result(result)) => {
             let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
             if is_error && wire == Wire::Handshake {
                 let message = result
@@ -457,7 +458,7 @@ pub(super) fn conclusion(wire: Wire, outcome: CallOutcome) -> Conclusion {
                 (Status::Completed, None, Some(Ok(result)))
             }
         }
-        Ok(None) => (
+        Ok(CallDone::NoResponse) => (
             Status::Cancelled,
             Some("The task was cancelled.".into()),
             None,
@@ -497,7 +498,7 @@ mod tests {
 
     #[test]
     fn a_tool_error_fails_only_a_2025_11_25_task() {
-        let tool_error = Ok(Some(
+        let tool_error = Ok(CallDone::Result(
             json!({ "content": [{ "type": "text", "text": "no" }], "isError": true }),
         ));
         let (status, message, _) = conclusion(Wire::Handshake, tool_error.clone());
@@ -507,6 +508,9 @@ mod tests {
         let (status, _, outcome) = conclusion(Wire::Stateless, Err(RpcError::internal("crashed")));
         assert_eq!(status, Status::Failed);
         assert_eq!(outcome.unwrap().unwrap_err()["code"], -32603);
-        assert_eq!(conclusion(Wire::Stateless, Ok(None)).0, Status::Cancelled);
+        assert_eq!(
+            conclusion(Wire::Stateless, Ok(CallDone::NoResponse)).0,
+            Status::Cancelled
+        );
     }
 }
