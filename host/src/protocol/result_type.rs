@@ -39,3 +39,9 @@ impl ResultType {
     /// The key.
     pub const KEY: &'static str = "resultType";
 }
+
+impl serde::Serialize for ResultType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}

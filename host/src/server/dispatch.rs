@@ -9,10 +9,9 @@ use super::methods::{Answer, Answered};
 use super::session::{self, Era, Settled};
 use super::{methods, Caller, Outbox, Outgoing, Server};
 use crate::protocol::{
-    meta, notification, parse_message, Caching, HeaderParameter, Incoming, Method, RequestId,
-    RpcError,
+    notification, parse_message, HeaderParameter, Incoming, Method, RequestId, RpcError,
 };
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -347,26 +346,9 @@ fn success(id: &RequestId, result: &Value) -> Outgoing {
 
 /// Adds what 2026-07-28 requires on every result (`resultType`, server
 /// identity, and caching hints on cacheable ones).
-fn shape_result(server: &Server, era: &Era, method: Option<Method>, mut result: Value) -> Value {
-    let Era::Stateless { .. } = era else {
-        return result;
-    };
-    let Some(obj) = result.as_object_mut() else {
-        return result;
-    };
-    crate::protocol::ResultType::Complete.tag_unless_set(obj);
-    let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-    if let Some(meta) = meta.as_object_mut() {
-        meta.insert(meta::SERVER_INFO.into(), server.server_info());
+fn shape_result(server: &Server, era: &Era, method: Option<Method>, result: Value) -> Value {
+    match era {
+        Era::Stateless { .. } => super::prepared::envelope(server, method).wrap(result),
+        Era::Handshake { .. } => result,
     }
-    let ttl = match method.map_or(Caching::None, Method::caching) {
-        Caching::List => Some((server.options.list_ttl_ms, "public")),
-        Caching::Private => Some((0, "private")),
-        Caching::None => None,
-    };
-    if let Some((ttl, scope)) = ttl {
-        obj.entry("ttlMs").or_insert_with(|| json!(ttl));
-        obj.entry("cacheScope").or_insert_with(|| json!(scope));
-    }
-    result
 }

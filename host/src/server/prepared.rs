@@ -5,7 +5,8 @@
 use super::access::{Item, Rule, View};
 use super::search::{self, ToolSearch};
 use super::{convert, Server, ServerOptions};
-use crate::protocol::{meta, RequestId};
+use crate::protocol::model::{CacheScope, Caching, Envelope};
+use crate::protocol::{Caching as MethodCaching, Method, RequestId};
 use crate::registry::{Catalogue, ToolEntry};
 use parking_lot::Mutex;
 use serde::ser::{SerializeMap, Serializer};
@@ -75,6 +76,16 @@ pub(super) enum List {
 }
 
 impl List {
+    /// The method that lists it.
+    fn method(self) -> Method {
+        match self {
+            List::Tools(_) => Method::ListTools,
+            List::Resources => Method::ListResources,
+            List::Templates => Method::ListResourceTemplates,
+            List::Prompts => Method::ListPrompts,
+        }
+    }
+
     /// The key of the items in the result.
     fn key(self) -> &'static str {
         match self {
@@ -291,12 +302,32 @@ pub struct Page {
     pub(super) shown: Option<Arc<[u32]>>,
 }
 
-/// What 2026-07-28 adds to a list result.
-struct Shape {
-    server_info: Value,
-    ttl_ms: u64,
-    /// Lists vary by the caller's authorization: not to be shared.
-    private: bool,
+/// The 2026-07-28 envelope of a result of `method` from `server`. The
+/// one rule for its caching hints: a list (and `skills/get`) may be reused
+/// for the configured time, by anyone when every caller sees the same
+/// items (an open access policy), else by the requester only
+/// (`private`); `server/discover` says the same to everyone (`public`);
+/// a resource read is private and not to be reused (`ttlMs` 0).
+pub(super) fn envelope(server: &Server, method: Option<Method>) -> Envelope {
+    let caching = match method.map_or(MethodCaching::None, Method::caching) {
+        MethodCaching::List => {
+            let shared = method == Some(Method::Discover) || server.options.access.is_open();
+            Some(Caching {
+                ttl_ms: server.options.list_ttl_ms,
+                scope: if shared {
+                    CacheScope::Public
+                } else {
+                    CacheScope::Private
+                },
+            })
+        }
+        MethodCaching::Private => Some(Caching {
+            ttl_ms: 0,
+            scope: CacheScope::Private,
+        }),
+        MethodCaching::None => None,
+    };
+    Envelope::complete(server.server_info(), caching)
 }
 
 /// The items of a page, by place among all the items.
@@ -313,7 +344,7 @@ impl Serialize for Picked<'_> {
 
 struct PageResult<'a> {
     page: &'a Page,
-    shape: Option<Shape>,
+    envelope: Option<Envelope>,
 }
 
 impl Serialize for PageResult<'_> {
@@ -331,18 +362,8 @@ impl Serialize for PageResult<'_> {
         if let Some(next) = &page.next_cursor {
             map.serialize_entry("nextCursor", next)?;
         }
-        if let Some(shape) = &self.shape {
-            map.serialize_entry(
-                crate::protocol::ResultType::KEY,
-                crate::protocol::ResultType::Complete.as_str(),
-            )?;
-            map.serialize_entry(
-                "_meta",
-                &serde_json::json!({ meta::SERVER_INFO: shape.server_info }),
-            )?;
-            map.serialize_entry("ttlMs", &shape.ttl_ms)?;
-            let scope = if shape.private { "private" } else { "public" };
-            map.serialize_entry("cacheScope", scope)?;
+        if let Some(envelope) = &self.envelope {
+            envelope.serialize_into(&mut map)?;
         }
         map.end()
     }
@@ -359,15 +380,14 @@ impl Page {
     /// The response to request `id` that carries this page; `stateless`
     /// adds what 2026-07-28 requires of a list result.
     pub(super) fn response(&self, id: &RequestId, server: &Server, stateless: bool) -> String {
-        let shape = stateless.then(|| Shape {
-            server_info: server.server_info(),
-            ttl_ms: server.options.list_ttl_ms,
-            private: !server.options.access.is_open(),
-        });
+        let envelope = stateless.then(|| envelope(server, Some(self.list.method())));
         let response = Response {
             jsonrpc: "2.0",
             id,
-            result: PageResult { page: self, shape },
+            result: PageResult {
+                page: self,
+                envelope,
+            },
         };
         serde_json::to_string(&response).expect("JSON text serializes")
     }
@@ -460,7 +480,10 @@ mod tests {
                     if stateless {
                         assert_eq!(result["resultType"], "complete");
                         assert_eq!(result["cacheScope"], "public");
-                        assert_eq!(result["_meta"][meta::SERVER_INFO], server.server_info());
+                        assert_eq!(
+                            result["_meta"][crate::protocol::meta::SERVER_INFO],
+                            server.server_info()
+                        );
                     }
                 }
                 assert_eq!(items, converted);

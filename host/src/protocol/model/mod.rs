@@ -6,8 +6,15 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+mod envelope;
+mod lifecycle;
 mod tasks;
 
+pub use envelope::{CacheScope, Caching, Envelope, ServerInfoMeta};
+pub use lifecycle::{
+    DiscoverResult, Empty, Extensions, InitializeResult, ListCapability, ResourcesCapability,
+    ServerCapabilities, SkillsExtension, TaskRequests, TasksCapability, ToolTaskRequests,
+};
 pub use tasks::{
     Acknowledged, CreateTaskResult, DetailedTask, ListTasksResult, StoredOutcome, Task, TaskDetail,
     TaskStatus, TaskView, Timing,

@@ -3,22 +3,26 @@
 
 use super::Request;
 use super::{Answer, Answered};
+use crate::protocol::model::{
+    to_json, DiscoverResult, Empty, Extensions, InitializeResult, ListCapability,
+    ResourcesCapability, ServerCapabilities, SkillsExtension, TasksCapability,
+};
 use crate::protocol::params::{self, Params};
-use crate::protocol::{meta, negotiate_handshake, ErrorCode, Revision, RpcError};
+use crate::protocol::{negotiate_handshake, ErrorCode, Revision, RpcError};
 use crate::server::session::{Era, Wire};
 use crate::server::{convert, Connection};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// `server/discover`: the revisions, capabilities and identity.
 pub(super) fn discover(request: &Request<'_>) -> Value {
     let server = &request.conn.server;
-    strip_nulls(json!({
-        "supportedVersions": Revision::newest_first().collect::<Vec<_>>(),
-        "capabilities": capabilities(request.era),
-        "serverInfo": server.server_info(),
-        "instructions": server.instructions(),
-    }))
+    to_json(&DiscoverResult {
+        supported_versions: Revision::newest_first().collect(),
+        capabilities: capabilities(request.era),
+        server_info: server.server_info(),
+        instructions: server.instructions(),
+    })
 }
 
 /// `logging/setLevel`: the lowest level the session hears.
@@ -30,15 +34,7 @@ pub(super) fn set_level(request: &Request<'_>) -> Answered {
         .and_then(convert::parse_log_level);
     let level = level.ok_or_else(|| params::invalid("\"level\" must be an MCP log level"))?;
     request.conn.session().log_level = Some(level);
-    Ok(Answer::Result(json!({})))
-}
-
-/// `value` without its null members.
-fn strip_nulls(mut value: Value) -> Value {
-    if let Some(obj) = value.as_object_mut() {
-        obj.retain(|_, v| !v.is_null());
-    }
-    value
+    Ok(Answer::Result(to_json(&Empty {})))
 }
 
 /// `initialize`: settles the session's revision and the client's
@@ -51,7 +47,7 @@ pub(in crate::server) fn initialize(
     let client_capabilities = params
         .get("capabilities")
         .cloned()
-        .unwrap_or_else(|| json!({}));
+        .unwrap_or_else(|| Value::Object(Map::new()));
     let version = negotiate_handshake(requested);
     {
         let mut session = conn.session();
@@ -71,12 +67,12 @@ pub(in crate::server) fn initialize(
     let era = Era::Handshake {
         version: Some(version),
     };
-    Ok(Answer::Result(strip_nulls(json!({
-        "protocolVersion": version,
-        "capabilities": capabilities(&era),
-        "serverInfo": server.server_info(),
-        "instructions": server.instructions(),
-    }))))
+    Ok(Answer::Result(to_json(&InitializeResult {
+        protocol_version: version,
+        capabilities: capabilities(&era),
+        server_info: server.server_info(),
+        instructions: server.instructions(),
+    })))
 }
 
 /// What the server offers: a function of the revision alone, never of
@@ -85,38 +81,27 @@ pub(in crate::server) fn initialize(
 /// plugin may bring is declared from the first answer on, and stays: a
 /// list may be empty, a completion may have no values, and each list is
 /// announced when it changes.
-fn capabilities(era: &Era) -> Value {
-    let mut caps = Map::new();
-    if !era.is_stateless() {
-        caps.insert("logging".into(), json!({}));
+fn capabilities(era: &Era) -> ServerCapabilities {
+    let task_wire = era.task_wire();
+    ServerCapabilities {
+        logging: (!era.is_stateless()).then_some(Empty {}),
+        tools: ListCapability { list_changed: true },
+        resources: ResourcesCapability {
+            subscribe: true,
+            list_changed: true,
+        },
+        prompts: ListCapability { list_changed: true },
+        // A prompt or template whose plugin does not complete answers no
+        // values; one not served is invalid params.
+        completions: Empty {},
+        tasks: (task_wire == Some(Wire::Handshake)).then(TasksCapability::default),
+        // Skills come and go with plugins too: the extension is always
+        // offered.
+        extensions: Extensions {
+            skills: SkillsExtension {
+                directory_read: true,
+            },
+            tasks: (task_wire == Some(Wire::Stateless)).then_some(Empty {}),
+        },
     }
-    caps.insert("tools".into(), json!({ "listChanged": true }));
-    caps.insert(
-        "resources".into(),
-        json!({ "subscribe": true, "listChanged": true }),
-    );
-    caps.insert("prompts".into(), json!({ "listChanged": true }));
-    // A prompt or template whose plugin does not complete answers no
-    // values; one not served is invalid params.
-    caps.insert("completions".into(), json!({}));
-    // Skills come and go with plugins too: the extension is always offered.
-    let mut extensions = Map::new();
-    extensions.insert(
-        crate::skills::EXTENSION.into(),
-        json!({ "directoryRead": true }),
-    );
-    match era.task_wire() {
-        Some(Wire::Handshake) => {
-            caps.insert(
-                "tasks".into(),
-                json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
-            );
-        }
-        Some(Wire::Stateless) => {
-            extensions.insert(meta::TASKS_EXTENSION.into(), json!({}));
-        }
-        None => {}
-    }
-    caps.insert("extensions".into(), Value::Object(extensions));
-    Value::Object(caps)
 }

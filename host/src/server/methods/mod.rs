@@ -21,10 +21,11 @@ use super::prepared::{List, Page};
 pub(super) use super::request::Request;
 use super::session::Era;
 use super::Outcome;
+use crate::protocol::model::{to_json, Empty};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, Availability, ErrorCode, Method, Revision, RpcError};
 use crate::registry::{pagination, Catalogue};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// What a method answers with.
@@ -71,7 +72,7 @@ pub(super) async fn handle(
     match method {
         // The connection answers a handshake's `initialize` itself.
         Method::Initialize => Err(RpcError::method_not_found(name)),
-        Method::Ping => Ok(Answer::Result(json!({}))),
+        Method::Ping => Ok(Answer::Result(to_json(&Empty {}))),
         Method::Discover => Ok(Answer::Result(lifecycle::discover(&request))),
         Method::SetLogLevel => persisted(&request, lifecycle::set_level(&request)).await,
         Method::ListTools => page(List::Tools(request.era.lists_output_schema())),

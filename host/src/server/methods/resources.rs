@@ -3,6 +3,7 @@
 
 use super::{clip, invalid, unless_late, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
 use super::{from_call, Answer, Answered};
+use crate::protocol::model::{to_json, Empty};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{Method, RpcError};
 use crate::registry::{Catalogue, ResourceEntry};
@@ -23,7 +24,7 @@ pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Answered {
     let mut session = request.conn.session();
     if !on {
         session.subscriptions.remove(uri);
-        return Ok(Answer::Result(json!({})));
+        return Ok(Answer::Result(to_json(&Empty {})));
     }
     if uri.len() > MAX_SUBSCRIBED_URI {
         return Err(params::invalid(format!(
@@ -43,7 +44,7 @@ pub(super) fn subscribe(request: &Request<'_>, on: bool) -> Answered {
         )));
     }
     session.subscriptions.insert(uri.to_owned());
-    Ok(Answer::Result(json!({})))
+    Ok(Answer::Result(to_json(&Empty {})))
 }
 
 /// `resources/read`.

@@ -31,7 +31,7 @@ pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Answered {
     if let Some(next) = next {
         result["nextCursor"] = json!(next);
     }
-    Ok(Answer::Result(private_under_policy(request, result)))
+    Ok(Answer::Result(result))
 }
 
 /// `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`.
@@ -44,7 +44,7 @@ pub(super) fn get(request: &Request<'_>, catalogue: &Catalogue) -> Answered {
         &format!("skill {}", clip(uri)),
     )?;
     let result = json!({ "skill": entry(&found.skill) });
-    Ok(Answer::Result(private_under_policy(request, result)))
+    Ok(Answer::Result(result))
 }
 
 /// `resources/directory/read`: the direct children of a folder of a
@@ -107,15 +107,6 @@ fn sees(request: &Request<'_>, s: &SkillEntry) -> bool {
     access
         .check(request.caller, &Item::skill(s.plugin.name(), &s.skill), "")
         .is_ok()
-}
-
-/// `result`, marked private to the caller when what it holds depends on
-/// who asks (a policy is set).
-fn private_under_policy(request: &Request<'_>, mut result: Value) -> Value {
-    if !request.conn.server.options.access.is_open() && request.era.is_stateless() {
-        result["cacheScope"] = json!("private");
-    }
-    result
 }
 
 /// A skill's entry: its URI, its frontmatter verbatim, and every file

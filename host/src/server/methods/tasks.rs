@@ -5,6 +5,7 @@
 
 use super::Request;
 use super::{Answer, Answered};
+use crate::protocol::model::{to_json, Acknowledged};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{meta, ErrorCode, Method, RpcError};
 use crate::server::tasks::{Record, Status, Wire};
@@ -220,7 +221,7 @@ async fn cancel_v2(request: &Request<'_>) -> Answered {
     if !record.status.is_terminal() {
         request.conn.server.tasks.cancel(&record).await?;
     }
-    Ok(Answer::Result(json!({})))
+    Ok(Answer::Result(to_json(&Acknowledged {})))
 }
 
 /// `tasks/update`: the client's answers to the task's questions; an empty
@@ -236,5 +237,5 @@ async fn update(request: &Request<'_>) -> Answered {
             .update(&record.id, responses)
             .await?;
     }
-    Ok(Answer::Result(json!({})))
+    Ok(Answer::Result(to_json(&Acknowledged {})))
 }
