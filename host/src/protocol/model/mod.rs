@@ -8,12 +8,20 @@ use serde_json::{Map, Value};
 
 mod envelope;
 mod lifecycle;
+mod skills;
+mod subscriptions;
 mod tasks;
 
 pub use envelope::{CacheScope, Caching, Envelope, ServerInfoMeta};
 pub use lifecycle::{
     DiscoverResult, Empty, Extensions, InitializeResult, ListCapability, ResourcesCapability,
     ServerCapabilities, SkillsExtension, TaskRequests, TasksCapability, ToolTaskRequests,
+};
+pub use skills::{
+    DirectoryChild, GetSkillResult, ListSkillsResult, ReadDirectoryResult, SkillFileInfo, SkillInfo,
+};
+pub use subscriptions::{
+    Honored, ResourceUpdated, SubscriptionAcknowledged, SubscriptionTag, Tagged, TaggedLogMessage,
 };
 pub use tasks::{
     Acknowledged, CreateTaskResult, DetailedTask, ListTasksResult, StoredOutcome, Task, TaskDetail,

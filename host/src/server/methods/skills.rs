@@ -5,11 +5,14 @@
 
 use super::{clip, invalid, Request};
 use super::{Answer, Answered};
+use crate::protocol::model::{
+    to_json, DirectoryChild, GetSkillResult, ListSkillsResult, ReadDirectoryResult, SkillFileInfo,
+    SkillInfo,
+};
 use crate::protocol::params::{self, Params};
 use crate::registry::{pagination, Catalogue, SkillEntry};
 use crate::server::access::Item;
 use crate::skills::{Child, Skill, SkillFile, DIRECTORY_MIME};
-use serde_json::{json, Value};
 
 /// The most skill entries on one page (an entry lists every file of its
 /// skill, so a page of them is big).
@@ -26,12 +29,11 @@ pub(super) fn list(request: &Request<'_>, catalogue: &Catalogue) -> Answered {
     let page_size = request.conn.server.options.page_size.min(SKILLS_PER_PAGE);
     let (range, next) =
         pagination::bounds(visible.len(), cursor, page_size).map_err(params::invalid)?;
-    let skills: Vec<Value> = visible[range].iter().map(|s| entry(&s.skill)).collect();
-    let mut result = json!({ "skills": skills });
-    if let Some(next) = next {
-        result["nextCursor"] = json!(next);
-    }
-    Ok(Answer::Result(result))
+    let result = ListSkillsResult {
+        skills: visible[range].iter().map(|s| entry(&s.skill)).collect(),
+        next_cursor: next,
+    };
+    Ok(Answer::Result(to_json(&result)))
 }
 
 /// `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`.
@@ -43,8 +45,10 @@ pub(super) fn get(request: &Request<'_>, catalogue: &Catalogue) -> Answered {
         &Item::skill(found.plugin.name(), &found.skill),
         &format!("skill {}", clip(uri)),
     )?;
-    let result = json!({ "skill": entry(&found.skill) });
-    Ok(Answer::Result(result))
+    let result = GetSkillResult {
+        skill: entry(&found.skill),
+    };
+    Ok(Answer::Result(to_json(&result)))
 }
 
 /// `resources/directory/read`: the direct children of a folder of a
@@ -54,7 +58,7 @@ pub(super) fn read_directory(request: &Request<'_>, catalogue: &Catalogue) -> An
     let uri = Params(request.params).str("uri")?;
     let cursor = Params(request.params).optional_str("cursor")?;
     let not_a_directory = || invalid(format!("{} is not a directory resource", clip(uri)));
-    let mut children: Vec<Value> = Vec::new();
+    let mut children: Vec<DirectoryChild<'_>> = Vec::new();
     let plugin_level: Vec<&SkillEntry> = catalogue
         .skills
         .iter()
@@ -94,11 +98,11 @@ pub(super) fn read_directory(request: &Request<'_>, catalogue: &Catalogue) -> An
     }
     let page_size = request.conn.server.options.page_size;
     let (page, next) = pagination::page(&children, cursor, page_size).map_err(params::invalid)?;
-    let mut result = json!({ "resources": page });
-    if let Some(next) = next {
-        result["nextCursor"] = json!(next);
-    }
-    Ok(Answer::Result(result))
+    let result = ReadDirectoryResult {
+        resources: page,
+        next_cursor: next,
+    };
+    Ok(Answer::Result(to_json(&result)))
 }
 
 /// Whether the caller may read skill `s`.
@@ -111,38 +115,44 @@ fn sees(request: &Request<'_>, s: &SkillEntry) -> bool {
 
 /// A skill's entry: its URI, its frontmatter verbatim, and every file
 /// with its digest and size.
-pub(in crate::server) fn entry(skill: &Skill) -> Value {
-    let resources: Vec<Value> = skill
-        .files
-        .iter()
-        .map(|f| json!({ "uri": f.uri, "digest": f.digest, "size": f.bytes.len() }))
-        .collect();
-    json!({
-        "uri": skill.uri,
-        "frontmatter": skill.frontmatter,
-        "resources": resources,
-    })
+pub(in crate::server) fn entry(skill: &Skill) -> SkillInfo<'_> {
+    SkillInfo {
+        uri: &skill.uri,
+        frontmatter: &skill.frontmatter,
+        resources: skill
+            .files
+            .iter()
+            .map(|f| SkillFileInfo {
+                uri: &f.uri,
+                digest: &f.digest,
+                size: f.bytes.len(),
+            })
+            .collect(),
+    }
 }
 
 /// A file of a skill as a directory child.
-fn file_resource(skill: &Skill, file: &SkillFile) -> Value {
+fn file_resource<'a>(skill: &'a Skill, file: &'a SkillFile) -> DirectoryChild<'a> {
+    let own = file.uri == skill.uri;
     let name = file.path.rsplit('/').next().unwrap_or(&file.path);
-    let mut resource = json!({
-        "uri": file.uri,
-        "name": name,
-        "mimeType": file.mime,
-        "size": file.bytes.len(),
-    });
-    if file.uri == skill.uri {
-        resource["name"] = json!(skill.name);
-        resource["description"] = json!(skill.description());
+    DirectoryChild {
+        uri: file.uri.clone(),
+        name: if own { &skill.name } else { name }.to_owned(),
+        mime_type: file.mime,
+        size: Some(file.bytes.len()),
+        description: own.then(|| skill.description()),
     }
-    resource
 }
 
 /// A folder as a directory child.
-fn folder(name: &str, uri: &str) -> Value {
-    json!({ "uri": uri, "name": name, "mimeType": DIRECTORY_MIME })
+fn folder<'a>(name: &str, uri: &str) -> DirectoryChild<'a> {
+    DirectoryChild {
+        uri: uri.to_owned(),
+        name: name.to_owned(),
+        mime_type: DIRECTORY_MIME,
+        size: None,
+        description: None,
+    }
 }
 
 /// A folder's path within its skill from the tail of its URI, percent-

@@ -4,13 +4,18 @@
 
 use super::{tasks as tasks_ext, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
 use super::{Answer, Answered};
+use crate::protocol::model::{
+    to_json, Honored, ResourceUpdated, SubscriptionAcknowledged, SubscriptionTag, Tagged,
+    TaggedLogMessage,
+};
 use crate::protocol::params;
-use crate::protocol::{meta, notification, RpcError};
+use crate::protocol::{notification, RpcError};
 use crate::runtime::host_types::ListKind;
+use crate::server::call::wire::LogMessage;
 use crate::server::events::{list_changed_method, served_by};
 use crate::server::tasks::Wire;
 use crate::server::{Heard, Outbox, ServerEvent};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 /// What a listener follows.
 struct Filter {
@@ -21,20 +26,40 @@ struct Filter {
     uris: Vec<String>,
     /// Followed tasks (those the requester may see).
     task_ids: Vec<String>,
+    /// Whether it asked for resource subscriptions.
+    asked_uris: bool,
+    /// Whether it asked for tasks.
+    asked_tasks: bool,
+}
+
+impl Filter {
     /// What is honoured, as the acknowledgement says it.
-    honored: Map<String, Value>,
+    fn honored(&self) -> Honored<'_> {
+        Honored {
+            tools_list_changed: self.tools,
+            prompts_list_changed: self.prompts,
+            resources_list_changed: self.resources,
+            resource_subscriptions: self.asked_uris.then_some(self.uris.as_slice()),
+            task_ids: self.asked_tasks.then_some(self.task_ids.as_slice()),
+        }
+    }
 }
 
 /// `subscriptions/listen`: acknowledges, then forwards the events the
 /// client asked for until it cancels or the server shuts down.
 pub(super) async fn listen(request: &Request<'_>) -> Answered {
     let filter = parse_filter(request).await?;
-    let tag = json!({ meta::SUBSCRIPTION_ID: request.id });
+    let tag = SubscriptionTag {
+        subscription_id: request.id,
+    };
     let out = request.reply;
     let mut events = request.conn.server.subscribe();
     out.notify(
         notification::SUBSCRIPTION_ACKNOWLEDGED,
-        json!({ "_meta": tag, "notifications": filter.honored }),
+        to_json(&SubscriptionAcknowledged {
+            meta: &tag,
+            notifications: filter.honored(),
+        }),
     );
     // Where each task stands now, so a change made before the subscription
     // is not missed.
@@ -48,7 +73,7 @@ pub(super) async fn listen(request: &Request<'_>) -> Answered {
         };
         match event {
             Heard::Event(ServerEvent::Shutdown) | Heard::Closed => {
-                return Ok(Answer::Result(json!({ "_meta": tag })));
+                return Ok(Answer::Result(to_json(&Tagged { meta: &tag })));
             }
             Heard::Event(event) => forward(request, &filter, event, &tag).await,
             Heard::Missed(n) => {
@@ -79,7 +104,8 @@ async fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
         resources: wants("resourcesListChanged"),
         uris: Vec::new(),
         task_ids: Vec::new(),
-        honored: Map::new(),
+        asked_uris: asked.contains_key("resourceSubscriptions"),
+        asked_tasks: asked.contains_key("taskIds"),
     };
     filter.uris = asked
         .get("resourceSubscriptions")
@@ -107,20 +133,6 @@ async fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
             Some(item) => access.check(request.caller, &item, uri).is_ok(),
             None => true,
         });
-    for (key, on) in [
-        ("toolsListChanged", filter.tools),
-        ("promptsListChanged", filter.prompts),
-        ("resourcesListChanged", filter.resources),
-    ] {
-        if on {
-            filter.honored.insert(key.into(), json!(true));
-        }
-    }
-    if asked.contains_key("resourceSubscriptions") {
-        filter
-            .honored
-            .insert("resourceSubscriptions".into(), json!(filter.uris));
-    }
     let conn = request.conn;
     filter.task_ids = match asked.get("taskIds") {
         None => Vec::new(),
@@ -141,42 +153,46 @@ async fn parse_filter(request: &Request<'_>) -> Result<Filter, RpcError> {
         }
         Some(_) => return Err(params::invalid("\"taskIds\" must be an array")),
     };
-    if asked.contains_key("taskIds") {
-        filter
-            .honored
-            .insert("taskIds".into(), json!(filter.task_ids));
-    }
     Ok(filter)
 }
 
 /// Sends the listener `event` if it follows it.
-async fn forward(request: &Request<'_>, filter: &Filter, event: ServerEvent, tag: &Value) {
+async fn forward(
+    request: &Request<'_>,
+    filter: &Filter,
+    event: ServerEvent,
+    tag: &SubscriptionTag<'_>,
+) {
     let out = request.reply;
-    let (method, mut params) = match event {
+    match event {
         ServerEvent::ListChanged(kind) if follows_list(filter, kind) => {
-            (list_changed_method(kind), json!({}))
+            out.notify(list_changed_method(kind), to_json(&Tagged { meta: tag }));
         }
         ServerEvent::ResourceUpdated(uri) if filter.uris.contains(&uri) => {
-            (notification::RESOURCE_UPDATED, json!({ "uri": uri }))
+            updated(out, &uri, tag);
         }
         ServerEvent::TaskChanged { id, .. } if filter.task_ids.contains(&id) => {
-            return notify_task(request, &id, tag).await;
+            notify_task(request, &id, tag).await;
         }
-        ServerEvent::Alert { logger, message } => (
-            notification::MESSAGE,
-            json!({ "level": "error", "logger": logger, "data": message }),
-        ),
+        ServerEvent::Alert { logger, message } => {
+            let alert = TaggedLogMessage {
+                message: LogMessage {
+                    level: "error",
+                    logger: &logger,
+                    data: &message,
+                },
+                meta: tag,
+            };
+            out.notify(notification::MESSAGE, to_json(&alert));
+        }
         ServerEvent::PluginReplaced(plugin) => {
             let catalogue = request.conn.server.registry().catalogue();
             for uri in served_by(&catalogue, &plugin, &filter.uris) {
                 updated(out, uri, tag);
             }
-            return;
         }
-        _ => return,
-    };
-    params["_meta"] = tag.clone();
-    out.notify(method, params);
+        _ => {}
+    }
 }
 
 /// Whether the listener follows changes of the `kind` list.
@@ -189,12 +205,12 @@ fn follows_list(filter: &Filter, kind: ListKind) -> bool {
 }
 
 /// After missed events: everything the listener follows, as changed.
-async fn resend_everything(request: &Request<'_>, filter: &Filter, tag: &Value) {
+async fn resend_everything(request: &Request<'_>, filter: &Filter, tag: &SubscriptionTag<'_>) {
     for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
         if follows_list(filter, kind) {
             request
                 .reply
-                .notify(list_changed_method(kind), json!({ "_meta": tag }));
+                .notify(list_changed_method(kind), to_json(&Tagged { meta: tag }));
         }
     }
     for uri in &filter.uris {
@@ -206,20 +222,20 @@ async fn resend_everything(request: &Request<'_>, filter: &Filter, tag: &Value) 
 }
 
 /// `notifications/resources/updated` for `uri`.
-fn updated(out: &Outbox, uri: &str, tag: &Value) {
+fn updated(out: &Outbox, uri: &str, tag: &SubscriptionTag<'_>) {
     out.notify(
         notification::RESOURCE_UPDATED,
-        json!({ "uri": uri, "_meta": tag }),
+        to_json(&ResourceUpdated { uri, meta: tag }),
     );
 }
 
 /// Where task `id` stands now, if the requester may still see it.
-async fn notify_task(request: &Request<'_>, id: &str, tag: &Value) {
+async fn notify_task(request: &Request<'_>, id: &str, tag: &SubscriptionTag<'_>) {
     let conn = request.conn;
     let tasks = &conn.server.tasks;
     if let Ok(record) = tasks.get(id, conn.task_owner.as_deref()).await {
         let mut params = tasks.render(&record, Wire::Stateless).to_map();
-        params.insert("_meta".into(), tag.clone());
+        params.insert("_meta".into(), to_json(tag));
         request
             .reply
             .notify(notification::TASKS, Value::Object(params));
