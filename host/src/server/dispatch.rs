@@ -284,7 +284,7 @@ fn respond(
         Ok(Answer::Result(result)) => Some(success(id, &shape_result(server, era, method, result))),
         Ok(Answer::Page(page)) => Some(Outgoing::Text {
             id: id.clone(),
-            text: page.response(id, server, era.is_stateless()),
+            text: page.response(id, &server.options, era.is_stateless()),
         }),
         Err(error) => Some(Outgoing::Json(error.response(id))),
     }
@@ -348,7 +348,7 @@ fn success(id: &RequestId, result: &Value) -> Outgoing {
 /// identity, and caching hints on cacheable ones).
 fn shape_result(server: &Server, era: &Era, method: Option<Method>, result: Value) -> Value {
     match era {
-        Era::Stateless { .. } => super::prepared::envelope(server, method).wrap(result),
+        Era::Stateless { .. } => super::prepared::envelope(&server.options, method).wrap(result),
         Era::Handshake { .. } => result,
     }
 }

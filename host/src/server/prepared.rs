@@ -4,7 +4,7 @@
 
 use super::access::{Item, Rule, View};
 use super::search::{self, ToolSearch};
-use super::{convert, Server, ServerOptions};
+use super::{convert, ServerOptions};
 use crate::protocol::model::{CacheScope, Caching, Envelope};
 use crate::protocol::{Caching as MethodCaching, Method, RequestId};
 use crate::registry::{Catalogue, ToolEntry};
@@ -308,12 +308,12 @@ pub struct Page {
 /// items (an open access policy), else by the requester only
 /// (`private`); `server/discover` says the same to everyone (`public`);
 /// a resource read is private and not to be reused (`ttlMs` 0).
-pub(super) fn envelope(server: &Server, method: Option<Method>) -> Envelope {
+pub(super) fn envelope(options: &ServerOptions, method: Option<Method>) -> Envelope {
     let caching = match method.map_or(MethodCaching::None, Method::caching) {
         MethodCaching::List => {
-            let shared = method == Some(Method::Discover) || server.options.access.is_open();
+            let shared = method == Some(Method::Discover) || options.access.is_open();
             Some(Caching {
-                ttl_ms: server.options.list_ttl_ms,
+                ttl_ms: options.list_ttl_ms,
                 scope: if shared {
                     CacheScope::Public
                 } else {
@@ -327,7 +327,7 @@ pub(super) fn envelope(server: &Server, method: Option<Method>) -> Envelope {
         }),
         MethodCaching::None => None,
     };
-    Envelope::complete(server.server_info(), caching)
+    Envelope::complete(options.server_info(), caching)
 }
 
 /// The items of a page, by place among all the items.
@@ -379,8 +379,13 @@ struct Response<'a> {
 impl Page {
     /// The response to request `id` that carries this page; `stateless`
     /// adds what 2026-07-28 requires of a list result.
-    pub(super) fn response(&self, id: &RequestId, server: &Server, stateless: bool) -> String {
-        let envelope = stateless.then(|| envelope(server, Some(self.list.method())));
+    pub(super) fn response(
+        &self,
+        id: &RequestId,
+        options: &ServerOptions,
+        stateless: bool,
+    ) -> String {
+        let envelope = stateless.then(|| envelope(options, Some(self.list.method())));
         let response = Response {
             jsonrpc: "2.0",
             id,
@@ -397,7 +402,7 @@ impl Page {
 mod tests {
     use super::*;
     use crate::registry::tests::{entry, registry};
-    use crate::server::ServerOptions;
+    use crate::server::{Server, ServerOptions};
     use serde_json::json;
 
     /// Every page of `list` as the client gets it, and the items as
@@ -421,7 +426,10 @@ mod tests {
                 next_cursor: next_cursor.clone(),
                 shown: None,
             };
-            pages.push(serde_json::from_str(&page.response(&json!(7), server, stateless)).unwrap());
+            pages.push(
+                serde_json::from_str(&page.response(&json!(7), &server.options, stateless))
+                    .unwrap(),
+            );
             match next_cursor {
                 Some(next) => cursor = Some(next),
                 None => break,

@@ -3,22 +3,43 @@
 //! rerun_idempotent`). The store hands a lapsed task to one replica
 //! (`TaskStore::claim_orphans`); its call runs with no client waiting.
 
-use super::access::{Caller, Item};
-use super::audit::Outcome;
-use super::call::{self, call_plugin, tool_answer, Reply, Run, Target};
-use super::tasks::{Record, Rerun, StoredRerun, Wire};
-use super::Server;
+use super::access::{Caller, Item, Policy};
+use super::audit::{Audit, Outcome};
+use super::call::{self, call_plugin, tool_answer, CallRequest, Reply, Run, Target};
+use super::tasks::{Record, Rerun, StoredRerun, Tasks, Wire};
 use crate::protocol::Method;
 use crate::registry::{Catalogue, ToolEntry};
+use crate::tenant::Tenant;
+use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
+
+/// What running a task's call again needs of the server that runs it
+/// (the `Server` is one).
+pub(super) trait Host: Send + Sync + 'static {
+    /// The tasks, stored and running.
+    fn tasks(&self) -> &Arc<Tasks>;
+    /// What is served now.
+    fn catalogue(&self) -> Arc<Catalogue>;
+    /// The operator's access policy.
+    fn access(&self) -> &Policy;
+    /// The audit log, if the operator keeps one.
+    fn audit(&self) -> Option<&Audit>;
+    /// The request of a call no client waits on (see [`call::headless`]).
+    fn headless(
+        self: Arc<Self>,
+        principal: Option<String>,
+        tenant: Tenant,
+        roots: Option<Vec<PathBuf>>,
+    ) -> CallRequest;
+}
 
 /// Runs again, on this host, the call of task `record` whose host stopped
 /// (claimed from the store): as the principal it acted for, confined to
 /// the roots it was, with no client to ask (a question fails) and nobody
 /// listening for its progress. A tool that is gone fails the task.
-async fn rerun(server: &Arc<Server>, record: Record) {
-    let tasks = &server.tasks;
+async fn rerun(server: &Arc<dyn Host>, record: Record) {
+    let tasks = server.tasks();
     // Read back by the rule of its version: a newer one is refused here.
     let asked = match record.rerun.clone() {
         Some(StoredRerun::Call(asked)) => asked,
@@ -33,7 +54,7 @@ async fn rerun(server: &Arc<Server>, record: Record) {
             return;
         }
     };
-    let catalogue = server.registry.catalogue();
+    let catalogue = server.catalogue();
     let entry = match resolve(&catalogue, &asked) {
         Ok(entry) => entry,
         Err(why) => {
@@ -44,7 +65,7 @@ async fn rerun(server: &Arc<Server>, record: Record) {
     };
     // The same decision as the call's own request, with the grants it
     // carried, against this replica's rules.
-    let policy = &server.options.access;
+    let policy = server.access();
     let caller = Caller::from_grants(asked.principal.clone(), asked.grants.as_ref(), policy);
     let item = Item::tool(entry.plugin.name(), &entry.tool);
     let what = format!(
@@ -71,14 +92,13 @@ async fn rerun(server: &Arc<Server>, record: Record) {
         name: &asked.tool,
         arguments: &asked.arguments,
     };
-    let request = call::headless(
-        server,
+    let request = server.clone().headless(
         asked.principal.clone(),
         caller.tenant.clone(),
         asked
             .roots
             .as_ref()
-            .map(|r| r.iter().map(std::path::PathBuf::from).collect()),
+            .map(|r| r.iter().map(PathBuf::from).collect()),
     );
     let run = Run::AsTask {
         id: record.id.clone(),
@@ -163,10 +183,10 @@ fn resolve<'c>(catalogue: &'c Catalogue, asked: &Rerun) -> Result<&'c ToolEntry,
 
 /// Runs again, every third of the lease, the calls of tasks whose host
 /// stopped (where allowed), for as long as the server exists.
-pub(super) async fn rerun_orphans(server: Weak<Server>) {
+pub(super) async fn rerun_orphans(server: Weak<dyn Host>) {
     let every = match server.upgrade() {
-        Some(server) if server.tasks.options().rerun_idempotent => {
-            (server.tasks.options().lease / 3).max(Duration::from_millis(100))
+        Some(server) if server.tasks().options().rerun_idempotent => {
+            (server.tasks().options().lease / 3).max(Duration::from_millis(100))
         }
         _ => return,
     };
@@ -175,7 +195,7 @@ pub(super) async fn rerun_orphans(server: Weak<Server>) {
         let Some(server) = server.upgrade() else {
             return;
         };
-        for record in server.tasks.claim_reruns().await {
+        for record in server.tasks().claim_reruns().await {
             let server = server.clone();
             tokio::spawn(async move { rerun(&server, record).await });
         }

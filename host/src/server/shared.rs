@@ -3,9 +3,8 @@
 //! server-wide events.
 
 use super::session::{self, Arriving, Session, Settled};
-use super::{admission, call, notices, tasks, AdmissionLimits, Notices, ServerEvent};
+use super::{admission, call, rerun, tasks, Notices, ServerEvent, ServerOptions};
 use super::{Bus, LocalBus, MemorySessions, SessionStore, Subscription};
-use crate::config::defaults;
 use crate::protocol::{Method, RpcError};
 use crate::registry::{Change, Registry, Reload};
 use crate::runtime::types::LogLevel;
@@ -13,71 +12,6 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-
-/// Settings of the server.
-#[derive(Debug, Clone)]
-pub struct ServerOptions {
-    /// The name in `serverInfo`.
-    pub name: String,
-    /// The version in `serverInfo`.
-    pub version: String,
-    /// Instructions for the model.
-    pub instructions: Option<String>,
-    /// Items per list page.
-    pub page_size: usize,
-    /// `ttlMs` of list results (2026-07-28).
-    pub list_ttl_ms: u64,
-    /// How long a plugin waits for the client to answer its question.
-    pub input_timeout: Duration,
-    /// How tasks are kept and when calls become tasks.
-    pub tasks: tasks::TaskOptions,
-    /// Requests in progress at once.
-    pub admission: AdmissionLimits,
-    /// Calls of one principal waiting for its answers at once.
-    pub max_waiting_per_principal: usize,
-    /// Offer only the handshake revisions (a client that would pick the
-    /// stateless one falls back to `initialize`, and hears `list_changed`).
-    pub handshake_only: bool,
-    /// Plugins not served as their sources stand, added to `instructions`.
-    pub notices: Arc<notices::Notices>,
-    /// How long a request that arrives while the plugins first load waits
-    /// for them (see [`Server::until_loaded`]).
-    pub startup_wait: Duration,
-    /// Handshake sessions kept at most (the session store's capacity).
-    pub max_sessions: usize,
-    /// What callers must carry to see and use each plugin and item.
-    pub access: Arc<super::Policy>,
-    /// Calls per second per principal, and per tool.
-    pub rates: Arc<super::rates::Rates>,
-    /// Where calls and refusals are recorded, if anywhere.
-    pub audit: Option<Arc<super::audit::Audit>>,
-    /// Whether the host offers tool search.
-    pub tool_search: super::search::ToolSearch,
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        ServerOptions {
-            name: "wasm-mcp".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            instructions: None,
-            page_size: defaults::PAGE_SIZE,
-            list_ttl_ms: defaults::LIST_TTL_MS,
-            input_timeout: Duration::from_millis(defaults::INPUT_TIMEOUT_MS),
-            tasks: tasks::TaskOptions::default(),
-            admission: AdmissionLimits::default(),
-            max_waiting_per_principal: defaults::MAX_WAITING_PER_PRINCIPAL,
-            handshake_only: false,
-            max_sessions: defaults::MAX_SESSIONS,
-            notices: Arc::default(),
-            startup_wait: Duration::from_millis(defaults::STARTUP_WAIT_MS),
-            access: Arc::default(),
-            rates: Arc::default(),
-            audit: None,
-            tool_search: Default::default(),
-        }
-    }
-}
 
 /// Where a server keeps what it shares with other hosts: its events, its
 /// tasks and its sessions. [`Backends::local`] keeps them in this process
@@ -233,7 +167,8 @@ impl Server {
             stopping: Default::default(),
             reached,
         });
-        tokio::spawn(super::rerun::rerun_orphans(Arc::downgrade(&server)));
+        let host: Arc<dyn rerun::Host> = server.clone();
+        tokio::spawn(rerun::rerun_orphans(Arc::downgrade(&host)));
         server
     }
 
@@ -589,7 +524,7 @@ impl Server {
 
     /// `serverInfo`.
     pub(super) fn server_info(&self) -> Value {
-        json!({ "name": self.options.name, "version": self.options.version })
+        self.options.server_info()
     }
 }
 
@@ -633,6 +568,34 @@ impl Server {
     /// -32022 for a request of `requested`, listing the revisions offered.
     pub fn unsupported_version(&self, requested: &Value) -> RpcError {
         session::unsupported_version(requested, self.options.handshake_only)
+    }
+}
+
+impl rerun::Host for Server {
+    fn tasks(&self) -> &Arc<tasks::Tasks> {
+        &self.tasks
+    }
+
+    fn catalogue(&self) -> Arc<crate::registry::Catalogue> {
+        self.registry.catalogue()
+    }
+
+    fn access(&self) -> &super::Policy {
+        &self.options.access
+    }
+
+    fn audit(&self) -> Option<&super::audit::Audit> {
+        Server::audit(self)
+    }
+
+    fn headless(
+        self: Arc<Self>,
+        principal: Option<String>,
+        tenant: crate::tenant::Tenant,
+        roots: Option<Vec<std::path::PathBuf>>,
+    ) -> call::CallRequest {
+        let input_timeout = self.options.input_timeout;
+        call::headless(self, input_timeout, principal, tenant, roots)
     }
 }
 

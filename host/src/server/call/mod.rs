@@ -101,12 +101,13 @@ pub struct CallRequest {
 /// client to ask (a question fails at once) and nobody to hear its
 /// progress or its log.
 pub fn headless(
-    server: &Arc<super::Server>,
+    notices: Arc<dyn PluginNotices>,
+    input_timeout: Duration,
     principal: Option<String>,
     tenant: crate::tenant::Tenant,
     roots: Option<Vec<PathBuf>>,
 ) -> CallRequest {
-    let nobody: Weak<dyn Client> = Weak::<super::Connection>::new();
+    let nobody: Weak<dyn Client> = Weak::<NoClient>::new();
     CallRequest {
         principal,
         tenant,
@@ -116,13 +117,35 @@ pub fn headless(
         progress_token: None,
         cancelled: CancellationToken::new(),
         reply: Outbox::discard(),
-        notices: server.clone(),
-        input_timeout: server.options.input_timeout,
+        notices,
+        input_timeout,
         asking: Asking::Requests {
             client: nobody,
             session: Outbox::discard(),
         },
     }
+}
+
+/// The client of a headless call: there is none, so a [`Weak`] to it
+/// never upgrades and none of this is reached.
+struct NoClient;
+
+impl Client for NoClient {
+    fn wait_slot(&self) -> Result<WaitSlot, String> {
+        Err("no client waits on this call".into())
+    }
+
+    fn request(
+        &self,
+        _out: &Outbox,
+        _method: &str,
+        _params: Value,
+    ) -> (Value, tokio::sync::oneshot::Receiver<Result<Value, Value>>) {
+        // The sender is dropped: the question is answered as gone.
+        (Value::Null, tokio::sync::oneshot::channel().1)
+    }
+
+    fn forget(&self, _id: &Value) {}
 }
 
 /// How a call asks the client, by the request's revision.
