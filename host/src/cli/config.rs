@@ -11,7 +11,7 @@ use wasm_mcp::config::{Config, Files};
 /// and what the config names that matches none of them is a problem too
 /// (`config::unmatched`). Prints every problem, one per line, and
 /// returns whether there were none.
-pub fn check(path: &Path, files: Files, plugins: Option<&Path>) -> Result<bool> {
+pub(crate) fn check(path: &Path, files: Files, plugins: Option<&Path>) -> Result<bool> {
     let text = wasm_mcp::files::read_regular_text(path, wasm_mcp::files::MAX_CONFIG_BYTES)
         .with_context(|| format!("reading config {}", path.display()))?;
     let base = path.parent().unwrap_or(Path::new("."));
@@ -83,7 +83,7 @@ pub fn check(path: &Path, files: Files, plugins: Option<&Path>) -> Result<bool> 
 
 /// The config file's JSON Schema (or with `manifest`, a plugin
 /// manifest's), pretty-printed.
-pub fn schema(manifest: bool) -> String {
+pub(crate) fn schema(manifest: bool) -> String {
     let schema = match manifest {
         true => wasm_mcp::config::schema::manifest_schema(),
         false => wasm_mcp::config::schema::schema(),

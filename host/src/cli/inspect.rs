@@ -12,7 +12,7 @@ use wasm_mcp::settings;
 
 /// `wasm-mcp warm`: compiles every plugin of the folder into the compile
 /// cache; fails if one does not compile.
-pub async fn warm(plugins: Option<PathBuf>, config_path: Option<PathBuf>) -> Result<()> {
+pub(crate) async fn warm(plugins: Option<PathBuf>, config_path: Option<PathBuf>) -> Result<()> {
     let config = settings::load_config(config_path).await?;
     let dir = plugins
         .or_else(|| config.server.plugins.clone())
@@ -42,7 +42,7 @@ pub async fn warm(plugins: Option<PathBuf>, config_path: Option<PathBuf>) -> Res
 /// manifest asks for and is granted, and what it offers.
 /// An `oci://` reference is pulled first (under the signature policy, into
 /// a folder of its own), and what its signatures came to is shown.
-pub async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
+pub(crate) async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
     let config = settings::load_config(config_path).await?;
     let Some(reference) = file.to_str().filter(|f| f.starts_with("oci://")) else {
         return inspect_file(file, config).await;
@@ -143,7 +143,7 @@ async fn inspect_file(file: PathBuf, config: Config) -> Result<()> {
 /// that did not load, with why. The roots are not granted: what a plugin
 /// lists does not depend on them, and a config written for another
 /// machine names folders this one may not have.
-pub async fn offered_in(
+pub(crate) async fn offered_in(
     dir: PathBuf,
     config: &Config,
 ) -> Result<(

@@ -6,7 +6,11 @@ use wasm_mcp::config::Config;
 use wasm_mcp::settings;
 
 /// `wasm-mcp push`.
-pub async fn push(file: PathBuf, reference: String, config_path: Option<PathBuf>) -> Result<()> {
+pub(crate) async fn push(
+    file: PathBuf,
+    reference: String,
+    config_path: Option<PathBuf>,
+) -> Result<()> {
     let config = settings::load_config(config_path).await?;
     let target = wasm_mcp::oci::reference(&reference)?;
     let logins = wasm_mcp::oci::Logins::of(&config);
@@ -23,7 +27,11 @@ pub async fn push(file: PathBuf, reference: String, config_path: Option<PathBuf>
 }
 
 /// `wasm-mcp sign`.
-pub async fn sign(reference: String, key: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
+pub(crate) async fn sign(
+    reference: String,
+    key: PathBuf,
+    config_path: Option<PathBuf>,
+) -> Result<()> {
     let config = settings::load_config(config_path).await?;
     let target = wasm_mcp::oci::reference(&reference)?;
     let key = tokio::task::spawn_blocking(move || wasm_mcp::oci::signature::SigningKey::read(&key))
@@ -36,7 +44,7 @@ pub async fn sign(reference: String, key: PathBuf, config_path: Option<PathBuf>)
 }
 
 /// `wasm-mcp pull`.
-pub async fn pull(
+pub(crate) async fn pull(
     reference: String,
     plugins: Option<PathBuf>,
     name: Option<String>,
@@ -68,7 +76,7 @@ pub async fn pull(
 
 /// Pulls `source` as plugin `name` into folder `into`, under the
 /// signature policy, keeping it in the compile cache's store.
-pub async fn pull_into(
+pub(crate) async fn pull_into(
     config: &Config,
     source: &oci_client::Reference,
     name: &str,
@@ -87,7 +95,7 @@ pub async fn pull_into(
 }
 
 /// What a pull's signatures came to, as one line.
-pub fn signature_line(verdict: &Option<wasm_mcp::oci::signature::Verdict>) -> String {
+pub(crate) fn signature_line(verdict: &Option<wasm_mcp::oci::signature::Verdict>) -> String {
     match verdict {
         Some(wasm_mcp::oci::signature::Verdict::Verified(key)) => {
             format!("signature: verified with {key}")

@@ -16,7 +16,7 @@ use wasm_mcp::settings;
 
 /// `wasm-mcp tenant ...`
 #[derive(Subcommand)]
-pub enum TenantCommand {
+pub(crate) enum TenantCommand {
     /// List every tenant with plugin data: its keys and bytes in each
     /// plugin's key-value store, and its folder in each root made per
     /// tenant. A name too long to be a folder's is shown as its key
@@ -59,7 +59,7 @@ pub enum TenantCommand {
 }
 
 /// Runs `command`.
-pub async fn run(command: TenantCommand) -> Result<()> {
+pub(crate) async fn run(command: TenantCommand) -> Result<()> {
     match command {
         TenantCommand::List { config } => list(config).await,
         TenantCommand::Export {

@@ -45,7 +45,7 @@ const CHANNEL: &str = "wasm_mcp_events";
 const MAX_NOTIFY_BYTES: usize = 7_000;
 /// Events waiting to be sent to the other replicas, at most; beyond, new
 /// ones are dropped (with a warning) while the database is slow or down.
-pub const MAX_OUTGOING: usize = 1024;
+pub(super) const MAX_OUTGOING: usize = 1024;
 /// How long a spilled event, or answers not taken, are kept for the
 /// replicas to read them.
 const SPILL_KEEP: Duration = Duration::from_secs(60);

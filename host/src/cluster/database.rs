@@ -103,7 +103,7 @@ fn tls(ca: Option<&[u8]>) -> Result<MakeRustlsConnect> {
 }
 
 /// A connection from `pool`, or why there is none.
-pub async fn connection(pool: &Pool) -> Result<deadpool_postgres::Object> {
+pub(super) async fn connection(pool: &Pool) -> Result<deadpool_postgres::Object> {
     pool.get().await.map_err(|e| {
         let cause = match &e {
             deadpool_postgres::PoolError::Backend(error) => format!("{error:#}"),
@@ -115,7 +115,7 @@ pub async fn connection(pool: &Pool) -> Result<deadpool_postgres::Object> {
 
 /// Runs `query` within `timeout`: a database that stops answering is an
 /// error, not a hang.
-pub async fn within<T>(
+pub(super) async fn within<T>(
     timeout: Duration,
     query: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
@@ -257,7 +257,7 @@ const STEPS: &[&str] = &[
 
 /// Brings the schema up to date (idempotent; replicas starting at once
 /// take turns).
-pub async fn migrate(pool: &Pool) -> Result<()> {
+pub(super) async fn migrate(pool: &Pool) -> Result<()> {
     migrate_to(pool, STEPS.len()).await
 }
 

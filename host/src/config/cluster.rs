@@ -85,7 +85,7 @@ impl Default for ClusterSection {
 }
 
 /// The longest replica name.
-pub const MAX_REPLICA_NAME: usize = 64;
+pub(super) const MAX_REPLICA_NAME: usize = 64;
 
 /// Whether `name` may name a replica.
 pub fn valid_replica_name(name: &str) -> bool {

@@ -6,7 +6,7 @@
 
 /// `output` (what a build tool wrote, as kept for its error) with its
 /// first error line (and where it is) leading, and backtraces removed.
-pub fn summarize(output: &str) -> String {
+pub(super) fn summarize(output: &str) -> String {
     let kept = without_repeats(&without_backtraces(output));
     match headline(&kept) {
         Some(head) => format!("{head}\n\n{}", kept.join("\n")),
@@ -16,7 +16,7 @@ pub fn summarize(output: &str) -> String {
 
 /// The first error line of `output` (with where it is, when the tool says
 /// it on the line before or after), or `None` when no line looks like one.
-pub fn first_error(output: &str) -> Option<String> {
+pub(super) fn first_error(output: &str) -> Option<String> {
     headline(&without_repeats(&without_backtraces(output)))
 }
 

@@ -11,7 +11,7 @@ use wit_parser::{PackageMetadata, Resolve};
 /// `component` with the docs of the WIT package in `wit_dir` added, or
 /// `None` when it has a `package-docs` section already, or the package is
 /// the plugin contract (whose docs the host does not read).
-pub fn with_docs(component: &[u8], wit_dir: &Path) -> Result<Option<Vec<u8>>> {
+pub(super) fn with_docs(component: &[u8], wit_dir: &Path) -> Result<Option<Vec<u8>>> {
     if crate::runtime::has_package_docs(component) {
         return Ok(None);
     }

@@ -68,7 +68,7 @@ async fn all_keys(
 }
 
 /// Checks the whole contract on an empty store.
-pub async fn check(store: &dyn Backend) {
+pub(crate) async fn check(store: &dyn Backend) {
     round_trips(store).await;
     pages(store).await;
     quota(store).await;
@@ -474,7 +474,7 @@ async fn operators_view(store: &dyn Backend) {
 
 /// Tasks at once on one key: `increment`s and compare-and-swap loops
 /// (read, add one, swap; again when another won) lose no update.
-pub async fn concurrent(store: Arc<dyn Backend>) {
+pub(crate) async fn concurrent(store: Arc<dyn Backend>) {
     const TASKS: usize = 8;
     const EACH: i64 = 25;
     let a = ns("p", "concurrent");

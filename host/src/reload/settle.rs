@@ -14,19 +14,19 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The pause after an event that usually completes a file.
-pub const AFTER_COMPLETION: Duration = Duration::from_millis(10);
+pub(super) const AFTER_COMPLETION: Duration = Duration::from_millis(10);
 /// The pause after any other event.
-pub const AFTER_WRITE: Duration = Duration::from_millis(150);
+pub(super) const AFTER_WRITE: Duration = Duration::from_millis(150);
 
 /// Paths waiting for their writes to settle.
 #[derive(Default)]
-pub struct Settle {
+pub(super) struct Settle {
     due: HashMap<PathBuf, Instant>,
 }
 
 impl Settle {
     /// Records an event of `kind` for `path` at `now`.
-    pub fn note(&mut self, path: &Path, kind: &EventKind, now: Instant) {
+    pub(super) fn note(&mut self, path: &Path, kind: &EventKind, now: Instant) {
         let Some(pause) = pause_after(kind) else {
             return;
         };
@@ -34,12 +34,12 @@ impl Settle {
     }
 
     /// When the next path becomes due, if any is waiting.
-    pub fn next_due(&self) -> Option<Instant> {
+    pub(super) fn next_due(&self) -> Option<Instant> {
         self.due.values().min().copied()
     }
 
     /// Removes and returns the paths due at `now`, sorted.
-    pub fn take_due(&mut self, now: Instant) -> Vec<PathBuf> {
+    pub(super) fn take_due(&mut self, now: Instant) -> Vec<PathBuf> {
         let mut ready: Vec<PathBuf> = self
             .due
             .iter()

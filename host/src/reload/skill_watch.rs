@@ -11,14 +11,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The skills folders watched, per plugin component path.
-pub struct SkillWatch {
+pub(super) struct SkillWatch {
     watcher: Mutex<RecommendedWatcher>,
     watched: Mutex<HashMap<PathBuf, BTreeSet<PathBuf>>>,
 }
 
 impl SkillWatch {
     /// Watches skills folders with `watcher` (the plugin folder's).
-    pub fn new(watcher: RecommendedWatcher) -> Arc<Self> {
+    pub(super) fn new(watcher: RecommendedWatcher) -> Arc<Self> {
         Arc::new(SkillWatch {
             watcher: Mutex::new(watcher),
             watched: Mutex::default(),
@@ -29,7 +29,7 @@ impl SkillWatch {
     /// `component` as they are now (none when the component is gone; as
     /// many as `max_skills` skills may hold), and stops watching those
     /// that went. Runs on a blocking thread.
-    pub async fn refresh(self: &Arc<Self>, component: &Path, max_skills: usize) {
+    pub(super) async fn refresh(self: &Arc<Self>, component: &Path, max_skills: usize) {
         let (this, component) = (self.clone(), component.to_owned());
         let _ = tokio::task::spawn_blocking(move || this.refresh_now(&component, max_skills)).await;
     }

@@ -16,13 +16,13 @@ use tokio::runtime::{Handle, Runtime};
 
 /// A plugin's own runtime: one idle worker (it drives the timers and
 /// sockets the plugin's WASI work registers) and a capped blocking pool.
-pub struct BlockingPool {
+pub(super) struct BlockingPool {
     runtime: Option<Runtime>,
 }
 
 impl BlockingPool {
     /// A pool for `plugin` of at most `max_threads` blocking threads.
-    pub fn new(plugin: &str, max_threads: usize) -> std::io::Result<Self> {
+    pub(super) fn new(plugin: &str, max_threads: usize) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .max_blocking_threads(max_threads.max(1))
@@ -35,7 +35,7 @@ impl BlockingPool {
     }
 
     /// `future`, polled with this pool's runtime as the ambient one.
-    pub fn run<F: Future>(&self, future: F) -> InPool<F> {
+    pub(super) fn run<F: Future>(&self, future: F) -> InPool<F> {
         InPool {
             handle: self.handle().clone(),
             inner: Box::pin(future),
@@ -60,7 +60,7 @@ impl Drop for BlockingPool {
 }
 
 /// A future polled inside a plugin's runtime context.
-pub struct InPool<F> {
+pub(super) struct InPool<F> {
     handle: Handle,
     inner: Pin<Box<F>>,
 }

@@ -69,7 +69,7 @@ impl ComponentSource {
 /// and be writable by no one else, and each carries an HMAC-SHA256 (keyed
 /// by a secret kept outside the cache) over its name and contents, checked
 /// before the code is deserialized.
-pub struct ArtifactCache {
+pub(super) struct ArtifactCache {
     dir: Option<PathBuf>,
     engine_key: String,
     key: hmac::Key,
@@ -82,7 +82,7 @@ impl ArtifactCache {
     /// A cache in `dir` whose artifacts are signed with the key in
     /// `key_file` (made on first use); `None` disables caching. A folder or
     /// key that cannot be trusted disables the cache, with a warning.
-    pub fn new(engine: &Engine, dir: Option<PathBuf>, key_file: Option<&Path>) -> Self {
+    pub(super) fn new(engine: &Engine, dir: Option<PathBuf>, key_file: Option<&Path>) -> Self {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = format!("{:016x}", hasher.finish());
@@ -113,7 +113,7 @@ impl ArtifactCache {
     }
 
     /// Whether `source` is in the cache already.
-    pub fn contains(&self, source: &ComponentSource) -> bool {
+    pub(super) fn contains(&self, source: &ComponentSource) -> bool {
         self.path_of(source).is_some_and(|p| p.exists())
     }
 
@@ -125,7 +125,7 @@ impl ArtifactCache {
     /// The compiled form of `source`: from the cache when present and
     /// genuine, otherwise compiled now and stored. Runs the compiler, so
     /// call it off the request path.
-    pub fn load(&self, engine: &Engine, source: &ComponentSource) -> Result<Component> {
+    pub(super) fn load(&self, engine: &Engine, source: &ComponentSource) -> Result<Component> {
         let bytes = &source.bytes;
         let Some(path) = self.path_of(source) else {
             return Ok(Component::new(engine, bytes)?);

@@ -14,7 +14,7 @@ use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Stra
 
 /// How often the epoch advances; the granularity of deadlines and of the
 /// cooperative yields that keep a busy plugin from starving other tasks.
-pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+pub(super) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// Settings of the runtime.
 #[derive(Debug, Clone)]

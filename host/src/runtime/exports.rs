@@ -56,7 +56,7 @@ signatures! {
 /// contract's: the component cannot be served.
 #[derive(Debug, thiserror::Error)]
 #[error("its export `{function}` of {interface} does not have the contract's type ({detail})")]
-pub struct WrongType {
+pub(super) struct WrongType {
     interface: String,
     function: &'static str,
     detail: String,

@@ -14,7 +14,7 @@ use wasmtime::StoreContextMut;
 type Store<'a> = StoreContextMut<'a, CallState>;
 
 /// Defines `wasm-mcp:plugin/host@0.1.0` in `linker`.
-pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     let mut host = linker.instance("wasm-mcp:plugin/host@0.1.0")?;
     add_notices(&mut host)?;
     add_questions(&mut host)

@@ -9,7 +9,7 @@ use wasmtime::ResourceLimiter;
 static IN_USE: AtomicUsize = AtomicUsize::new(0);
 
 /// Bytes of linear memory and tables the live instances hold, together.
-pub fn memory_in_use() -> usize {
+pub(super) fn memory_in_use() -> usize {
     IN_USE.load(Ordering::Relaxed)
 }
 
@@ -18,14 +18,14 @@ const TABLE_ELEMENT_BYTES: usize = 8;
 
 /// Counts what a store's memories and tables take, and refuses growth past
 /// the cap with a trap that says so.
-pub struct MemoryCap {
+pub(super) struct MemoryCap {
     limit: usize,
     used: usize,
 }
 
 impl MemoryCap {
     /// A cap of `limit` bytes.
-    pub fn new(limit: usize) -> Self {
+    pub(super) fn new(limit: usize) -> Self {
         MemoryCap { limit, used: 0 }
     }
 

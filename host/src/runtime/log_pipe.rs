@@ -23,12 +23,12 @@ const MAX_LINE: usize = 4096;
 const WRITE_PERMIT: usize = 64 << 10;
 
 /// The most bytes of the last lines kept for an error message.
-pub const TAIL_BYTES: usize = 1024;
+pub(super) const TAIL_BYTES: usize = 1024;
 
 /// The last lines written (at most [`TAIL_BYTES`] of them, the newest
 /// kept), and the line being written.
 #[derive(Default)]
-pub struct Tail {
+pub(super) struct Tail {
     lines: std::collections::VecDeque<String>,
     bytes: usize,
     line: Vec<u8>,
@@ -51,7 +51,7 @@ impl Tail {
 
     /// What was written last, at most [`TAIL_BYTES`] (the newest kept);
     /// empty if nothing.
-    pub fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         let mut lines: Vec<&str> = self.lines.iter().map(String::as_str).collect();
         let pending = String::from_utf8_lossy(&self.line);
         if !pending.trim().is_empty() {
@@ -72,7 +72,7 @@ impl Tail {
 
 /// A line-buffered sink that logs each line with the plugin's name.
 #[derive(Clone)]
-pub struct LogPipe {
+pub(super) struct LogPipe {
     plugin: Arc<str>,
     stream: &'static str,
     tail: Arc<Mutex<Tail>>,
@@ -80,7 +80,7 @@ pub struct LogPipe {
 }
 
 impl LogPipe {
-    pub fn new(plugin: Arc<str>, stream: &'static str, quota: Arc<Quota>) -> Self {
+    pub(super) fn new(plugin: Arc<str>, stream: &'static str, quota: Arc<Quota>) -> Self {
         LogPipe {
             plugin,
             stream,
@@ -90,7 +90,7 @@ impl LogPipe {
     }
 
     /// The last lines written, readable while the pipe lives.
-    pub fn tail(&self) -> Weak<Mutex<Tail>> {
+    pub(super) fn tail(&self) -> Weak<Mutex<Tail>> {
         Arc::downgrade(&self.tail)
     }
 

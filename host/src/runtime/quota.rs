@@ -8,7 +8,7 @@ use std::time::Instant;
 
 /// A call's notification allowance: `rate` per second, and a burst of as
 /// many.
-pub struct Quota {
+pub(super) struct Quota {
     rate: f64,
     state: Mutex<Bucket>,
 }
@@ -21,7 +21,7 @@ struct Bucket {
 
 impl Quota {
     /// A full bucket of `rate` notifications, refilled at `rate` per second.
-    pub fn new(rate: u32) -> Self {
+    pub(super) fn new(rate: u32) -> Self {
         Quota {
             rate: f64::from(rate),
             state: Mutex::new(Bucket {
@@ -33,7 +33,7 @@ impl Quota {
     }
 
     /// Whether one more notification may go; if not, it is counted as dropped.
-    pub fn take(&self) -> bool {
+    pub(super) fn take(&self) -> bool {
         let mut b = self.state.lock();
         let now = Instant::now();
         let refill = now.duration_since(b.at).as_secs_f64() * self.rate;
@@ -50,12 +50,12 @@ impl Quota {
 
     /// Counts a notification dropped for another reason (too large, not the
     /// plugin's to send).
-    pub fn drop_one(&self) {
+    pub(super) fn drop_one(&self) {
         self.state.lock().dropped += 1;
     }
 
     /// How many were dropped so far.
-    pub fn dropped(&self) -> u64 {
+    pub(super) fn dropped(&self) -> u64 {
         self.state.lock().dropped
     }
 }

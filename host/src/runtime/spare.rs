@@ -49,7 +49,7 @@ use wasmtime::Store;
 /// the call's tenant and the client roots. An instance serves only calls
 /// with the same.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
+pub(super) struct Placement {
     tenant: Option<crate::tenant::Tenant>,
     client_roots: Option<Arc<Vec<PathBuf>>>,
 }

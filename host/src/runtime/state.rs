@@ -23,7 +23,7 @@ use wasmtime_wasi_http::{
 
 /// What a store holds for the duration of one call (or, kept warm, of
 /// its calls in turn).
-pub struct CallState {
+pub(super) struct CallState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
     gate: HttpGate,
@@ -57,7 +57,7 @@ impl CallState {
     /// variables, its key-value data of that tenant, no sockets, stdio to
     /// the log. A placement without a tenant (the host's own calls) gets
     /// neither folders per tenant nor the store.
-    pub fn new(
+    pub(super) fn new(
         plugin: &Arc<str>,
         context: Arc<dyn CallContext>,
         placement: &Placement,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 /// How long a call has waited for the client so far.
 #[derive(Default)]
-pub struct WaitClock {
+pub(super) struct WaitClock {
     state: Mutex<State>,
 }
 
@@ -25,7 +25,7 @@ impl WaitClock {
     }
 
     /// A question went out; the clock runs until the guard drops.
-    pub fn wait(&self) -> Waiting<'_> {
+    pub(super) fn wait(&self) -> Waiting<'_> {
         let mut state = self.state();
         if state.waiting == 0 {
             state.since = Some(Instant::now());
@@ -35,7 +35,7 @@ impl WaitClock {
     }
 
     /// Whether a question is waiting now, and the time waited so far.
-    pub fn waited(&self) -> (bool, Duration) {
+    pub(super) fn waited(&self) -> (bool, Duration) {
         let state = self.state();
         let running = state.since.map_or(Duration::ZERO, |s| s.elapsed());
         (state.waiting > 0, state.waited + running)
@@ -43,7 +43,7 @@ impl WaitClock {
 }
 
 /// Stops the clock when the answer came (or the question was abandoned).
-pub struct Waiting<'a>(&'a WaitClock);
+pub(super) struct Waiting<'a>(&'a WaitClock);
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {

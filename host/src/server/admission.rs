@@ -51,13 +51,13 @@ struct Load {
 
 /// The requests in progress: in all, and by principal.
 #[derive(Default)]
-pub struct Admission {
+pub(super) struct Admission {
     limits: AdmissionLimits,
     counts: Mutex<(Load, HashMap<String, Load>)>,
 }
 
 /// A request admitted; counted until dropped.
-pub struct Admitted {
+pub(super) struct Admitted {
     admission: Arc<Admission>,
     principal: String,
     bytes: usize,
@@ -65,12 +65,12 @@ pub struct Admitted {
 
 impl Admission {
     /// The requests in progress.
-    pub fn in_progress(&self) -> usize {
+    pub(super) fn in_progress(&self) -> usize {
         self.counts.lock().0.requests
     }
 
     /// Admission under `limits`.
-    pub fn new(limits: AdmissionLimits) -> Self {
+    pub(super) fn new(limits: AdmissionLimits) -> Self {
         Admission {
             limits,
             counts: Mutex::default(),
@@ -79,7 +79,7 @@ impl Admission {
 
     /// Admits one more request of `principal`, `bytes` long, on a
     /// connection that has `on_connection` in progress, or refuses it.
-    pub fn admit(
+    pub(super) fn admit(
         self: &Arc<Self>,
         principal: Option<&str>,
         on_connection: usize,

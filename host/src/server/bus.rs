@@ -280,7 +280,7 @@ pub(crate) mod contract {
 
     /// Runs every check against `bus`, whose subscribers may hold
     /// `capacity` unread events.
-    pub async fn check(bus: &dyn Bus, capacity: usize) {
+    pub(crate) async fn check(bus: &dyn Bus, capacity: usize) {
         // Nobody listens: publishing is fine, and nobody hears it later.
         bus.publish(task(0));
         let (mut a, mut b) = (bus.subscribe(), bus.subscribe());
@@ -323,7 +323,7 @@ pub(crate) mod contract {
     /// `receiver`'s taker, and by no subscription of either. (`receiver` is
     /// `sender` within one process, or the bus of the replica running
     /// `task`, which waits for answers in the shared store.)
-    pub async fn check_answers(sender: &dyn Bus, receiver: &dyn Bus, task: &str) {
+    pub(crate) async fn check_answers(sender: &dyn Bus, receiver: &dyn Bus, task: &str) {
         let mut taken = receiver.answers().expect("the answers, the first time");
         assert!(receiver.answers().is_none(), "taken once");
         let (mut here, mut there) = (sender.subscribe(), receiver.subscribe());

@@ -1,7 +1,7 @@
 //! Times as the wire writes them.
 
 /// A time in ms since the Unix epoch as an RFC 3339 UTC timestamp.
-pub fn timestamp(ms: u64) -> String {
+pub(crate) fn timestamp(ms: u64) -> String {
     let (secs, millis) = (ms / 1000, ms % 1000);
     let (days, rest) = (secs / 86_400, secs % 86_400);
     // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).

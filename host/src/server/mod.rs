@@ -26,8 +26,8 @@ mod roots;
 pub mod search;
 mod session;
 pub mod session_store;
-pub mod store_error;
 mod shared;
+pub mod store_error;
 mod task_status;
 pub mod tasks;
 #[cfg(test)]
@@ -45,11 +45,11 @@ pub use event::ServerEvent;
 pub use notices::Notices;
 /// Notice keys.
 pub use notices::{build_key as build_notice_key, load_key as load_notice_key};
+pub use options::ServerOptions;
 pub use outbox::{Outbox, OutboxReceiver, Outgoing};
 pub use session::{Arriving, Settled};
 #[cfg(test)]
 pub(crate) use session_store::contract::check as session_store_contract;
 pub use session_store::{MemorySessions, SessionRecord, SessionStore, StreamEvents};
-pub use store_error::StoreError;
-pub use options::ServerOptions;
 pub use shared::{Backends, Loading, Server};
+pub use store_error::StoreError;

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 
 /// The most notices kept (each at most [`MAX_NOTICE_BYTES`]); more failing
 /// plugins are only logged, so the instructions stay small.
-pub const MAX_NOTICES: usize = 16;
+pub(super) const MAX_NOTICES: usize = 16;
 
 /// The longest notice kept; a longer one is cut.
-pub const MAX_NOTICE_BYTES: usize = 10 << 10;
+pub(super) const MAX_NOTICE_BYTES: usize = 10 << 10;
 
 /// The key of plugin `plugin`'s notice that its file did not load.
 pub fn load_key(plugin: &str) -> String {

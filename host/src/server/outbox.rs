@@ -20,13 +20,13 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// Notifications waiting, at most; more are dropped.
-pub const MAX_QUEUED_NOTIFICATIONS: usize = 256;
+pub(super) const MAX_QUEUED_NOTIFICATIONS: usize = 256;
 
 /// Messages of any kind waiting, at most; more close the outbox.
-pub const MAX_QUEUED: usize = 1024;
+pub(super) const MAX_QUEUED: usize = 1024;
 
 /// Bytes of messages (as JSON) waiting, at most; more close the outbox.
-pub const MAX_QUEUED_BYTES: usize = 64 << 20;
+pub(super) const MAX_QUEUED_BYTES: usize = 64 << 20;
 
 /// A message on its way to the client.
 #[derive(Debug)]
@@ -265,7 +265,7 @@ impl OutboxReceiver {
 }
 
 /// The length of `value` as JSON, without building the text.
-pub fn json_size(value: &Value) -> usize {
+pub(super) fn json_size(value: &Value) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -291,7 +291,7 @@ impl Prepared {
 }
 
 /// One page of a list, as prepared: the answer to a list request.
-pub struct Page {
+pub(super) struct Page {
     pub(super) lists: Arc<PreparedLists>,
     pub(super) list: List,
     pub(super) start: usize,

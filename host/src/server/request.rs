@@ -11,7 +11,7 @@ use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
 
 /// One request being served.
-pub struct Request<'a> {
+pub(super) struct Request<'a> {
     /// The connection it came on.
     pub conn: &'a Arc<Connection>,
     /// Its id.
@@ -34,7 +34,7 @@ impl Request<'_> {
     /// Refuses the use of item `name` of `kind` of `plugin` (`what` in
     /// messages) unless the caller's token allows it, then counts the call
     /// against the caller's (and the tool's) calls per second.
-    pub fn may_use(
+    pub(super) fn may_use(
         &self,
         item: &super::access::Item<'_>,
         what: &str,
@@ -49,7 +49,7 @@ impl Request<'_> {
     /// Refuses the caller what the access policy does not let it see (as
     /// [`Request::may_use`], without taking from its rate: for what the
     /// host serves itself, such as skills).
-    pub fn may_see(
+    pub(super) fn may_see(
         &self,
         item: &super::access::Item<'_>,
         what: &str,
@@ -65,7 +65,7 @@ impl Request<'_> {
     /// What a plugin call made for this request needs to know of it: from
     /// the session on a handshake revision, from `_meta` on the stateless
     /// one.
-    pub fn call_request(&self) -> CallRequest {
+    pub(super) fn call_request(&self) -> CallRequest {
         let Request {
             conn, params, era, ..
         } = self;

@@ -92,7 +92,7 @@ impl Wire {
 
 /// How one request is to be served.
 #[derive(Debug, Clone)]
-pub enum Era {
+pub(super) enum Era {
     /// A handshake revision (or no session yet).
     Handshake {
         /// The negotiated revision, if the handshake happened.
@@ -107,7 +107,7 @@ pub enum Era {
 
 impl Era {
     /// Whether the request is stateless.
-    pub fn is_stateless(&self) -> bool {
+    pub(super) fn is_stateless(&self) -> bool {
         matches!(self, Era::Stateless { .. })
     }
 }
@@ -115,7 +115,7 @@ impl Era {
 impl Era {
     /// The revision a request of this era speaks: the stateless one, or
     /// the negotiated one (`None` before the handshake).
-    pub fn revision(&self) -> Option<Revision> {
+    pub(super) fn revision(&self) -> Option<Revision> {
         match self {
             Era::Handshake { version } => *version,
             Era::Stateless { .. } => Some(Revision::LATEST_STATELESS),
@@ -127,7 +127,7 @@ impl Era {
     /// The tasks wire the request speaks: the 2025-11-25 `task` param (a
     /// handshake session of 2025-11-25 or later), the 2026-07-28 extension,
     /// or none (older handshake revisions).
-    pub fn task_wire(&self) -> Option<Wire> {
+    pub(super) fn task_wire(&self) -> Option<Wire> {
         match self {
             Era::Stateless { .. } => Some(Wire::Stateless),
             Era::Handshake { .. } => self
@@ -139,20 +139,20 @@ impl Era {
 
     /// Whether `tools/list` shows each tool's `outputSchema` (not before
     /// 2025-06-18; before the handshake, it does).
-    pub fn lists_output_schema(&self) -> bool {
+    pub(super) fn lists_output_schema(&self) -> bool {
         self.revision().is_none_or(Revision::has_output_schema)
     }
 
     /// Whether arguments a tool refuses are a tool error the model can see
     /// (from 2025-11-25), rather than -32602.
-    pub fn argument_errors_are_tool_errors(&self) -> bool {
+    pub(super) fn argument_errors_are_tool_errors(&self) -> bool {
         self.revision()
             .is_some_and(Revision::has_argument_tool_errors)
     }
 
     /// The code of a resource that is not found: -32002 on the handshake
     /// revisions, -32602 on the stateless one.
-    pub fn resource_not_found(&self) -> ErrorCode {
+    pub(super) fn resource_not_found(&self) -> ErrorCode {
         match self {
             Era::Stateless { .. } => ErrorCode::InvalidParams,
             Era::Handshake { .. } => ErrorCode::ResourceNotFound,
@@ -161,7 +161,7 @@ impl Era {
 }
 
 /// The revisions offered, newest first: all, or the handshake ones only.
-pub fn offered_versions(handshake_only: bool) -> Vec<Revision> {
+pub(super) fn offered_versions(handshake_only: bool) -> Vec<Revision> {
     Revision::newest_first()
         .filter(|r| !(handshake_only && r.is_stateless()))
         .collect()
@@ -169,7 +169,7 @@ pub fn offered_versions(handshake_only: bool) -> Vec<Revision> {
 
 /// -32022, listing the revisions offered (`handshake_only`: the handshake
 /// ones, so a client falls back to `initialize`).
-pub fn unsupported_version(requested: &Value, handshake_only: bool) -> RpcError {
+pub(super) fn unsupported_version(requested: &Value, handshake_only: bool) -> RpcError {
     RpcError::new(
         ErrorCode::UnsupportedProtocolVersion,
         "Unsupported protocol version",
@@ -179,7 +179,7 @@ pub fn unsupported_version(requested: &Value, handshake_only: bool) -> RpcError 
 
 /// Decides the era of a request from its `_meta`; with `handshake_only`,
 /// a stateless request is refused as an unsupported revision.
-pub fn era_of(
+pub(super) fn era_of(
     params: &Map<String, Value>,
     session: &Session,
     handshake_only: bool,

@@ -385,7 +385,7 @@ pub(crate) mod contract {
     }
 
     /// Runs every check against `store`.
-    pub async fn check(store: &dyn SessionStore, capacity: usize) {
+    pub(crate) async fn check(store: &dyn SessionStore, capacity: usize) {
         let kept = record("s1");
         store.save(&kept).await.unwrap();
         assert_eq!(store.load("s1").await.unwrap(), Some(kept.clone()));
@@ -421,7 +421,7 @@ pub(crate) mod contract {
     /// Checks that sessions handed between two hosts sharing one store
     /// (`a` and `b`: two handles on it, or the same one) read back as the
     /// last save left them, subscriptions added and removed one by one.
-    pub async fn check_shared(a: &dyn SessionStore, b: &dyn SessionStore) {
+    pub(crate) async fn check_shared(a: &dyn SessionStore, b: &dyn SessionStore) {
         let mut kept = record("moving");
         a.save(&kept).await.unwrap();
         for i in 0..40 {
@@ -457,7 +457,7 @@ pub(crate) mod contract {
 
     /// Checks `events` (`a` and `b`: two hosts' handles on one store),
     /// kept for the sessions of `sessions`, at most `cap` per session.
-    pub async fn check_events(
+    pub(crate) async fn check_events(
         a: &dyn StreamEvents,
         b: &dyn StreamEvents,
         sessions: &dyn SessionStore,

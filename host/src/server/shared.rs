@@ -91,7 +91,7 @@ pub struct Server {
 }
 
 /// How long a draining host must have had nothing in progress to stop.
-pub const QUIET: Duration = Duration::from_secs(2);
+pub(super) const QUIET: Duration = Duration::from_secs(2);
 
 /// The plugins' first load, running until dropped (see [`Server::loading`]).
 pub struct Loading(watch::Sender<Option<Instant>>);

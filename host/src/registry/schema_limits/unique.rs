@@ -55,7 +55,7 @@ impl Keyword for UniqueItems {
 
 /// The indexes of the first two equal items of `value`, if it is an array
 /// with any.
-pub fn first_repeat(value: &Value) -> Option<(usize, usize)> {
+pub(super) fn first_repeat(value: &Value) -> Option<(usize, usize)> {
     let Value::Array(items) = value else {
         return None;
     };

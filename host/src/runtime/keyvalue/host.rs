@@ -28,7 +28,7 @@ pub struct Cas {
 
 /// What the host functions work on: the store's key-value state and the
 /// resource table its buckets and CAS handles live in.
-pub struct KeyValue<'a> {
+pub(super) struct KeyValue<'a> {
     pub(super) state: &'a mut KeyValueState,
     pub(super) table: &'a mut ResourceTable,
 }

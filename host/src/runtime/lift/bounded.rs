@@ -8,6 +8,11 @@
 //! methods (what its derive macros implement); a wasmtime upgrade may need
 //! this file touched.
 
+// wasmtime's `ComponentType`/`Lift` derives and impls need these types
+// public (they appear in public associated types), though the module is
+// private.
+#![allow(unreachable_pub)]
+
 use super::{charge, IntoOwned};
 use wasmtime::component::__internal::{CanonicalAbiInfo, InstanceType, InterfaceType, LiftContext};
 use wasmtime::component::{ComponentType, Lift};

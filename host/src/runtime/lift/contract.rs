@@ -4,6 +4,11 @@
 //! Each mirrors a WIT type field for field, with the WIT names; the
 //! component's types are checked against them when a function is looked up.
 
+// wasmtime's `ComponentType`/`Lift` derives and impls need these types
+// public (they appear in public associated types), though the module is
+// private.
+#![allow(unreachable_pub)]
+
 use super::{plain, BoundedBytes, BoundedList, BoundedStr, IntoOwned};
 use crate::runtime::bindings::exports::wasm_mcp::plugin::{completions, prompts, resources, tools};
 use crate::runtime::bindings::wasm_mcp::plugin::{host, types};
@@ -166,7 +171,7 @@ impl IntoOwned for Content {
 /// `error`
 #[derive(ComponentType, Lift)]
 #[component(variant)]
-pub enum Error {
+pub(crate) enum Error {
     /// `invalid-params`
     #[component(name = "invalid-params")]
     InvalidParams(BoundedStr),
@@ -355,7 +360,7 @@ record!(
 /// `question`
 #[derive(ComponentType, Lift)]
 #[component(variant)]
-pub enum Question {
+pub(crate) enum Question {
     /// `elicit`
     #[component(name = "elicit")]
     Elicit(ElicitationRequest),

@@ -12,7 +12,7 @@ use wasmtime::StoreContext;
 /// ABI pair (pointer, length) and keeps the length beside it. It leans on
 /// wasmtime's hidden `__internal` items (what its derive macros use); a
 /// wasmtime upgrade may need this file touched.
-pub struct GuestStr {
+pub(crate) struct GuestStr {
     text: WasmStr,
     len: usize,
 }
@@ -22,12 +22,12 @@ const UTF16_TAG: u32 = 1 << 31;
 
 impl GuestStr {
     /// The string's length in code units (bytes for UTF-8 and latin1).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// The string, validated (and decoded when not UTF-8).
-    pub fn to_str<'a, T: 'static>(
+    pub(crate) fn to_str<'a, T: 'static>(
         &self,
         store: impl Into<StoreContext<'a, T>>,
     ) -> wasmtime::Result<std::borrow::Cow<'a, str>> {

@@ -18,9 +18,9 @@ mod bounded;
 mod contract;
 mod guest_str;
 
-pub use bounded::{BoundedBytes, BoundedList, BoundedStr};
-pub use contract::*;
-pub use guest_str::GuestStr;
+pub(super) use bounded::{BoundedBytes, BoundedList, BoundedStr};
+pub(super) use contract::*;
+pub(super) use guest_str::GuestStr;
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -33,7 +33,7 @@ const ITEM_OVERHEAD: usize = 32;
 
 /// What may still be copied out of the guest during one call.
 #[derive(Debug, Clone)]
-pub struct Budget {
+pub(super) struct Budget {
     bytes: usize,
     items: usize,
     max_bytes: usize,
@@ -43,11 +43,11 @@ pub struct Budget {
 /// A value over its [`Budget`].
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct OverBudget(pub String);
+pub(super) struct OverBudget(pub String);
 
 impl Budget {
     /// A budget of `bytes` and `items`.
-    pub fn new(bytes: usize, items: usize) -> Self {
+    pub(super) fn new(bytes: usize, items: usize) -> Self {
         Budget {
             bytes,
             items,
@@ -94,14 +94,14 @@ fn charge(f: impl FnOnce(&mut Budget) -> Result<(), OverBudget>) -> wasmtime::Re
 }
 
 /// A call's future with its budget installed while it is polled.
-pub struct Budgeted<F> {
+pub(super) struct Budgeted<F> {
     budget: Option<Budget>,
     inner: Pin<Box<F>>,
 }
 
 impl<F: Future> Budgeted<F> {
     /// `inner`, lifting under `budget`.
-    pub fn new(budget: Budget, inner: F) -> Self {
+    pub(super) fn new(budget: Budget, inner: F) -> Self {
         Budgeted {
             budget: Some(budget),
             inner: Box::pin(inner),
@@ -122,7 +122,7 @@ impl<F: Future> Future for Budgeted<F> {
 
 /// A view lifted under the budget, made into the bindings' host type by
 /// moving its parts (no further copies).
-pub trait IntoOwned {
+pub(super) trait IntoOwned {
     /// The host type.
     type Owned;
     /// Moves the value into its host type.

@@ -8,9 +8,9 @@
 use serde_json::Value;
 
 /// The largest `package-docs` section read; a larger one is ignored.
-pub const MAX_SECTION_BYTES: usize = 1 << 20;
+pub(super) const MAX_SECTION_BYTES: usize = 1 << 20;
 /// The longest description kept (longer ones are cut at a character).
-pub const MAX_DESCRIPTION_BYTES: usize = 4096;
+pub(super) const MAX_DESCRIPTION_BYTES: usize = 4096;
 
 /// The docs of a component's exported functions.
 #[derive(Debug, Default)]

@@ -23,20 +23,20 @@ use wasmtime::component::types::Type;
 
 /// The deepest type served; WIT types are trees, but a hostile component
 /// may nest them arbitrarily deep.
-pub const MAX_DEPTH: usize = 32;
+pub(super) const MAX_DEPTH: usize = 32;
 /// The most schema nodes one function's types may expand to (a type used
 /// twice is written out twice, so a small component could otherwise
 /// describe an exponentially large schema). Every member counts: each
 /// parameter, record field, tuple member, variant case, enum case and
 /// flag, counted before anything is written for them.
-pub const MAX_NODES: usize = 4096;
+pub(super) const MAX_NODES: usize = 4096;
 /// The most bytes of names (fields, cases, flags) one function's schemas
 /// may hold, counted as [`MAX_NODES`] is.
-pub const MAX_NAME_BYTES: usize = 64 << 10;
+pub(super) const MAX_NAME_BYTES: usize = 64 << 10;
 
 /// Why a type has no schema.
 #[derive(Debug, thiserror::Error)]
-pub enum Unsupported {
+pub(super) enum Unsupported {
     /// A resource, future, stream, error context or non-string map key.
     #[error("{0} has no JSON form")]
     Kind(&'static str),
@@ -56,7 +56,7 @@ pub enum Unsupported {
 /// text is the same as a sorted JSON object's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Schema {
+pub(super) struct Schema {
     /// What an object's other members may be: `false` (none) or a schema.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub additional_properties: Option<Subschema>,
@@ -113,7 +113,7 @@ pub struct Schema {
 /// A schema where JSON Schema also takes `true` or `false`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
-pub enum Subschema {
+pub(super) enum Subschema {
     /// `false`: nothing is allowed there.
     Nothing(bool),
     /// Values matching this schema.
@@ -122,7 +122,7 @@ pub enum Subschema {
 
 impl Subschema {
     /// `false`.
-    pub const NOTHING: Subschema = Subschema::Nothing(false);
+    pub(super) const NOTHING: Subschema = Subschema::Nothing(false);
 }
 
 impl From<Schema> for Subschema {
@@ -133,7 +133,7 @@ impl From<Schema> for Subschema {
 
 impl Schema {
     /// `{"type": kind}`.
-    pub fn of_type(kind: &'static str) -> Self {
+    pub(super) fn of_type(kind: &'static str) -> Self {
         Schema {
             kind: Some(kind),
             ..Schema::default()
@@ -158,7 +158,7 @@ impl Schema {
     }
 
     /// An object with these members, of which `required` must be there.
-    pub fn object(properties: BTreeMap<String, Schema>, required: Vec<String>) -> Self {
+    pub(super) fn object(properties: BTreeMap<String, Schema>, required: Vec<String>) -> Self {
         Schema {
             properties: Some(properties),
             required: Some(required),
@@ -183,14 +183,14 @@ impl std::fmt::Display for Schema {
 }
 
 /// Writes schemas under one function's node budget.
-pub struct SchemaWriter {
+pub(super) struct SchemaWriter {
     nodes: usize,
     name_bytes: usize,
 }
 
 impl SchemaWriter {
     /// A writer with the whole budget of one function.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         SchemaWriter {
             nodes: 0,
             name_bytes: 0,
@@ -199,7 +199,7 @@ impl SchemaWriter {
 
     /// Counts `count` members named by `names` against the budget, before
     /// anything is written for them.
-    pub fn charge<'a>(
+    pub(super) fn charge<'a>(
         &mut self,
         count: usize,
         names: impl Iterator<Item = &'a str>,
@@ -219,7 +219,7 @@ impl SchemaWriter {
 
     /// The schema of an object with these named members (a record's fields,
     /// a function's parameters): `option` members may be left out.
-    pub fn object<'a>(
+    pub(super) fn object<'a>(
         &mut self,
         members: impl Iterator<Item = (&'a str, Type)>,
         depth: usize,
@@ -237,7 +237,7 @@ impl SchemaWriter {
     }
 
     /// The schema of `ty`.
-    pub fn of(&mut self, ty: &Type, depth: usize) -> Result<Schema, Unsupported> {
+    pub(super) fn of(&mut self, ty: &Type, depth: usize) -> Result<Schema, Unsupported> {
         self.count(depth)?;
         Ok(match ty {
             Type::Bool => Schema::of_type("boolean"),

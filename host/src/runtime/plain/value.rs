@@ -9,7 +9,7 @@ use wasmtime::component::Val;
 /// The most component values one call's arguments may become (about
 /// 40 MiB of host memory); the request-size limits already keep real
 /// arguments far below it.
-pub const MAX_ARGUMENT_VALUES: usize = 1 << 20;
+pub(super) const MAX_ARGUMENT_VALUES: usize = 1 << 20;
 
 /// Why JSON arguments are not values of their types: what, and where in
 /// the arguments (shown as `a: 0: b: what`).
@@ -110,18 +110,18 @@ pub enum Problem {
 }
 
 /// Converts JSON arguments to component values of the given types.
-pub struct Lowering {
+pub(super) struct Lowering {
     values: usize,
 }
 
 impl Lowering {
     /// A conversion with the whole budget of one call.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Lowering { values: 0 }
     }
 
     /// `json` as a value of `ty`; the error names where in `json` it failed.
-    pub fn value(&mut self, ty: &Type, json: &Value) -> Result<Val, LoweringError> {
+    pub(super) fn value(&mut self, ty: &Type, json: &Value) -> Result<Val, LoweringError> {
         self.values += 1;
         if self.values > MAX_ARGUMENT_VALUES {
             return Err(Problem::TooManyValues.into());
@@ -189,7 +189,7 @@ impl Lowering {
 
     /// An object's members (a record's fields, a function's parameters) in
     /// declaration order; an absent `option` member is `none`.
-    pub fn members<'a>(
+    pub(super) fn members<'a>(
         &mut self,
         members: impl Iterator<Item = (&'a str, Type)>,
         json: &Value,
@@ -289,7 +289,7 @@ fn array(json: &Value) -> Result<&[Value], Problem> {
 }
 
 /// A component value written as JSON (non-finite floats become `null`).
-pub struct Json<'a>(pub &'a Val);
+pub(super) struct Json<'a>(pub &'a Val);
 
 impl Serialize for Json<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

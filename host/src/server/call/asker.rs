@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use tracing::Instrument as _;
 
 /// The connection a call's questions go out on.
-pub trait Client: Send + Sync {
+pub(crate) trait Client: Send + Sync {
     /// A slot for one more call waiting for this client's answers, or why
     /// not.
     fn wait_slot(&self) -> Result<WaitSlot, String>;
@@ -33,7 +33,7 @@ pub trait Client: Send + Sync {
 /// Asks the client questions for one request: on that request's outbox
 /// (over HTTP, the SSE stream of the POST that made it).
 #[derive(Clone)]
-pub struct Asker {
+pub(crate) struct Asker {
     pub(super) conn: Weak<dyn Client>,
     pub(super) link: Arc<Link>,
     pub(super) timeout: Duration,
@@ -73,7 +73,7 @@ impl Asker {
 
     /// Sends `method` and waits for the client's result, until `timeout`
     /// or `cancelled`; then the client is told the request is cancelled.
-    pub async fn ask(
+    pub(crate) async fn ask(
         &self,
         method: &str,
         params: Value,

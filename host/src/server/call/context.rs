@@ -19,7 +19,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// How a call's questions reach the client.
-pub enum Questions {
+pub(crate) enum Questions {
     /// As requests on the connection (handshake revisions).
     Requests(Asker),
     /// As input-required results, answered by the client's retries
@@ -30,7 +30,7 @@ pub enum Questions {
 }
 
 /// Where a plugin's change notices go.
-pub trait PluginNotices: Send + Sync {
+pub(crate) trait PluginNotices: Send + Sync {
     /// `plugin` said one of its lists changed: ask it again.
     fn relist(self: Arc<Self>, plugin: &str);
     /// `plugin` said the resource at `uri` changed (heard only if it
@@ -39,7 +39,7 @@ pub trait PluginNotices: Send + Sync {
 }
 
 /// Whether a call may go on as a task.
-pub enum TaskRole {
+pub(crate) enum TaskRole {
     /// It may not (the tool or the request does not allow it).
     Never,
     /// It may: the plugin asking for it says so to the call's driver
@@ -55,7 +55,7 @@ pub enum TaskRole {
 }
 
 /// One request's view of its connection.
-pub struct RequestScope {
+pub(crate) struct RequestScope {
     /// The plugin being called.
     pub plugin: String,
     /// Where notifications for this request go (a resumed call is re-linked
@@ -129,7 +129,7 @@ impl RequestScope {
     }
 
     /// The client capability the request needed and did not have, if any.
-    pub fn missing_capability(&self) -> Option<&'static str> {
+    pub(crate) fn missing_capability(&self) -> Option<&'static str> {
         *self.missing_capability.lock()
     }
 

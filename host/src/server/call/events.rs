@@ -28,32 +28,32 @@ pub enum CallEvent {
 /// `Waiting(false)` for a question counted against its principal's
 /// waiting calls.
 #[derive(Clone)]
-pub struct Events {
+pub(crate) struct Events {
     tx: mpsc::UnboundedSender<CallEvent>,
 }
 
 /// The driver's side of a call's events.
-pub type EventReceiver = mpsc::UnboundedReceiver<CallEvent>;
+pub(super) type EventReceiver = mpsc::UnboundedReceiver<CallEvent>;
 
 impl Events {
     /// A call's events and their receiver.
-    pub fn new() -> (Self, EventReceiver) {
+    pub(crate) fn new() -> (Self, EventReceiver) {
         let (tx, rx) = mpsc::unbounded_channel();
         (Events { tx }, rx)
     }
 
     /// Sends `round`; `false` when nobody drives the call any more.
-    pub fn asked(&self, round: Round) -> bool {
+    pub(crate) fn asked(&self, round: Round) -> bool {
         self.tx.send(CallEvent::Asked(round)).is_ok()
     }
 
     /// Says the call started (`true`) or stopped waiting for an answer.
-    pub fn waiting(&self, waiting: bool) {
+    pub(crate) fn waiting(&self, waiting: bool) {
         let _ = self.tx.send(CallEvent::Waiting(waiting));
     }
 
     /// Says the plugin asked to go on as a task.
-    pub fn wants_task(&self) {
+    pub(crate) fn wants_task(&self) {
         let _ = self.tx.send(CallEvent::WantsTask);
     }
 }

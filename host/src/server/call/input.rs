@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 /// Why the client's answer to a question does not read.
 #[derive(Debug, thiserror::Error)]
-pub enum AnswerError {
+pub(crate) enum AnswerError {
     /// No request of this method is asked.
     #[error("no answer is expected for {0}")]
     NotExpected(String),
@@ -49,7 +49,7 @@ pub enum AnswerError {
 
 /// Why a plugin's question cannot be sent.
 #[derive(Debug, thiserror::Error)]
-pub enum QuestionError {
+pub(crate) enum QuestionError {
     /// Its JSON (a schema, sampling extras) does not parse.
     #[error("{0}")]
     Plugin(String),
@@ -60,7 +60,7 @@ pub enum QuestionError {
 
 /// What kind of answer a question expects.
 #[derive(Debug, Clone, Copy)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// `elicitation/create`
     Elicit,
     /// `sampling/createMessage`
@@ -72,7 +72,7 @@ pub enum Kind {
 /// A question the client can be asked: its key, its MCP request, and how
 /// to read the answer.
 #[derive(Debug, Clone)]
-pub struct Wanted {
+pub(crate) struct Wanted {
     /// Where its answer goes in the plugin's list of answers.
     pub index: usize,
     /// The plugin's key for it (`inputRequests` key on 2026-07-28).
@@ -87,7 +87,7 @@ pub struct Wanted {
 
 impl Wanted {
     /// The question as an MCP request (`{ method, params }`).
-    pub fn request(&self) -> Value {
+    pub(crate) fn request(&self) -> Value {
         to_json(&InputRequest {
             method: self.method,
             params: &self.params,
@@ -95,7 +95,7 @@ impl Wanted {
     }
 
     /// Reads the client's answer.
-    pub fn parse(&self, answer: &Value) -> Result<Answer, AnswerError> {
+    pub(crate) fn parse(&self, answer: &Value) -> Result<Answer, AnswerError> {
         let answer = answer.clone();
         match self.kind {
             Kind::Elicit => elicitation_result(answer).map(Answer::Elicit),
@@ -106,7 +106,7 @@ impl Wanted {
 }
 
 /// Whether `response` reads as the client's answer to a `method` request.
-pub fn check_response(method: &str, response: &Value) -> Result<(), AnswerError> {
+pub(crate) fn check_response(method: &str, response: &Value) -> Result<(), AnswerError> {
     let response = response.clone();
     match method {
         "elicitation/create" => elicitation_result(response).map(drop),
@@ -117,7 +117,7 @@ pub fn check_response(method: &str, response: &Value) -> Result<(), AnswerError>
 }
 
 /// The capability, MCP request and answer kind of a plugin's question.
-pub fn describe(
+pub(crate) fn describe(
     key: &str,
     question: &Question,
 ) -> (
@@ -150,7 +150,7 @@ pub fn describe(
 
 /// The client capability a question needs, as a path into the client's
 /// declared capabilities.
-pub fn elicitation_capability(request: &ElicitationRequest) -> &'static [&'static str] {
+pub(crate) fn elicitation_capability(request: &ElicitationRequest) -> &'static [&'static str] {
     match request.mode {
         ElicitationMode::Form(_) => &["elicitation"],
         ElicitationMode::Url(_) => &["elicitation", "url"],
@@ -158,7 +158,10 @@ pub fn elicitation_capability(request: &ElicitationRequest) -> &'static [&'stati
 }
 
 /// `elicitation/create` params.
-pub fn elicitation_params(request: &ElicitationRequest, id: &str) -> Result<Value, QuestionError> {
+pub(crate) fn elicitation_params(
+    request: &ElicitationRequest,
+    id: &str,
+) -> Result<Value, QuestionError> {
     let message = &request.message;
     Ok(to_json(&match &request.mode {
         ElicitationMode::Form(schema) => ElicitationParams::Form {
@@ -176,7 +179,7 @@ pub fn elicitation_params(request: &ElicitationRequest, id: &str) -> Result<Valu
 }
 
 /// An `elicitation/create` result.
-pub fn elicitation_result(result: Value) -> Result<ElicitationResponse, AnswerError> {
+pub(crate) fn elicitation_result(result: Value) -> Result<ElicitationResponse, AnswerError> {
     if !result.is_object() {
         return Err(AnswerError::NotAnObject);
     }
@@ -195,7 +198,7 @@ pub fn elicitation_result(result: Value) -> Result<ElicitationResponse, AnswerEr
 }
 
 /// `sampling/createMessage` params.
-pub fn sampling_params(request: &SamplingRequest) -> Result<Value, QuestionError> {
+pub(crate) fn sampling_params(request: &SamplingRequest) -> Result<Value, QuestionError> {
     let extra = match &request.extra {
         None => Map::new(),
         Some(extra) => match convert::plugin_json(extra, "sampling request extras")
@@ -232,7 +235,7 @@ fn role(role: types::Role) -> Role {
 }
 
 /// A `sampling/createMessage` result.
-pub fn sampling_result(result: Value) -> Result<SamplingResponse, AnswerError> {
+pub(crate) fn sampling_result(result: Value) -> Result<SamplingResponse, AnswerError> {
     let role = match result.get("role").and_then(Value::as_str) {
         Some("user") => types::Role::User,
         Some("assistant") | None => types::Role::Assistant,
@@ -292,7 +295,7 @@ fn content_from_json(block: &Value) -> Result<types::Content, AnswerError> {
 }
 
 /// A `roots/list` result.
-pub fn roots_result(result: Value) -> Result<Vec<Root>, AnswerError> {
+pub(crate) fn roots_result(result: Value) -> Result<Vec<Root>, AnswerError> {
     let roots = result
         .get("roots")
         .and_then(Value::as_array)

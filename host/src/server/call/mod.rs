@@ -14,7 +14,7 @@ mod events;
 mod execution;
 pub(super) mod input;
 mod link;
-pub mod outcome;
+pub(super) mod outcome;
 mod parking;
 mod reply;
 mod rounds;
@@ -24,16 +24,16 @@ mod tool;
 mod waiting;
 pub(crate) mod wire;
 
-pub use asker::{Asker, Client};
-pub use context::{PluginNotices, Questions, RequestScope, TaskRole};
-pub use events::{CallEvent, Events};
-pub use execution::{Ended, Execution};
-pub use link::Link;
-pub use parking::{Binding, Parking};
-pub use reply::{InputRequired, Reply};
-pub use rounds::{Round, Rounds};
-pub use tool::{call_plugin, tool_answer};
-pub use waiting::{WaitSlot, Waiting};
+pub(super) use asker::{Asker, Client};
+pub(super) use context::{PluginNotices, Questions, RequestScope, TaskRole};
+pub(super) use events::{CallEvent, Events};
+pub(super) use execution::{Ended, Execution};
+pub(super) use link::Link;
+pub(super) use parking::{Binding, Parking};
+pub(super) use reply::{InputRequired, Reply};
+pub(super) use rounds::{Round, Rounds};
+pub(super) use tool::{call_plugin, tool_answer};
+pub(super) use waiting::{WaitSlot, Waiting};
 
 use super::Outbox;
 use crate::protocol::{params, Method, RpcError};
@@ -60,7 +60,7 @@ pub enum Done {
 
 /// What a call is about: the method, the tool or prompt name or resource
 /// URI, and the arguments (what an input-required state is bound to).
-pub struct Target<'a> {
+pub(super) struct Target<'a> {
     /// The method of the request.
     pub method: Method,
     /// The tool or prompt name, or the resource URI.
@@ -71,7 +71,7 @@ pub struct Target<'a> {
 
 /// A plugin call as its request asks for it: everything the call needs to
 /// know of the request, as plain values.
-pub struct CallRequest {
+pub(super) struct CallRequest {
     /// Who the request acts for.
     pub principal: Option<String>,
     /// Whose plugin data it reaches.
@@ -100,7 +100,7 @@ pub struct CallRequest {
 /// another host): as `principal`, confined to `roots` when given, with no
 /// client to ask (a question fails at once) and nobody to hear its
 /// progress or its log.
-pub fn headless(
+pub(super) fn headless(
     notices: Arc<dyn PluginNotices>,
     input_timeout: Duration,
     principal: Option<String>,
@@ -149,7 +149,7 @@ impl Client for NoClient {
 }
 
 /// How a call asks the client, by the request's revision.
-pub enum Asking {
+pub(super) enum Asking {
     /// Handshake revisions: requests on the connection.
     Requests {
         /// The connection.
@@ -163,7 +163,7 @@ pub enum Asking {
 }
 
 /// What a 2026-07-28 request brings to its call's rounds.
-pub struct Retry {
+pub(super) struct Retry {
     /// Where calls wait for the client's retry.
     pub parking: Arc<Parking>,
     /// The request's `inputResponses`, if any (checked by the call).
@@ -173,7 +173,7 @@ pub struct Retry {
 }
 
 /// How a call runs.
-pub enum Run {
+pub(super) enum Run {
     /// Within its request.
     Inline,
     /// Within its 2026-07-28 request, going on as a task when the plugin
@@ -195,7 +195,7 @@ pub enum Run {
 /// its questions are requests to the client. On 2026-07-28 it is parked
 /// when it asks (the reply is input-required, and the client's retry with
 /// `inputResponses` and `requestState` resumes it).
-pub async fn run<F, Fut>(
+pub(super) async fn run<F, Fut>(
     request: CallRequest,
     plugin: &str,
     target: Target<'_>,
@@ -269,7 +269,7 @@ where
 /// The context of a call within its request: on a handshake revision it
 /// asks the client with requests on the request's own stream; on the
 /// stateless revision it cannot ask.
-pub fn inline_scope(request: &CallRequest, plugin: &str) -> Arc<RequestScope> {
+pub(super) fn inline_scope(request: &CallRequest, plugin: &str) -> Arc<RequestScope> {
     let (link, _) = Link::new(request.reply.clone());
     let questions = match &request.asking {
         Asking::Requests { client, .. } => Questions::Requests(Asker::new(

@@ -24,12 +24,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
 
 /// Calls parked at once, at most.
-pub const MAX_PARKED: usize = 1024;
+pub(super) const MAX_PARKED: usize = 1024;
 
 /// What a sealed state is bound to: who asked, which method, with what.
 /// Its hash is made only when a state is sealed or opened (most calls
 /// never ask).
-pub struct Binding<'a> {
+pub(crate) struct Binding<'a> {
     principal: Option<&'a str>,
     method: &'a str,
     target: &'a str,
@@ -39,7 +39,7 @@ pub struct Binding<'a> {
 impl<'a> Binding<'a> {
     /// The binding of `method` on `target` (tool or prompt name, resource
     /// URI) with `arguments`, for `principal`.
-    pub fn new(
+    pub(crate) fn new(
         principal: Option<&'a str>,
         method: &'a str,
         target: &'a str,
@@ -72,7 +72,7 @@ struct Parked {
 }
 
 /// The parked calls, and the key that seals their states.
-pub struct Parking {
+pub(crate) struct Parking {
     key: ring::hmac::Key,
     parked: Mutex<HashMap<String, Parked>>,
     /// Ids of states already used, with when they expire: a state resumes
@@ -100,7 +100,7 @@ fn unix_now() -> u64 {
 impl Parking {
     /// Parking for calls that wait at most `ttl` for their retry, counted
     /// against their principal's cap of `waiting` calls.
-    pub fn new(ttl: Duration, waiting: Arc<Waiting>) -> Arc<Self> {
+    pub(crate) fn new(ttl: Duration, waiting: Arc<Waiting>) -> Arc<Self> {
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret).expect("the OS random source is available");
         Arc::new(Parking {
@@ -114,7 +114,7 @@ impl Parking {
 
     /// Drops abandoned calls now and then, for as long as `parking` exists
     /// (the server spawns it).
-    pub async fn expire_now_and_then(parking: Weak<Parking>) {
+    pub(crate) async fn expire_now_and_then(parking: Weak<Parking>) {
         let Some(ttl) = parking.upgrade().map(|p| p.ttl) else {
             return;
         };
@@ -129,7 +129,7 @@ impl Parking {
     }
 
     /// Calls parked now.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.table().len()
     }
 
@@ -224,7 +224,7 @@ impl Parking {
     /// The parked call `state` names, given the client's new answers;
     /// `Ok(None)` when the state is genuine but the call is gone (expired
     /// or evicted), so the request runs afresh with its answers.
-    pub fn resume(
+    pub(crate) fn resume(
         &self,
         state: &str,
         binding: &Binding,
@@ -246,7 +246,7 @@ impl Parking {
     /// request is cancelled (dropped; nothing is sent), or, when
     /// `escalation` is given, the plugin asks to go on as a task or is
     /// still running after it (a task).
-    pub async fn drive(
+    pub(crate) async fn drive(
         &self,
         mut execution: Execution,
         binding: Binding<'_>,

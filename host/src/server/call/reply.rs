@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 /// The questions a parked call waits on, and the sealed state that
 /// resumes it (2026-07-28).
 #[derive(Debug)]
-pub struct InputRequired {
+pub(crate) struct InputRequired {
     /// `inputRequests`: key → `{ method, params }`.
     pub requests: Map<String, Value>,
     /// The sealed `requestState`.
@@ -19,7 +19,7 @@ pub struct InputRequired {
 
 impl InputRequired {
     /// The input-required result.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         crate::protocol::model::to_json(&InputRequiredResult {
             result_type: ResultType::InputRequired.as_str(),
             input_requests: &self.requests,
@@ -29,7 +29,7 @@ impl InputRequired {
 }
 
 /// One call's reply to its request.
-pub enum Reply {
+pub(crate) enum Reply {
     /// It finished with this result.
     Complete(Value),
     /// It failed with a JSON-RPC error.
@@ -58,7 +58,7 @@ impl From<Ended> for Reply {
 impl Reply {
     /// The answer to a request whose call cannot go on as a task: a crash
     /// is -32603.
-    pub fn into_outcome(self) -> Outcome {
+    pub(crate) fn into_outcome(self) -> Outcome {
         match self {
             Reply::Complete(result) => Ok(super::Done::Result(result)),
             Reply::Failed(error) => Err(error),

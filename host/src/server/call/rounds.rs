@@ -20,7 +20,7 @@ pub struct Round {
 
 /// The plugin's side of the rounds: the answers so far, and a way to ask
 /// for more.
-pub struct Rounds {
+pub(crate) struct Rounds {
     responses: Mutex<Map<String, Value>>,
     events: Events,
     timeout: Duration,
@@ -30,7 +30,11 @@ impl Rounds {
     /// Rounds that start with the `inputResponses` a request carried; each
     /// round of unanswered questions goes out as an [`Events::asked`] (one
     /// at a time: the call waits for its answers before it can ask again).
-    pub fn new(responses: Map<String, Value>, timeout: Duration, events: Events) -> Arc<Self> {
+    pub(crate) fn new(
+        responses: Map<String, Value>,
+        timeout: Duration,
+        events: Events,
+    ) -> Arc<Self> {
         Arc::new(Rounds {
             responses: Mutex::new(responses),
             events,
@@ -41,7 +45,7 @@ impl Rounds {
     /// Answers `wanted` from the client's responses, asking for the ones it
     /// has not answered (or answered with something unreadable) until all
     /// are answered. Answers come in the order of `wanted`.
-    pub async fn answer(&self, wanted: &[Wanted]) -> Vec<Result<Answer, InputError>> {
+    pub(crate) async fn answer(&self, wanted: &[Wanted]) -> Vec<Result<Answer, InputError>> {
         let mut answers: Vec<Option<Result<Answer, InputError>>> =
             wanted.iter().map(|_| None).collect();
         loop {

@@ -11,7 +11,7 @@ use crate::server::{convert, Outcome};
 use std::sync::Arc;
 
 /// A tool call's reply as its request's answer: a crash is a tool error.
-pub fn tool_answer(reply: Reply) -> Outcome {
+pub(crate) fn tool_answer(reply: Reply) -> Outcome {
     match reply {
         Reply::Crashed(why) => Ok(super::Done::Result(convert::tool_error(&why))),
         other => other.into_outcome(),
@@ -36,7 +36,7 @@ fn measured(outcome: &Result<Result<tools::CallResult, types::Error>, CallError>
 }
 
 /// Calls the tool in the plugin and renders what it came to.
-pub async fn call_plugin(
+pub(crate) async fn call_plugin(
     plugin: Arc<LoadedPlugin>,
     context: Arc<RequestScope>,
     tool: String,

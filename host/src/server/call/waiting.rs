@@ -9,20 +9,20 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The waiting calls, by principal.
-pub struct Waiting {
+pub(crate) struct Waiting {
     cap: usize,
     counts: Mutex<HashMap<String, usize>>,
 }
 
 /// One waiting call; counted until dropped.
-pub struct WaitSlot {
+pub(crate) struct WaitSlot {
     waiting: Arc<Waiting>,
     principal: String,
 }
 
 impl Waiting {
     /// At most `cap` waiting calls per principal.
-    pub fn new(cap: usize) -> Arc<Self> {
+    pub(crate) fn new(cap: usize) -> Arc<Self> {
         Arc::new(Waiting {
             cap,
             counts: Mutex::default(),
@@ -30,7 +30,7 @@ impl Waiting {
     }
 
     /// A slot for one more waiting call of `principal`, or why not.
-    pub fn take(self: &Arc<Self>, principal: Option<&str>) -> Result<WaitSlot, String> {
+    pub(crate) fn take(self: &Arc<Self>, principal: Option<&str>) -> Result<WaitSlot, String> {
         let principal = principal.unwrap_or_default().to_owned();
         let mut counts = self.counts.lock();
         let theirs = counts.entry(principal.clone()).or_default();

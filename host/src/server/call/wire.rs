@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 /// `elicitation/create` params.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
-pub enum ElicitationParams<'a> {
+pub(crate) enum ElicitationParams<'a> {
     /// A form: the plugin's schema for the answer.
     #[serde(rename_all = "camelCase")]
     Form {
@@ -37,7 +37,7 @@ pub enum ElicitationParams<'a> {
 /// fields over them.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SamplingParams<'a> {
+pub(crate) struct SamplingParams<'a> {
     /// The plugin's extra params (its own JSON), overridden by the fields
     /// below.
     #[serde(flatten)]
@@ -59,7 +59,7 @@ pub struct SamplingParams<'a> {
 
 /// One message of a sampling request.
 #[derive(Debug, Clone, Serialize)]
-pub struct SamplingMessage {
+pub(crate) struct SamplingMessage {
     /// Whose it is.
     pub role: crate::protocol::model::Role,
     /// Its content block.
@@ -69,7 +69,7 @@ pub struct SamplingMessage {
 /// A question as the 2026-07-28 `inputRequests` entry (or a stored
 /// pending request): `{ method, params }`.
 #[derive(Debug, Clone, Serialize)]
-pub struct InputRequest<'a> {
+pub(crate) struct InputRequest<'a> {
     /// The MCP method.
     pub method: &'a str,
     /// Its params.
@@ -78,7 +78,7 @@ pub struct InputRequest<'a> {
 
 /// `notifications/message` params.
 #[derive(Debug, Clone, Serialize)]
-pub struct LogMessage<'a> {
+pub(crate) struct LogMessage<'a> {
     /// The level's name.
     pub level: &'a str,
     /// Who logs it (the plugin, or the host).
@@ -90,7 +90,7 @@ pub struct LogMessage<'a> {
 /// `notifications/progress` params.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Progress<'a> {
+pub(crate) struct Progress<'a> {
     /// The request's token.
     pub progress_token: &'a Value,
     /// How far it is.
@@ -106,7 +106,7 @@ pub struct Progress<'a> {
 /// `notifications/cancelled` params.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Cancelled<'a> {
+pub(crate) struct Cancelled<'a> {
     /// The request cancelled.
     pub request_id: &'a Value,
     /// Why.
@@ -117,7 +117,7 @@ pub struct Cancelled<'a> {
 /// send back with their answers.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InputRequiredResult<'a> {
+pub(crate) struct InputRequiredResult<'a> {
     /// Always `input_required` (`ResultType::InputRequired`).
     pub result_type: &'static str,
     /// The questions, by key.
@@ -130,14 +130,14 @@ pub struct InputRequiredResult<'a> {
 /// `{"requiredCapabilities": {CAPABILITY: {}}}`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RequiredCapabilities {
+pub(crate) struct RequiredCapabilities {
     /// The capabilities, each an empty object.
     pub required_capabilities: Map<String, Value>,
 }
 
 impl RequiredCapabilities {
     /// The data naming `capability`.
-    pub fn one(capability: &str) -> Self {
+    pub(crate) fn one(capability: &str) -> Self {
         let empty = Value::Object(Map::new());
         Self {
             required_capabilities: Map::from_iter([(capability.to_owned(), empty)]),

@@ -14,7 +14,7 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 /// Whether a 2026-07-28 request declares the tasks extension.
-pub fn declares_tasks(params: &Map<String, Value>) -> bool {
+pub(crate) fn declares_tasks(params: &Map<String, Value>) -> bool {
     params
         .get("_meta")
         .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
@@ -24,7 +24,7 @@ pub fn declares_tasks(params: &Map<String, Value>) -> bool {
 }
 
 /// -32021: the request needs the tasks extension it did not declare.
-pub fn missing_extension(what: &str) -> RpcError {
+pub(crate) fn missing_extension(what: &str) -> RpcError {
     RpcError::new(
         ErrorCode::MissingRequiredClientCapability,
         format!(

@@ -12,7 +12,7 @@ pub(crate) use crate::server::task_status::warn_once;
 
 /// How a finished task ended: the call's result, or its JSON-RPC error
 /// object.
-pub type Outcome = Result<Value, Value>;
+pub(crate) type Outcome = Result<Value, Value>;
 
 /// One task as stored.
 #[derive(Debug, Clone, PartialEq)]

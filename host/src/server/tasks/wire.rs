@@ -6,10 +6,10 @@ use crate::protocol::model::{DetailedTask, Task, TaskDetail, TaskStatus, Timing}
 use crate::protocol::RpcError;
 use serde_json::{Map, Value};
 
-pub use crate::server::clock::timestamp;
+pub(crate) use crate::server::clock::timestamp;
 
 /// The status as MCP names it.
-pub fn status(status: Status) -> TaskStatus {
+pub(crate) fn status(status: Status) -> TaskStatus {
     match status {
         Status::Working => TaskStatus::Working,
         Status::InputRequired => TaskStatus::InputRequired,
@@ -20,7 +20,7 @@ pub fn status(status: Status) -> TaskStatus {
 }
 
 /// The task's common fields on `wire` (`Task`).
-pub fn task(record: &Record, wire: Wire, poll_interval_ms: u64) -> Task {
+pub(crate) fn task(record: &Record, wire: Wire, poll_interval_ms: u64) -> Task {
     let poll = (!record.status.is_terminal()).then_some(poll_interval_ms);
     Task {
         task_id: record.id.clone(),
@@ -43,7 +43,7 @@ pub fn task(record: &Record, wire: Wire, poll_interval_ms: u64) -> Task {
 
 /// The 2026-07-28 `DetailedTask`: the task with its result, error or
 /// outstanding input requests inlined.
-pub fn detailed(
+pub(crate) fn detailed(
     record: &Record,
     poll_interval_ms: u64,
     input_requests: Option<Map<String, Value>>,

@@ -14,16 +14,16 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// Events kept per stream for resumption; older ones are dropped.
-pub const MAX_BUFFERED: usize = 1024;
+pub(super) const MAX_BUFFERED: usize = 1024;
 
 /// How often a stream that cannot keep its events says so.
 const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// Bytes of events kept per stream.
-pub const MAX_BUFFERED_BYTES: usize = 32 << 20;
+pub(super) const MAX_BUFFERED_BYTES: usize = 32 << 20;
 
 /// A stream's events, numbered from 1, with at most one reader at a time.
-pub struct EventLog {
+pub(super) struct EventLog {
     /// The stream's number within its session.
     pub id: u64,
     /// The number of its first event.
@@ -101,7 +101,7 @@ impl State {
 /// Where a log's events are kept for other hosts: the store, and the
 /// session the stream belongs to.
 #[derive(Clone)]
-pub struct Keeper {
+pub(super) struct Keeper {
     /// The store.
     pub store: Arc<dyn crate::server::StreamEvents>,
     /// The session's id.
@@ -111,13 +111,13 @@ pub struct Keeper {
 impl EventLog {
     /// An empty, open log.
     #[cfg(test)]
-    pub fn new(id: u64) -> Arc<Self> {
+    pub(crate) fn new(id: u64) -> Arc<Self> {
         Self::starting_at(id, 1)
     }
 
     /// An empty, open log whose first event is numbered `first` (a stream
     /// taken up from another host goes on with its numbers).
-    pub fn starting_at(id: u64, first: u64) -> Arc<Self> {
+    pub(super) fn starting_at(id: u64, first: u64) -> Arc<Self> {
         Arc::new(EventLog {
             id,
             first,
@@ -140,7 +140,7 @@ impl EventLog {
     /// Calls `then` once if the stream is abandoned before it finished: no
     /// reader for `grace` (a client may resume meanwhile), or closed
     /// because its reader fell too far behind.
-    pub fn on_abandoned(&self, grace: Duration, then: impl FnOnce() + Send + 'static) {
+    pub(super) fn on_abandoned(&self, grace: Duration, then: impl FnOnce() + Send + 'static) {
         *self.abandon.lock() = Some(Abandon {
             grace,
             then: Box::new(then),
@@ -185,7 +185,7 @@ impl EventLog {
     /// dropped; its first event is numbered `first_seq`. With a `keeper`,
     /// each event is kept there before it can be read (a store that fails
     /// is logged, and the event sent all the same).
-    pub fn pumped(
+    pub(super) fn pumped(
         id: u64,
         first_seq: u64,
         first: Option<Outgoing>,
@@ -240,7 +240,7 @@ impl EventLog {
     }
 
     /// The number of the first event this log held.
-    pub fn first_seq(&self) -> u64 {
+    pub(super) fn first_seq(&self) -> u64 {
         self.first
     }
 
@@ -257,7 +257,7 @@ impl EventLog {
     /// Appends a message. Over the log's bounds, events already read go
     /// first, then unread notifications (counted); a stream that would
     /// have to lose an unread response or request is closed instead.
-    pub fn push(&self, message: &Outgoing) {
+    pub(super) fn push(&self, message: &Outgoing) {
         let text: Arc<str> = message.text().into();
         let notification = message.is_notification();
         let overflowed = {
@@ -279,29 +279,29 @@ impl EventLog {
     }
 
     /// Marks the end of the stream.
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         self.state().closed = true;
         self.wake.notify_waiters();
     }
 
     /// Whether the stream ended and a reader took every event.
-    pub fn finished(&self) -> bool {
+    pub(super) fn finished(&self) -> bool {
         let state = self.state();
         state.closed && state.undelivered == state.next
     }
 
     /// The SSE id of event `seq`.
-    pub fn event_id(&self, seq: u64) -> String {
+    pub(super) fn event_id(&self, seq: u64) -> String {
         Self::event_id_of(self.id, seq)
     }
 
     /// The SSE id of event `seq` of stream `stream`.
-    pub fn event_id_of(stream: u64, seq: u64) -> String {
+    pub(super) fn event_id_of(stream: u64, seq: u64) -> String {
         format!("{stream}-{seq}")
     }
 
     /// Parses an SSE id into (stream, event number).
-    pub fn parse_event_id(text: &str) -> Option<(u64, u64)> {
+    pub(super) fn parse_event_id(text: &str) -> Option<(u64, u64)> {
         let (stream, seq) = text.trim().split_once('-')?;
         Some((stream.parse().ok()?, seq.parse().ok()?))
     }
@@ -309,7 +309,7 @@ impl EventLog {
     /// Reads the log as SSE events, starting after event `after` (`None`:
     /// from the first event no reader has taken). A newer reader ends this
     /// one; the log's end ends it.
-    pub fn read(
+    pub(super) fn read(
         self: &Arc<Self>,
         after: Option<u64>,
     ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {

@@ -36,7 +36,7 @@ fn host_name(authority: &str) -> Option<String> {
 }
 
 /// A refused request: its status and why.
-pub type Refusal = (StatusCode, String);
+pub(super) type Refusal = (StatusCode, String);
 
 /// At most this much of a header is quoted back.
 const QUOTED: usize = 64;

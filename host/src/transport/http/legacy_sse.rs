@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Where the event stream is opened.
-pub const STREAM_PATH: &str = "/sse";
+pub(super) const STREAM_PATH: &str = "/sse";
 /// Where messages are posted.
-pub const MESSAGES_PATH: &str = "/messages";
+pub(super) const MESSAGES_PATH: &str = "/messages";
 
 /// One old-style connection.
-pub struct LegacyConnection {
+pub(super) struct LegacyConnection {
     conn: Arc<Connection>,
     principal: Option<String>,
 }

@@ -50,7 +50,7 @@ impl Default for ConnectionLimits {
 }
 
 /// Requests one HTTP/2 connection may have in progress at once.
-pub const MAX_STREAMS_PER_CONNECTION: u32 = 128;
+pub(super) const MAX_STREAMS_PER_CONNECTION: u32 = 128;
 
 tokio::task_local! {
     /// The client address of the connection whose request is being
@@ -59,13 +59,13 @@ tokio::task_local! {
 }
 
 /// The client address of the request being handled, when known.
-pub fn peer() -> Option<std::net::SocketAddr> {
+pub(super) fn peer() -> Option<std::net::SocketAddr> {
     PEER.try_with(|peer| *peer).ok().flatten()
 }
 
 /// Serves `router` on `listener` (over TLS with `tls`) until `shutdown`
 /// resolves.
-pub async fn serve(
+pub(super) async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     limits: ConnectionLimits,

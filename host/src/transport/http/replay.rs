@@ -12,7 +12,7 @@ const PAGE: usize = 100;
 /// The kept events of stream `stream` after event `after`, up to (not
 /// including) event `until` when given, in order. A store that fails ends
 /// the replay (logged): the client resumes again later.
-pub fn kept(
+pub(super) fn kept(
     keeper: Keeper,
     stream: u64,
     after: u64,

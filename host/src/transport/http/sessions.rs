@@ -26,7 +26,7 @@ const KEPT_STREAMS: usize = 64;
 
 /// One session: its connection, its standalone (GET) stream, and the
 /// response streams that may still be resumed.
-pub struct HttpSession {
+pub(super) struct HttpSession {
     /// The `Mcp-Session-Id`.
     pub id: String,
     /// Who opened it (`None` without authentication).
@@ -57,13 +57,13 @@ const READ_AGAIN: u8 = 2;
 
 impl HttpSession {
     /// Notes activity.
-    pub fn touch(&self) {
+    pub(super) fn touch(&self) {
         *self.last_seen.lock() = Instant::now();
     }
 
     /// A new response stream of this session: `first`, then `messages`
     /// until they end.
-    pub fn open_stream(
+    pub(super) fn open_stream(
         &self,
         first: crate::server::Outgoing,
         messages: crate::server::OutboxReceiver,
@@ -80,12 +80,12 @@ impl HttpSession {
     }
 
     /// Where its streams' events are kept for other hosts, if anywhere.
-    pub fn keeper(&self) -> Option<&Keeper> {
+    pub(super) fn keeper(&self) -> Option<&Keeper> {
         self.keeper.as_ref()
     }
 
     /// The stream with this number, if it can still be resumed here.
-    pub fn stream(&self, id: u64) -> Option<Arc<EventLog>> {
+    pub(super) fn stream(&self, id: u64) -> Option<Arc<EventLog>> {
         if id == self.standalone.id {
             return Some(self.standalone.clone());
         }
@@ -94,7 +94,7 @@ impl HttpSession {
     }
 
     /// Marks a request or stream as open until the guard drops.
-    pub fn busy(self: &Arc<Self>) -> Busy {
+    pub(super) fn busy(self: &Arc<Self>) -> Busy {
         self.busy.fetch_add(1, Ordering::Relaxed);
         self.touch();
         Busy(self.clone())
@@ -109,7 +109,7 @@ impl HttpSession {
 }
 
 /// Keeps a session from idling out while alive.
-pub struct Busy(Arc<HttpSession>);
+pub(super) struct Busy(Arc<HttpSession>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
@@ -120,7 +120,7 @@ impl Drop for Busy {
 
 /// Why a session could not be used.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Lookup {
+pub(super) enum Lookup {
     /// No such session (never was, ended, expired, or someone else's).
     Unknown,
     /// Not held here, and the session store, which may keep it, does not
@@ -149,13 +149,13 @@ impl Default for SessionLimits {
 /// No session could be opened: every open one (of the principal, or in
 /// all) has a request or stream in progress.
 #[derive(Debug)]
-pub struct Full;
+pub(super) struct Full;
 
 /// Every live session. At a cap, a new session takes the place of the
 /// longest-idle one that has nothing in progress (its client gets 404 on
 /// its next request and initializes again, as for an expired session).
 #[derive(Default)]
-pub struct SessionTable {
+pub(super) struct SessionTable {
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     limits: SessionLimits,
 }
@@ -166,7 +166,7 @@ impl SessionTable {
     }
 
     /// A table with these limits.
-    pub fn new(limits: SessionLimits) -> Self {
+    pub(super) fn new(limits: SessionLimits) -> Self {
         SessionTable {
             sessions: Mutex::default(),
             limits,
@@ -233,7 +233,7 @@ impl SessionTable {
 
     /// Opens a session for `principal`, ending the longest-idle session
     /// where a cap is reached.
-    pub async fn open(
+    pub(super) async fn open(
         &self,
         server: &Arc<Server>,
         principal: Option<String>,
@@ -307,7 +307,7 @@ impl SessionTable {
 
     /// The session `id`, if it exists and belongs to `principal`: held
     /// here, or kept in the server's session store.
-    pub async fn find(
+    pub(super) async fn find(
         &self,
         server: &Arc<Server>,
         id: &str,
@@ -337,7 +337,11 @@ impl SessionTable {
 
     /// The session `id`, if this host holds it and it belongs to
     /// `principal`.
-    pub fn get(&self, id: &str, principal: &Option<String>) -> Result<Arc<HttpSession>, Lookup> {
+    pub(super) fn get(
+        &self,
+        id: &str,
+        principal: &Option<String>,
+    ) -> Result<Arc<HttpSession>, Lookup> {
         let session = self.map().get(id).cloned().ok_or(Lookup::Unknown)?;
         if &session.principal != principal {
             return Err(Lookup::Unknown);
@@ -348,7 +352,7 @@ impl SessionTable {
 
     /// Ends a session (see [`SessionTable::end_held`]); whether this host
     /// held it.
-    pub async fn close(&self, id: &str) -> bool {
+    pub(super) async fn close(&self, id: &str) -> bool {
         let closed = self.end_held(id, |_| true).await;
         if closed {
             tracing::debug!(open = self.len(), "session closed");
@@ -357,7 +361,7 @@ impl SessionTable {
     }
 
     /// How many sessions are open.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.map().len()
     }
 
@@ -367,7 +371,7 @@ impl SessionTable {
     /// shared store forgets it once no replica has used it for `idle`
     /// (see [`SessionTable::start_expiry`]); a client that comes back here
     /// before then has it taken up again.
-    pub async fn expire(&self, idle: Duration, shared: bool) -> usize {
+    pub(super) async fn expire(&self, idle: Duration, shared: bool) -> usize {
         let idle_ones: Vec<String> = self
             .map()
             .values()
@@ -464,7 +468,7 @@ impl SessionTable {
     /// brings up to date the copies of sessions changed through other
     /// hosts ([`SessionTable::follow_changes`]), for as long as the table
     /// lives.
-    pub fn follow_ended(self: &Arc<Self>, server: &Arc<Server>) {
+    pub(super) fn follow_ended(self: &Arc<Self>, server: &Arc<Server>) {
         let table = Arc::downgrade(self);
         let mut events = server.subscribe();
         let shared = server.shares_sessions();
@@ -511,7 +515,7 @@ impl SessionTable {
     /// `idle`. So among replicas a session's idleness is the store's,
     /// counted from its last use through any of them: a replica's idle
     /// copy never ends a session another replica serves.
-    pub fn start_expiry(self: &Arc<Self>, server: &Arc<Server>, idle: Duration) {
+    pub(super) fn start_expiry(self: &Arc<Self>, server: &Arc<Server>, idle: Duration) {
         let table = Arc::downgrade(self);
         let store = server.session_store().clone();
         let shared = server.shares_sessions();

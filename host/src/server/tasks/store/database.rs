@@ -181,7 +181,7 @@ fn locks_dir(path: &Path) -> PathBuf {
 impl Store {
     /// Opens (creating) the database at `path`, or an in-memory one for
     /// `None`, for the host instance `instance`.
-    pub fn open(path: Option<&Path>, instance: &str) -> Result<Store> {
+    pub(super) fn open(path: Option<&Path>, instance: &str) -> Result<Store> {
         let (mut db, alive) = match path {
             None => (Connection::open_in_memory()?, None),
             Some(path) => {
@@ -220,7 +220,7 @@ impl Store {
     /// Marks the unfinished tasks of hosts that are gone as failed, and
     /// clears the locks they left; their ids. (An in-memory store has no
     /// other host.)
-    pub fn fail_orphans(&self) -> Result<Vec<String>> {
+    pub(super) fn fail_orphans(&self) -> Result<Vec<String>> {
         let Some((_, lock)) = &self.alive else {
             return Ok(Vec::new());
         };
@@ -279,7 +279,7 @@ impl Store {
     }
 
     /// The tasks among `ids` still unfinished.
-    pub fn unfinished(&self, ids: &[String]) -> Result<Vec<String>> {
+    pub(super) fn unfinished(&self, ids: &[String]) -> Result<Vec<String>> {
         let list = serde_json::to_string(ids)?;
         let mut query = self.db.prepare_cached(
             "SELECT id FROM tasks WHERE status IN ('working', 'input_required')
@@ -292,7 +292,7 @@ impl Store {
     }
 
     /// Stores a new task.
-    pub fn insert(&self, task: &Record) -> Result<()> {
+    pub(super) fn insert(&self, task: &Record) -> Result<()> {
         let outcome = task.outcome.as_ref().map(outcome_text);
         let size = outcome.as_ref().map_or(0, String::len);
         self.db.prepare_cached(
@@ -319,7 +319,7 @@ impl Store {
     }
 
     /// The task `id`, if it exists.
-    pub fn get(&self, id: &str) -> Result<Option<Record>> {
+    pub(super) fn get(&self, id: &str) -> Result<Option<Record>> {
         let found = self
             .db
             .prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?
@@ -330,7 +330,7 @@ impl Store {
 
     /// Moves an unfinished task to `status` (non-terminal) with the
     /// questions it waits on (JSON); `false` if it is already over or gone.
-    pub fn set_status(
+    pub(super) fn set_status(
         &self,
         id: &str,
         status: Status,
@@ -356,7 +356,7 @@ impl Store {
     /// Ends an unfinished task with its outcome as stored text
     /// ([`outcome_text`]); `false` if it was already over (a cancelled task
     /// stays cancelled) or is gone.
-    pub fn finish(
+    pub(super) fn finish(
         &self,
         id: &str,
         status: Status,
@@ -382,7 +382,7 @@ impl Store {
     }
 
     /// The tasks `owner` keeps and the bytes of their results.
-    pub fn usage(&self, owner: Option<&str>) -> Result<Usage> {
+    pub(super) fn usage(&self, owner: Option<&str>) -> Result<Usage> {
         let usage = self
             .db
             .prepare_cached("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM tasks WHERE owner IS ?1")?
@@ -391,7 +391,7 @@ impl Store {
     }
 
     /// The tasks everyone keeps and the bytes of their results.
-    pub fn usage_all(&self) -> Result<Usage> {
+    pub(super) fn usage_all(&self) -> Result<Usage> {
         let usage = self
             .db
             .prepare_cached("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM tasks")?
@@ -400,7 +400,7 @@ impl Store {
     }
 
     /// How many tasks are kept, by status.
-    pub fn count_by_status(&self) -> Result<Vec<(String, u64)>> {
+    pub(super) fn count_by_status(&self) -> Result<Vec<(String, u64)>> {
         let mut query = self
             .db
             .prepare_cached("SELECT status, COUNT(*) FROM tasks GROUP BY status ORDER BY status")?;
@@ -412,7 +412,7 @@ impl Store {
 
     /// Up to `limit` tasks of `owner`, oldest first, after the task
     /// `(created_ms, id)` when given.
-    pub fn list(
+    pub(super) fn list(
         &self,
         owner: Option<&str>,
         after: Option<(u64, &str)>,
@@ -430,7 +430,7 @@ impl Store {
     }
 
     /// Deletes the tasks whose time to live has passed; their ids.
-    pub fn purge_expired(&self, now_ms: u64) -> Result<Vec<String>> {
+    pub(super) fn purge_expired(&self, now_ms: u64) -> Result<Vec<String>> {
         let mut query = self
             .db
             .prepare("DELETE FROM tasks WHERE created_ms + ttl_ms <= ?1 RETURNING id")?;

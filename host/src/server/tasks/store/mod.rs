@@ -11,7 +11,8 @@ mod database;
 mod sqlite;
 
 pub use super::quota::Usage;
-pub use super::record::{Outcome, Record, Status, Wire};
+pub(crate) use super::record::Outcome;
+pub use super::record::{Record, Status, Wire};
 pub use sqlite::Sqlite;
 
 use crate::protocol::model::StoredOutcome;
@@ -133,7 +134,7 @@ pub(crate) mod contract {
     }
 
     /// Runs every check against `store`, which must start empty.
-    pub async fn check(store: &dyn TaskStore) {
+    pub(crate) async fn check(store: &dyn TaskStore) {
         round_trips(store).await;
         a_finished_task_stays_finished(store).await;
         lists_page_by_owner(store).await;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Keys kept from one set, at most; more are ignored.
-pub const MAX_KEYS: usize = 64;
+pub(super) const MAX_KEYS: usize = 64;
 
 /// Where the keys come from, and the bounds of fetching them.
 #[derive(Debug, Clone)]
@@ -41,7 +41,7 @@ pub enum Location {
 }
 
 /// One signing key of the set.
-pub struct Key {
+pub(super) struct Key {
     /// Its `kid`.
     pub kid: Option<String>,
     /// The algorithms it may verify.
@@ -51,7 +51,7 @@ pub struct Key {
 }
 
 /// The keys, kept and refreshed.
-pub struct Jwks {
+pub(super) struct Jwks {
     source: JwksSource,
     http: reqwest::Client,
     /// The keys, and how many fetches were tried when they were set.
@@ -64,7 +64,7 @@ pub struct Jwks {
 
 /// The keys held, as of the `attempts`-th fetch tried.
 #[derive(Clone, Default)]
-pub struct Held {
+pub(super) struct Held {
     /// The keys.
     pub keys: Arc<Vec<Key>>,
     attempts: u64,
@@ -92,7 +92,7 @@ pub fn check_url(what: &str, url: &str) -> Result<()> {
 
 impl Jwks {
     /// Keys from `source`, none fetched yet.
-    pub fn new(source: JwksSource) -> Result<Arc<Self>> {
+    pub(super) fn new(source: JwksSource) -> Result<Arc<Self>> {
         let http = reqwest::Client::builder()
             .connect_timeout(source.timeout)
             .timeout(source.timeout)
@@ -109,12 +109,12 @@ impl Jwks {
     }
 
     /// The keys held now.
-    pub fn held(&self) -> Held {
+    pub(super) fn held(&self) -> Held {
         self.keys.read().clone()
     }
 
     /// Fetches the set again now and then, while `self` lives.
-    pub fn keep_fresh(self: &Arc<Self>) {
+    pub(super) fn keep_fresh(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         let every = self.source.refresh;
         tokio::spawn(async move {
@@ -130,7 +130,7 @@ impl Jwks {
     /// The keys after a fetch for a token whose key was not among `seen`:
     /// fetched unless one was tried since `seen` (by another request) or
     /// within `min_refresh`; then the keys held.
-    pub async fn refreshed(&self, seen: &Held) -> Held {
+    pub(super) async fn refreshed(&self, seen: &Held) -> Held {
         let _one = self.fetching.lock().await;
         let now = self.held();
         let recent = self
@@ -226,7 +226,7 @@ impl Jwks {
 /// The signing keys of a JWKS document. A key of a kind not understood (or
 /// symmetric, which a published set must never hold) is skipped; a
 /// document without a `keys` array is an error.
-pub fn parse_set(document: &Value) -> Result<Vec<Key>> {
+pub(super) fn parse_set(document: &Value) -> Result<Vec<Key>> {
     let keys = document
         .get("keys")
         .and_then(Value::as_array)

@@ -145,7 +145,7 @@ fn segment(token: &str, index: usize) -> Option<Map<String, Value>> {
 /// `alg` it does not know (`none`, say) is not allowed; anything else is
 /// malformed. With the `alg` for the log (which escapes it), if there is
 /// one.
-pub fn of_unreadable_header(token: &str) -> (Reason, Option<String>) {
+pub(super) fn of_unreadable_header(token: &str) -> (Reason, Option<String>) {
     let alg = segment(token, 0)
         .and_then(|header| header.get("alg").and_then(Value::as_str).map(str::to_owned));
     match alg {
@@ -158,7 +158,7 @@ pub fn of_unreadable_header(token: &str) -> (Reason, Option<String>) {
 
 /// The principal (`jwt:ISS#SUB`) of a token refused after its signature
 /// verified (see [`Reason::signature_verified`]).
-pub fn signed_principal(token: &str) -> Option<String> {
+pub(super) fn signed_principal(token: &str) -> Option<String> {
     let claims = segment(token, 1)?;
     let text = |name: &str| claims.get(name).and_then(Value::as_str).unwrap_or_default();
     Some(format!("jwt:{}#{}", text("iss"), text("sub")))
