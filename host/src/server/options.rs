@@ -34,7 +34,7 @@ pub struct ServerOptions {
     /// Plugins not served as their sources stand, added to `instructions`.
     pub notices: Arc<notices::Notices>,
     /// How long a request that arrives while the plugins first load waits
-    /// for them (see [`Server::until_loaded`]).
+    /// for them (see `Server::until_loaded`).
     pub startup_wait: Duration,
     /// Handshake sessions kept at most (the session store's capacity).
     pub max_sessions: usize,

@@ -46,7 +46,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// What serving a request comes to: [`Done`], or a JSON-RPC error.
+/// What serving a request comes to: `Done`, or a JSON-RPC error.
 pub type Outcome = Result<Done, RpcError>;
 
 /// How a request that did not fail ends.
