@@ -235,6 +235,11 @@ def test_the_stored_events_cap_holds_while_two_replicas_append(cluster_factory, 
             "jsonrpc": "2.0", "id": i + 100, "method": "tools/call",
             "params": {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": i}}}, headers)
         assert status == 200 and reply["result"]["content"][0]["text"] == "Progress tool completed", reply
+        if i % 16 == 0:
+            # A sample every 16 calls too, while the other 15 workers go on
+            # appending: as many samples under load however fast the calls
+            # run (the sampler thread alone took fewer when they ran fast).
+            seen.append(stored_events(postgres.url, session))
         return response_headers.get("content-type", "")
 
     try:
