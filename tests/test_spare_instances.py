@@ -40,7 +40,7 @@ def serve(tmp_path, cache_dir, components, server="", config=ALWAYS, capabilitie
     path = tmp_path / "config.toml"
     path.write_text(f'[server]\ncache_dir = "{cache_dir}"\n{server}[metrics]\nlisten = "127.0.0.1:0"\n{config}')
     env = dict(os.environ, WASM_MCP_CONFIG=str(path),
-               RUST_LOG="info,wasm_mcp::runtime=debug,wasm_mcp::server::roots=debug")
+               RUST_LOG="info,wasm_mcp::runtime=debug,wasm_mcp::server::connection=debug")
     # Compiled beforehand, so that no optimised build replaces a baseline
     # one (and its spare) in the middle of a test.
     subprocess.run([str(BINARY), "warm", "--plugins", str(plugins)], env=env, check=True,
