@@ -2,9 +2,12 @@
 //! and the schema, brought up to date at start under an advisory lock (so
 //! replicas starting together do not race).
 
+use crate::server::StoreError;
 use anyhow::{Context as _, Result};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use std::time::Duration;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::Row;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// Where the database is and how long to wait for it.
@@ -122,6 +125,83 @@ pub(super) async fn within<T>(
     tokio::time::timeout(timeout, query)
         .await
         .map_err(|_| anyhow::anyhow!("the shared database did not answer within {timeout:?}"))?
+}
+
+/// Runs a store's `query` within `timeout` (`within`), its failure
+/// classified (`classify`): what the task and session stores run.
+pub(super) async fn within_store<T>(
+    timeout: Duration,
+    query: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    within(timeout, query).await.map_err(classify)
+}
+
+/// What kind of failure `error` (from a store's query) is, as the
+/// [`StoreError`] it then carries: a write the database refused by a
+/// constraint or a conflict with a concurrent transaction is a conflict,
+/// a value or page the database cannot read is corrupt (by the error's
+/// SQLSTATE, `kind`); anything else (a lost connection, no connection
+/// from the pool, no answer in time) is left as it is, which reads as
+/// unreachable. An error that already says its kind keeps it.
+pub(super) fn classify(error: anyhow::Error) -> anyhow::Error {
+    if error.is::<StoreError>() {
+        return error;
+    }
+    let code = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<tokio_postgres::Error>())
+        .and_then(tokio_postgres::Error::code);
+    match code.and_then(kind) {
+        Some(Kind::Conflict) => StoreError::Conflict(format!("{error:#}")).into(),
+        Some(Kind::Corrupt) => StoreError::Corrupt(format!("{error:#}")).into(),
+        None => error,
+    }
+}
+
+/// A kind of store failure a SQLSTATE tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Conflict,
+    Corrupt,
+}
+
+/// The kind of failure SQLSTATE `code` is, if it says: class 23
+/// (integrity constraint violation: unique, foreign key, check, not null,
+/// exclusion), 40001 (serialization failure) and 40P01 (deadlock) are
+/// conflicts; class 22 (data exception: a value that does not convert)
+/// and XX001/XX002 (a data or index page corrupted) are corrupt.
+fn kind(code: &SqlState) -> Option<Kind> {
+    match code.code() {
+        "40001" | "40P01" => Some(Kind::Conflict),
+        "XX001" | "XX002" => Some(Kind::Corrupt),
+        class if class.starts_with("23") => Some(Kind::Conflict),
+        class if class.starts_with("22") => Some(Kind::Corrupt),
+        _ => None,
+    }
+}
+
+/// Column `i` of `row`, a row of `whose` (what the row is, for the
+/// message); a value that does not read as a `T` (a wrong type, a null
+/// where none may be) is [`StoreError::Corrupt`], not a panic.
+pub(super) fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    i: usize,
+    whose: &dyn std::fmt::Display,
+) -> Result<T> {
+    row.try_get(i).map_err(|error| {
+        let name = row.columns().get(i).map_or("?", |c| c.name());
+        StoreError::Corrupt(format!("{whose}: column {name} does not read: {error}")).into()
+    })
+}
+
+/// Column `i` of `row` (see `column`), a `bigint` that may not be
+/// negative (a time, a size, a count).
+pub(super) fn unsigned(row: &Row, i: usize, whose: &dyn std::fmt::Display) -> Result<u64> {
+    let value: i64 = column(row, i, whose)?;
+    u64::try_from(value).map_err(|_| {
+        let name = row.columns().get(i).map_or("?", |c| c.name());
+        StoreError::Corrupt(format!("{whose}: column {name} is negative ({value})")).into()
+    })
 }
 
 /// The advisory lock replicas take to change the schema, one at a time.
@@ -299,4 +379,53 @@ pub(super) async fn migrate_to(pool: &Pool, known: usize) -> Result<()> {
         tracing::info!(from = version, to = known, "shared database schema updated");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sqlstate_says_conflict_or_corrupt_and_the_rest_is_unreachable() {
+        for code in [
+            SqlState::UNIQUE_VIOLATION,
+            SqlState::FOREIGN_KEY_VIOLATION,
+            SqlState::CHECK_VIOLATION,
+            SqlState::NOT_NULL_VIOLATION,
+            SqlState::EXCLUSION_VIOLATION,
+            SqlState::T_R_SERIALIZATION_FAILURE,
+            SqlState::T_R_DEADLOCK_DETECTED,
+        ] {
+            assert_eq!(kind(&code), Some(Kind::Conflict), "{}", code.code());
+        }
+        for code in [
+            SqlState::INVALID_TEXT_REPRESENTATION,
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            SqlState::CHARACTER_NOT_IN_REPERTOIRE,
+            SqlState::DATA_CORRUPTED,
+            SqlState::INDEX_CORRUPTED,
+        ] {
+            assert_eq!(kind(&code), Some(Kind::Corrupt), "{}", code.code());
+        }
+        for code in [
+            SqlState::CONNECTION_FAILURE,
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::QUERY_CANCELED,
+            SqlState::TOO_MANY_CONNECTIONS,
+            SqlState::DISK_FULL,
+            SqlState::UNDEFINED_TABLE,
+            SqlState::INTERNAL_ERROR,
+        ] {
+            assert_eq!(kind(&code), None, "{}", code.code());
+        }
+        // Errors that are not the database's stay what they are; a kind
+        // said already is kept.
+        let timeout = classify(anyhow::anyhow!("did not answer within 1s"));
+        assert!(matches!(
+            StoreError::of(timeout),
+            StoreError::Unreachable(_)
+        ));
+        let said = classify(StoreError::Corrupt("task t1: bad".into()).into());
+        assert!(matches!(StoreError::of(said), StoreError::Corrupt(_)));
+    }
 }

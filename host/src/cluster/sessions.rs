@@ -16,10 +16,10 @@
 //! a newer version, so this replica never writes a newer record back with
 //! fewer fields.
 
-use super::database::{connection, within};
+use super::database::{column, connection, unsigned, within_store};
 use crate::server::session_store::{Unreadable, SESSION_RECORD_VERSION};
 use crate::server::tasks::now_ms;
-use crate::server::{SessionRecord, SessionStore, StreamEvents};
+use crate::server::{SessionRecord, SessionStore, StoreError, StreamEvents};
 use anyhow::Result;
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
@@ -93,7 +93,7 @@ impl PgSessions {
             return Ok(true);
         }
         let text = serde_json::to_string(&fields)?;
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let mut db = connection(&self.pool).await?;
             let tx = db.transaction().await?;
             if fields_changed {
@@ -149,7 +149,7 @@ impl PgSessions {
     /// ones added or removed are written).
     async fn save_whole(&self, record: &SessionRecord) -> Result<()> {
         let text = serde_json::to_string(&own_fields(record))?;
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let mut db = connection(&self.pool).await?;
             let tx = db.transaction().await?;
             let update = tx
@@ -168,7 +168,11 @@ impl PgSessions {
                 let count = tx
                     .prepare_cached("SELECT COUNT(*) FROM wasm_mcp_sessions")
                     .await?;
-                let kept: i64 = tx.query_one(&count, &[]).await?.get(0);
+                let kept: i64 = column(
+                    &tx.query_one(&count, &[]).await?,
+                    0,
+                    &"the count of sessions",
+                )?;
                 anyhow::ensure!(
                     (kept as usize) < self.capacity,
                     "the session store is full ({} sessions)",
@@ -186,11 +190,13 @@ impl PgSessions {
                 let written = tx
                     .execute(&insert, &[&record.id, &text, &now(), &VERSION])
                     .await?;
-                anyhow::ensure!(
-                    written == 1,
-                    "not saved: the session's stored record is of a newer version than this \
-                     host writes ({SESSION_RECORD_VERSION})"
-                );
+                if written != 1 {
+                    return Err(StoreError::Conflict(format!(
+                        "not saved: the session's stored record is of a newer version than \
+                         this host writes ({SESSION_RECORD_VERSION})"
+                    ))
+                    .into());
+                }
             }
             let stale = tx
                 .prepare_cached(
@@ -250,7 +256,7 @@ impl SessionStore for PgSessions {
     }
 
     async fn load(&self, id: &str) -> Result<Option<SessionRecord>> {
-        let row: Option<(String, Vec<String>)> = within(self.timeout, async {
+        let row: Option<(String, Vec<String>)> = within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let query = db
                 .prepare_cached(
@@ -259,10 +265,11 @@ impl SessionStore for PgSessions {
                      FROM wasm_mcp_sessions s WHERE s.id = $1",
                 )
                 .await?;
-            Ok(db
-                .query_opt(&query, &[&id])
+            let whose = format!("session {id}");
+            db.query_opt(&query, &[&id])
                 .await?
-                .map(|row| (row.get(0), row.get(1))))
+                .map(|row| Ok((column(&row, 0, &whose)?, column(&row, 1, &whose)?)))
+                .transpose()
         })
         .await?;
         let Some((text, subscriptions)) = row else {
@@ -296,7 +303,7 @@ impl SessionStore for PgSessions {
 
     async fn remove(&self, id: &str) -> Result<bool> {
         self.forget(&[id.to_owned()]);
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             // Its subscriptions and events go with it.
             let delete = db
@@ -311,7 +318,7 @@ impl SessionStore for PgSessions {
         if ids.is_empty() {
             return Ok(());
         }
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             db.execute(
                 "UPDATE wasm_mcp_sessions SET touched_ms = $1 WHERE id = ANY($2)",
@@ -325,7 +332,7 @@ impl SessionStore for PgSessions {
 
     async fn forget_idle(&self, idle: Duration) -> Result<usize> {
         let before = now() - idle.as_millis() as i64;
-        let deleted: Vec<String> = within(self.timeout, async {
+        let deleted: Vec<String> = within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             // Their subscriptions and events go with them.
             let rows = db
@@ -337,7 +344,9 @@ impl SessionStore for PgSessions {
                     &[&before, &SWEEP_BATCH],
                 )
                 .await?;
-            Ok(rows.iter().map(|row| row.get(0)).collect())
+            rows.iter()
+                .map(|row| column(row, 0, &"a session row"))
+                .collect()
         })
         .await?;
         self.forget(&deleted);
@@ -377,7 +386,7 @@ impl PgStreamEvents {
     /// until the end, so appends to one session take turns and the bound
     /// holds however replicas interleave them.
     async fn keep(&self, session: &str, stream: u64, seq: u64, text: &str) -> Result<()> {
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let mut db = connection(&self.pool).await?;
             let tx = db.transaction().await?;
             let count = tx
@@ -392,7 +401,7 @@ impl PgStreamEvents {
                 // Not a session the store keeps (ended, or not saved yet).
                 return Ok(());
             };
-            let k: i64 = row.get(0);
+            let k: i64 = column(&row, 0, &format_args!("the events of session {session}"))?;
             let insert = tx
                 .prepare_cached(
                     "INSERT INTO wasm_mcp_stream_events (session, stream, seq, text, k)
@@ -440,7 +449,7 @@ impl StreamEvents for PgStreamEvents {
         seq: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>> {
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let query = db
                 .prepare_cached(
@@ -454,16 +463,16 @@ impl StreamEvents for PgStreamEvents {
                     &[&session, &(stream as i64), &(seq as i64), &(limit as i64)],
                 )
                 .await?;
-            Ok(rows
-                .iter()
-                .map(|r| (r.get::<_, i64>(0) as u64, r.get(1)))
-                .collect())
+            let whose = format!("an event of session {session}");
+            rows.iter()
+                .map(|r| Ok((unsigned(r, 0, &whose)?, column(r, 1, &whose)?)))
+                .collect()
         })
         .await
     }
 
     async fn last(&self, session: &str) -> Result<(u64, u64)> {
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let row = db
                 .query_one(
@@ -473,7 +482,8 @@ impl StreamEvents for PgStreamEvents {
                     &[&session],
                 )
                 .await?;
-            Ok((row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64))
+            let whose = format!("the events of session {session}");
+            Ok((unsigned(&row, 0, &whose)?, unsigned(&row, 1, &whose)?))
         })
         .await
     }

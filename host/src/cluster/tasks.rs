@@ -2,9 +2,9 @@
 //! is held by the replica running it for a lease it renews; once a lease
 //! lapses (its replica stopped), any replica fails the task.
 
-use super::database::{connection, within};
+use super::database::{column, connection, unsigned, within_store};
 use crate::server::tasks::{
-    now_ms, outcome_text, Record, Status, StoredRerun, TaskStore, Usage, Wire,
+    now_ms, outcome_text, parse_outcome, Record, Status, StoredRerun, TaskStore, Usage, Wire,
 };
 use anyhow::Result;
 use async_trait::async_trait;
@@ -35,30 +35,59 @@ const RUNNING: &str = "status IN ('working', 'input_required')";
 /// clock, whatever the replicas' clocks say.
 const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
-fn record(row: &Row) -> Record {
-    let outcome: Option<String> = row.get(10);
-    let requests: Option<String> = row.get(11);
-    let rerun: Option<String> = row.get(12);
-    Record {
-        id: row.get(0),
-        owner: row.get(1),
-        wire: Wire::parse(row.get(2)),
-        method: row.get(3),
-        target: row.get(4),
-        status: Status::parse(row.get(5)),
-        status_message: row.get(6),
-        created_ms: row.get::<_, i64>(7) as u64,
-        updated_ms: row.get::<_, i64>(8) as u64,
-        ttl_ms: row.get::<_, i64>(9) as u64,
-        outcome: outcome.and_then(|text| crate::server::tasks::parse_outcome(&text)),
-        input_requests: requests.and_then(|text| match serde_json::from_str(&text) {
-            Ok(Value::Object(requests)) => Some(requests),
-            _ => None,
-        }),
+/// A task's row read back. A column that does not read (a wrong type, a
+/// null where none may be, a negative time) is [`StoreError::Corrupt`]
+/// naming the task and the column. The rules of what does read: a status
+/// this version does not know reads as working ([`Status::parse`]), a wire
+/// other than 2025-11-25 as 2026-07-28 ([`Wire::parse`]); an outcome or
+/// input requests that are not the JSON stored read as none (the task
+/// still lists, `tasks/result` says it ended without a result), with a
+/// warning; a rerun call by the rule of its version ([`StoredRerun::read`]).
+///
+/// [`StoreError::Corrupt`]: crate::server::StoreError::Corrupt
+fn record(row: &Row) -> Result<Record> {
+    let id: String = column(row, 0, &"a task row")?;
+    let task = format!("task {id}");
+    let whose: &dyn std::fmt::Display = &task;
+    let outcome: Option<String> = column(row, 10, whose)?;
+    let requests: Option<String> = column(row, 11, whose)?;
+    let rerun: Option<String> = column(row, 12, whose)?;
+    let outcome = outcome.and_then(|text| {
+        let outcome = parse_outcome(&text);
+        if outcome.is_none() {
+            tracing::warn!("{task}: its stored outcome does not read back: it reads as none");
+        }
+        outcome
+    });
+    let input_requests = requests.and_then(|text| match serde_json::from_str(&text) {
+        Ok(Value::Object(requests)) => Some(requests),
+        _ => {
+            tracing::warn!("{task}: its stored input requests do not read back: they read as none");
+            None
+        }
+    });
+    Ok(Record {
+        owner: column(row, 1, whose)?,
+        wire: Wire::parse(column(row, 2, whose)?),
+        method: column(row, 3, whose)?,
+        target: column(row, 4, whose)?,
+        status: Status::parse(column(row, 5, whose)?),
+        status_message: column(row, 6, whose)?,
+        created_ms: unsigned(row, 7, whose)?,
+        updated_ms: unsigned(row, 8, whose)?,
+        ttl_ms: unsigned(row, 9, whose)?,
+        outcome,
+        input_requests,
         // Read by the rule of its version (a newer one is refused).
         rerun: rerun.as_deref().map(StoredRerun::read),
-        holder: Some(row.get(13)),
-    }
+        holder: Some(column(row, 13, whose)?),
+        id,
+    })
+}
+
+/// The ids a query returned (its first column).
+fn ids_of(rows: &[Row]) -> Result<Vec<String>> {
+    rows.iter().map(|r| column(r, 0, &"a task row")).collect()
 }
 
 fn ms(value: u64) -> i64 {
@@ -133,10 +162,9 @@ impl PgTasks {
         );
         let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&message, &outcome];
         params.extend_from_slice(more);
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
-            let rows = db.query(&sql, &params).await?;
-            Ok(rows.iter().map(|r| r.get(0)).collect())
+            ids_of(&db.query(&sql, &params).await?)
         })
         .await
     }
@@ -153,7 +181,7 @@ impl TaskStore for PgTasks {
             .map(|r| Value::Object(r.clone()).to_string());
         let expires = ms(task.created_ms.saturating_add(task.ttl_ms));
         let rerun = task.rerun.as_ref().and_then(StoredRerun::text);
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let insert = db
                 .prepare_cached(&format!(
@@ -190,14 +218,18 @@ impl TaskStore for PgTasks {
     }
 
     async fn get(&self, id: &str) -> Result<Option<Record>> {
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let query = db
                 .prepare_cached(&format!(
                     "SELECT {COLUMNS} FROM wasm_mcp_tasks WHERE id = $1"
                 ))
                 .await?;
-            Ok(db.query_opt(&query, &[&id]).await?.as_ref().map(record))
+            db.query_opt(&query, &[&id])
+                .await?
+                .as_ref()
+                .map(record)
+                .transpose()
         })
         .await
     }
@@ -210,7 +242,7 @@ impl TaskStore for PgTasks {
         requests: Option<&Map<String, Value>>,
     ) -> Result<bool> {
         let requests = requests.map(|r| Value::Object(r.clone()).to_string());
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let update = db
                 .prepare_cached(&format!(
@@ -236,7 +268,7 @@ impl TaskStore for PgTasks {
         message: Option<&str>,
         outcome: Option<&str>,
     ) -> Result<bool> {
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let update = db
                 .prepare_cached(&format!(
@@ -268,30 +300,29 @@ impl TaskStore for PgTasks {
             Some(_) => "SELECT COUNT(*), COALESCE(SUM(size), 0)::bigint FROM wasm_mcp_tasks WHERE owner = $1",
             None => "SELECT COUNT(*), COALESCE(SUM(size), 0)::bigint FROM wasm_mcp_tasks WHERE owner IS NULL AND $1::text IS NULL",
         };
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let query = db.prepare_cached(sql).await?;
-            let row = db.query_one(&query, &[&owner]).await?;
-            Ok(usage(&row))
+            usage(&db.query_one(&query, &[&owner]).await?)
         })
         .await
     }
 
     async fn usage_all(&self) -> Result<Usage> {
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let query = db
                 .prepare_cached(
                     "SELECT COUNT(*), COALESCE(SUM(size), 0)::bigint FROM wasm_mcp_tasks",
                 )
                 .await?;
-            Ok(usage(&db.query_one(&query, &[]).await?))
+            usage(&db.query_one(&query, &[]).await?)
         })
         .await
     }
 
     async fn count_by_status(&self) -> Result<Vec<(String, u64)>> {
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let query = db
                 .prepare_cached(
@@ -299,10 +330,14 @@ impl TaskStore for PgTasks {
                 )
                 .await?;
             let rows = db.query(&query, &[]).await?;
-            Ok(rows
-                .iter()
-                .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
-                .collect())
+            rows.iter()
+                .map(|r| {
+                    Ok((
+                        column(r, 0, &"a task row")?,
+                        unsigned(r, 1, &"a task count")?,
+                    ))
+                })
+                .collect()
         })
         .await
     }
@@ -322,19 +357,19 @@ impl TaskStore for PgTasks {
             "SELECT {COLUMNS} FROM wasm_mcp_tasks WHERE {whose} AND (created_ms, id) > ($2, $3)
              ORDER BY created_ms, id LIMIT $4"
         );
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let query = db.prepare_cached(&sql).await?;
             let rows = db
                 .query(&query, &[&owner, &ms(created), &id, &(limit as i64)])
                 .await?;
-            Ok(rows.iter().map(record).collect())
+            rows.iter().map(record).collect()
         })
         .await
     }
 
     async fn purge_expired(&self, now_ms: u64) -> Result<Vec<String>> {
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let rows = db
                 .query(
@@ -342,7 +377,7 @@ impl TaskStore for PgTasks {
                     &[&ms(now_ms)],
                 )
                 .await?;
-            Ok(rows.iter().map(|r| r.get(0)).collect())
+            ids_of(&rows)
         })
         .await
     }
@@ -351,7 +386,7 @@ impl TaskStore for PgTasks {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let rows = db
                 .query(
@@ -362,13 +397,13 @@ impl TaskStore for PgTasks {
                     &[&self.lease_ms(), &self.replica, &ids],
                 )
                 .await?;
-            Ok(rows.iter().map(|r| r.get(0)).collect())
+            ids_of(&rows)
         })
         .await
     }
 
     async fn release(&self, ids: &[String]) -> Result<()> {
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             db.execute(
                 &format!(
@@ -400,7 +435,7 @@ impl TaskStore for PgTasks {
             "Run again on replica {}: the one running it stopped",
             self.replica
         );
-        within(self.timeout, async {
+        within_store(self.timeout, async {
             let db = connection(&self.pool).await?;
             let rows = db
                 .query(
@@ -423,15 +458,15 @@ impl TaskStore for PgTasks {
                     ],
                 )
                 .await?;
-            Ok(rows.iter().map(record).collect())
+            rows.iter().map(record).collect()
         })
         .await
     }
 }
 
-fn usage(row: &Row) -> Usage {
-    Usage {
-        tasks: row.get::<_, i64>(0) as usize,
-        bytes: row.get::<_, i64>(1) as usize,
-    }
+fn usage(row: &Row) -> Result<Usage> {
+    Ok(Usage {
+        tasks: unsigned(row, 0, &"the tasks' usage")? as usize,
+        bytes: unsigned(row, 1, &"the tasks' usage")? as usize,
+    })
 }

@@ -8,6 +8,15 @@
 //! [`StoreError::of`] reads it back (any other error reads as
 //! [`StoreError::Unreachable`]: the store did not do what was asked, and
 //! asking again later may work).
+//!
+//! Each implementation classifies what its database says: SQLite's
+//! constraint errors and PostgreSQL's integrity constraint violations
+//! (SQLSTATE class 23), serialization failures and deadlocks (40001,
+//! 40P01) are [`StoreError::Conflict`]; a value or page that does not read
+//! (SQLite's corrupt file or mistyped column, PostgreSQL's data exceptions,
+//! class 22, and XX001/XX002, a column whose type or nullness is not what
+//! the host reads) is [`StoreError::Corrupt`]; a lost connection, an empty
+//! pool, a deadline passed stay unreachable.
 
 use crate::protocol::RpcError;
 
