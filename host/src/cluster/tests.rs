@@ -4,7 +4,9 @@
 
 use super::*;
 use crate::server::tasks::{Status, TaskStore};
-use crate::server::{Bus, Heard, ServerEvent, SessionStore, StreamEvents};
+use crate::server::{
+    Bus, Heard, ServerEvent, SessionRecord, SessionStore, StoreError, StreamEvents,
+};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -54,6 +56,31 @@ impl Postgres {
             .unwrap();
         let url = self.url.rsplit_once('/').unwrap().0.to_owned() + "/" + name;
         Target::new(&url, None, "test", 4, Duration::from_secs(10), None).unwrap()
+    }
+}
+
+impl Postgres {
+    /// Stops the server, keeping its data (an outage).
+    fn down(&self) {
+        self.run("down");
+    }
+
+    /// Starts it again where it was.
+    fn up(&self) {
+        self.run("up");
+    }
+
+    fn run(&self, command: &str) {
+        let out = Command::new(script())
+            .arg(command)
+            .arg(self.dir.path())
+            .output()
+            .expect("scripts/throwaway-postgres runs");
+        assert!(
+            out.status.success(),
+            "throwaway-postgres {command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -330,4 +357,166 @@ async fn the_schema_moves_a_previous_versions_database_on() {
         .unwrap()
         .get(0);
     assert_eq!(left, 0);
+}
+
+/// The kind of store failure `result` failed with ([`StoreError::of`]).
+fn failure<T: std::fmt::Debug>(result: Result<T>) -> StoreError {
+    StoreError::of(result.expect_err("the store fails"))
+}
+
+/// The text of a `Conflict`, else a panic naming what it was.
+fn conflict(error: StoreError) -> String {
+    match error {
+        StoreError::Conflict(why) => why,
+        other => panic!("not a conflict: {other:?}"),
+    }
+}
+
+/// The text of a `Corrupt`, else a panic naming what it was.
+fn corrupt(error: StoreError) -> String {
+    match error {
+        StoreError::Corrupt(why) => why,
+        other => panic!("not corrupt: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stores_say_which_kind_of_failure_they_met() {
+    let pg = Postgres::start();
+    let target = pg.database("kinds").await;
+    let pool = target.pool().unwrap();
+    let db = database::connection(&pool).await.unwrap();
+    let tasks = PgTasks::open(
+        pool.clone(),
+        "r1",
+        Duration::from_secs(60),
+        target.timeout,
+        false,
+    )
+    .await
+    .unwrap();
+    let task = |id: &str| {
+        let mut task =
+            crate::server::tasks::contract_task(id, Some("ada"), crate::server::tasks::now_ms());
+        task.ttl_ms = 600_000;
+        task
+    };
+
+    // Conflict: an id taken (SQLSTATE 23505).
+    tasks.insert(&task("t.1")).await.unwrap();
+    let taken = conflict(failure(tasks.insert(&task("t.1")).await));
+    assert!(taken.contains("duplicate key"), "{taken}");
+
+    // Corrupt: rows that do not read, whichever way they are read; never
+    // a panic.
+    for id in ["t.2", "t.3", "t.4", "t.5"] {
+        tasks.insert(&task(id)).await.unwrap();
+    }
+    db.batch_execute(
+        "ALTER TABLE wasm_mcp_tasks ALTER COLUMN created_ms DROP NOT NULL,
+                                    ALTER COLUMN replica DROP NOT NULL;
+         UPDATE wasm_mcp_tasks SET created_ms = NULL WHERE id = 't.2';
+         UPDATE wasm_mcp_tasks SET updated_ms = -5 WHERE id = 't.3';
+         UPDATE wasm_mcp_tasks SET replica = NULL WHERE id = 't.4';",
+    )
+    .await
+    .unwrap();
+    let why = corrupt(failure(tasks.get("t.2").await));
+    assert!(
+        why.contains("task t.2") && why.contains("created_ms"),
+        "{why}"
+    );
+    let why = corrupt(failure(tasks.get("t.3").await));
+    assert!(
+        why.contains("task t.3: column updated_ms is negative"),
+        "{why}"
+    );
+    let why = corrupt(failure(tasks.get("t.4").await));
+    assert!(why.contains("task t.4") && why.contains("replica"), "{why}");
+    let why = corrupt(failure(tasks.list(Some("ada"), None, 10).await));
+    assert!(why.contains("task t.3"), "{why}");
+    // ... and the rows that do read still do.
+    assert_eq!(tasks.get("t.1").await.unwrap().unwrap().id, "t.1");
+    // The rules of values that read: a status this version does not know
+    // reads as working, an outcome or input requests that are not JSON
+    // as none.
+    db.batch_execute(
+        "UPDATE wasm_mcp_tasks SET status = 'paused', outcome = 'not json',
+                input_requests = '[1' WHERE id = 't.5'",
+    )
+    .await
+    .unwrap();
+    let odd = tasks.get("t.5").await.unwrap().unwrap();
+    assert_eq!(odd.status, Status::Working);
+    assert_eq!((odd.outcome, odd.input_requests), (None, None));
+
+    // Sessions: one stored by a newer version is not written over
+    // (Conflict); one whose record is not JSON is not served, and writing
+    // it makes PostgreSQL read it as JSON: a data exception (SQLSTATE
+    // 22P02), Corrupt.
+    let record = |id: &str| {
+        SessionRecord::read(
+            &serde_json::json!({
+                "id": id, "principal": null, "task_owner": format!("session:{id}"),
+                "version": "2025-11-25", "client_capabilities": {}, "initialized": true,
+                "log_level": null, "subscriptions": ["file:///a"], "client_roots": null,
+            })
+            .to_string(),
+        )
+        .unwrap()
+    };
+    let sessions = PgSessions::new(pool.clone(), 8, target.timeout);
+    sessions.save(&record("newer")).await.unwrap();
+    sessions.save(&record("damaged")).await.unwrap();
+    db.batch_execute(
+        r#"UPDATE wasm_mcp_sessions SET record = '{"v": 99, "id": "newer"}' WHERE id = 'newer';
+           UPDATE wasm_mcp_sessions SET record = 'not json' WHERE id = 'damaged';"#,
+    )
+    .await
+    .unwrap();
+    let other = PgSessions::new(pool.clone(), 8, target.timeout);
+    let why = conflict(failure(other.save(&record("newer")).await));
+    assert!(why.contains("newer version"), "{why}");
+    assert_eq!(other.load("damaged").await.unwrap(), None);
+    let why = corrupt(failure(other.save(&record("damaged")).await));
+    assert!(why.contains("json"), "{why}");
+
+    // A session row whose column is not of the type read (a schema
+    // changed under the host): Corrupt, naming the session and column.
+    let changed = pg.database("changed").await;
+    let changed_pool = changed.pool().unwrap();
+    let before = PgSessions::new(changed_pool.clone(), 8, changed.timeout);
+    before.save(&record("s.1")).await.unwrap();
+    database::connection(&changed_pool)
+        .await
+        .unwrap()
+        .batch_execute(
+            "ALTER TABLE wasm_mcp_sessions ALTER COLUMN record TYPE jsonb USING record::jsonb",
+        )
+        .await
+        .unwrap();
+    let after = PgSessions::new(changed_pool, 8, changed.timeout);
+    let why = corrupt(failure(after.load("s.1").await));
+    assert!(why.contains("session s.1: column record"), "{why}");
+
+    // Unreachable: the database stopped; once it is back, the same stores
+    // read again.
+    let events = PgStreamEvents::new(pool.clone(), 10, target.timeout);
+    events.append("newer", 0, 1, "kept").await.unwrap();
+    drop(db);
+    pg.down();
+    for error in [
+        failure(tasks.get("t.1").await),
+        failure(tasks.insert(&task("t.6")).await),
+        failure(sessions.load("newer").await),
+        failure(events.after("newer", 0, 0, 10).await),
+    ] {
+        match error {
+            StoreError::Unreachable(_) => {}
+            other => panic!("not unreachable: {other:?}"),
+        }
+    }
+    pg.up();
+    assert_eq!(tasks.get("t.1").await.unwrap().unwrap().id, "t.1");
+    assert_eq!(events.after("newer", 0, 0, 10).await.unwrap().len(), 1);
 }
