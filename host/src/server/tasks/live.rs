@@ -1,17 +1,22 @@
-//! The tasks whose calls run in this process: their supervisor (questions
-//! and answers, cancellation, expiry, the call's end), and the routing of
-//! a 2025-11-25 task's messages to a `tasks/result` stream.
+//! The tasks whose calls run in this process: the registry of them, their
+//! supervisor (questions and answers, cancellation, expiry, the call's
+//! end), the changes of a running task's status, and the routing of a
+//! 2025-11-25 task's messages to a `tasks/result` stream.
 
 use super::store;
-use super::{conclusion, store_error, NewTask, Record, Status, Tasks, Wire};
+use super::{conclusion, keepable, store_error, Record, Status, Tasks, Wire};
 use crate::protocol::RpcError;
 use crate::server::call::{CallEvent, Ended, Execution, Link, Round};
 use crate::server::{Outbox, Outcome as CallOutcome, ServerEvent};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
+
+/// The message of a task cancelled by request.
+const CANCELLED: &str = "The task was cancelled by request.";
 
 /// The client's answers to a task's outstanding questions (2026-07-28
 /// `tasks/update`), and where to say whether they were taken.
@@ -40,224 +45,161 @@ pub struct Live {
     pub(super) link: Arc<Link>,
 }
 
-impl Tasks {
-    /// Stores task `id` for `new`, then supervises `execution` (a call not
-    /// started yet, or one already running) to its end: the record as
-    /// created. The task is stored, and known as running here, before its
-    /// call can change it (the call runs only while its supervisor polls
-    /// it). `home` is where a 2025-11-25 session hears of the task.
-    pub async fn launch(
-        self: &Arc<Self>,
-        id: String,
-        new: NewTask,
-        home: Option<Outbox>,
-        execution: Execution,
-    ) -> Result<Record, RpcError> {
-        self.room_for(new.owner.as_deref()).await?;
-        let record = self.record(&id, &new, Status::Working);
-        self.store().insert(&record).await.map_err(store_error)?;
-        tracing::debug!(task = %id, tool = %new.target, "task created");
-        self.run_here(id, new.wire, new.owner, home, execution);
-        Ok(record)
+/// The tasks running in this process, by id.
+#[derive(Default)]
+pub(super) struct LiveTasks(Mutex<HashMap<String, Arc<Live>>>);
+
+impl LiveTasks {
+    /// Task `id`, if it runs here.
+    pub(super) fn get(&self, id: &str) -> Option<Arc<Live>> {
+        self.0.lock().get(id).cloned()
     }
 
-    /// Supervises `execution`, the call of `record` run again here (the
-    /// task was claimed from a host that stopped), until it ends.
-    pub fn resume(self: &Arc<Self>, record: Record, execution: Execution) {
-        let id = record.id.clone();
-        let message = record.status_message.clone();
-        self.run_here(record.id, record.wire, record.owner, None, execution);
-        self.events
-            .publish(ServerEvent::task_now(id, Status::Working, message));
+    /// Knows `live` as running here.
+    pub(super) fn insert(&self, live: Arc<Live>) {
+        self.0.lock().insert(live.id.clone(), live);
     }
 
-    /// Knows task `id` as running here, and supervises its call to the end.
-    fn run_here(
-        self: &Arc<Self>,
-        id: String,
-        wire: Wire,
-        owner: Option<String>,
-        home: Option<Outbox>,
-        execution: Execution,
-    ) {
-        let (live, updates) = Live::new(id, wire, owner, home, execution.link().clone());
-        let live = Arc::new(live);
-        self.live.lock().insert(live.id.clone(), live.clone());
-        tokio::spawn(supervise(self.clone(), live, execution, updates));
+    /// Task `id` no longer runs here.
+    pub(super) fn remove(&self, id: &str) {
+        self.0.lock().remove(id);
     }
 
-    /// Ends claimed task `record` (run again here) with `outcome`.
-    pub async fn conclude_claimed(&self, record: &Record, outcome: CallOutcome) {
-        let live = self.detached(record);
-        self.conclude(&live, outcome).await;
+    /// The ids of the tasks running here.
+    pub(super) fn ids(&self) -> Vec<String> {
+        self.0.lock().keys().cloned().collect()
     }
 
-    /// Fails claimed task `record`, which cannot run again here.
-    pub async fn fail_claimed(&self, record: &Record, why: &str) {
-        tracing::warn!(task = %record.id, "a task could not run again: {why}");
-        let error = RpcError::internal(format!("The task could not run again: {why}"));
-        self.conclude_claimed(record, Err(error)).await;
+    /// How many tasks run here.
+    pub(super) fn count(&self) -> usize {
+        self.0.lock().len()
     }
 
-    /// A stand-in for a task that does not run here.
-    fn detached(&self, record: &Record) -> Live {
-        let link = Link::new(Outbox::discard()).0;
-        Live::new(
-            record.id.clone(),
-            record.wire,
-            record.owner.clone(),
-            None,
-            link,
-        )
-        .0
+    /// How many tasks run here, and how many of them are `owner`'s (both
+    /// counted at once).
+    pub(super) fn counts(&self, owner: Option<&str>) -> (usize, usize) {
+        let live = self.0.lock();
+        let theirs = live
+            .values()
+            .filter(|l| l.owner.as_deref() == owner)
+            .count();
+        (live.len(), theirs)
     }
 
-    /// Takes over, to run them again here, tasks of hosts that stopped
-    /// whose calls may run again (as many as may start here).
-    pub async fn claim_reruns(&self) -> Vec<Record> {
-        if !self.options.rerun_idempotent {
-            return Vec::new();
-        }
-        let room = self.options.max_running.saturating_sub(self.running());
-        match self.store().claim_orphans(room.min(16)).await {
-            Ok(claimed) => claimed,
-            Err(error) => {
-                store_error(error);
-                Vec::new()
-            }
+    /// The tasks of `owner` running here.
+    pub(super) fn owned_by(&self, owner: Option<&str>) -> Vec<Arc<Live>> {
+        self.0
+            .lock()
+            .values()
+            .filter(|l| l.owner.as_deref() == owner)
+            .cloned()
+            .collect()
+    }
+}
+
+/// Knows task `id` as running here, and supervises its call to the end.
+pub(super) fn run_here(
+    tasks: &Arc<Tasks>,
+    id: String,
+    wire: Wire,
+    owner: Option<String>,
+    home: Option<Outbox>,
+    execution: Execution,
+) {
+    let (live, updates) = Live::new(id, wire, owner, home, execution.link().clone());
+    let live = Arc::new(live);
+    tasks.live.insert(live.clone());
+    tokio::spawn(supervise(tasks.clone(), live, execution, updates));
+}
+
+/// Stores that task `live` is now `status` (with its questions while it
+/// waits for input), and announces it when that changed it.
+pub(super) async fn set_status(tasks: &Tasks, live: &Live, status: Status) {
+    let requests = (status == Status::InputRequired).then(|| live.requests.lock().clone());
+    let requests = requests.filter(|r| !r.is_empty());
+    let changed = tasks
+        .store()
+        .set_status(&live.id, status, None, requests.as_ref())
+        .await;
+    match changed {
+        Ok(true) => announce(tasks, live, status, None).await,
+        Ok(false) => {}
+        Err(error) => {
+            store_error(error);
         }
     }
+}
 
-    /// Takes over a running 2026-07-28 call as a task of `new`: stored,
-    /// then supervised until it ends.
-    pub async fn adopt(
-        self: &Arc<Self>,
-        execution: Execution,
-        new: NewTask,
-    ) -> Result<Record, RpcError> {
-        self.launch(self.new_id(), new, None, execution).await
-    }
+/// Tells whoever listens that task `live` is now `status`.
+pub(super) async fn announce(tasks: &Tasks, live: &Live, status: Status, message: Option<&str>) {
+    let event = ServerEvent::task_now(live.id.clone(), status, message.map(str::to_owned));
+    tasks.events.publish(event);
+    tell_home(tasks, live).await;
+}
 
-    /// The outstanding questions of task `id` (2026-07-28), if it runs here.
-    pub fn input_requests(&self, id: &str) -> Option<Map<String, Value>> {
-        let live = self.live_task(id)?;
-        let requests = live.requests.lock();
-        Some(requests.clone())
-    }
-
-    /// Notes that the client asked about task `id`: a 2025-11-25 task's
-    /// questions wait for that.
-    pub fn known(&self, id: &str) {
-        if let Some(live) = self.live_task(id) {
-            live.link.known();
+/// Tells the session that made 2025-11-25 task `live` of its status.
+pub(super) async fn tell_home(tasks: &Tasks, live: &Live) {
+    if let (Wire::Handshake, Some(home)) = (live.wire, &live.home) {
+        let record = tasks.store().get(&live.id).await;
+        if let Ok(Some(record)) = record {
+            home.notify(
+                crate::protocol::notification::TASK_STATUS,
+                crate::protocol::model::to_json(&tasks.summary(&record, Wire::Handshake)),
+            );
         }
     }
+}
 
-    /// Sends the messages of 2025-11-25 task `id`'s call to `out` (a
-    /// `tasks/result` stream) until the returned guard is dropped.
-    pub fn attach(&self, id: &str, out: &Outbox) -> Option<Attached> {
-        let live = self.live_task(id)?;
-        let link = live.link.clone();
-        link.attach(out.clone());
-        Some(Attached {
-            link,
-            home: live.home.clone().unwrap_or_else(Outbox::discard),
-        })
-    }
-
-    /// Waits until task `id` is over (it may run here or in another host
-    /// sharing the store).
-    pub async fn wait_over(&self, id: &str) {
-        match self.live_task(id) {
-            Some(live) => {
-                let mut over = live.over.subscribe();
-                let _ = over.wait_for(|o| *o).await;
-            }
-            None => loop {
-                let terminal = self
-                    .store()
-                    .get(id)
-                    .await
-                    .ok()
-                    .flatten()
-                    .is_none_or(|r| r.status.is_terminal());
-                if terminal {
-                    return;
-                }
-                tokio::time::sleep(self.options.poll_interval).await;
-            },
+/// Stores how a task's call ended (unless the task is already over).
+pub(super) async fn conclude(tasks: &Tasks, live: &Live, outcome: CallOutcome) {
+    let concluded = keepable(tasks, live.owner.as_deref(), conclusion(live.wire, outcome)).await;
+    let (status, message, outcome) = concluded;
+    let text = outcome.as_ref().map(store::outcome_text);
+    let finished = tasks
+        .store()
+        .finish(&live.id, status, message.as_deref(), text.as_deref())
+        .await;
+    match finished {
+        Ok(true) => {
+            tracing::debug!(task = %live.id, status = status.as_str(), "task over");
+            announce(tasks, live, status, message.as_deref()).await;
+        }
+        Ok(false) => {}
+        Err(error) => {
+            store_error(error);
         }
     }
+}
 
-    pub(super) async fn set_status(&self, live: &Live, status: Status) {
-        let requests = (status == Status::InputRequired).then(|| live.requests.lock().clone());
-        let requests = requests.filter(|r| !r.is_empty());
-        let changed = self
-            .store()
-            .set_status(&live.id, status, None, requests.as_ref())
-            .await;
-        match changed {
-            Ok(true) => self.announce(live, status, None).await,
-            Ok(false) => {}
-            Err(error) => {
-                store_error(error);
-            }
+/// Stops task `live`'s call: from now on it no longer runs here (nor
+/// counts against its owner's running tasks).
+pub(super) fn stop(tasks: &Tasks, live: &Live) {
+    tasks.live.remove(&live.id);
+    live.stop.cancel();
+}
+
+/// Cancels task `id` by this host's own decision: it runs here, or its
+/// host does not decide relayed operations.
+pub(super) async fn cancel_here(tasks: &Tasks, id: &str) -> Result<bool, RpcError> {
+    let cancelled = tasks
+        .store()
+        .finish(id, Status::Cancelled, Some(CANCELLED), None)
+        .await
+        .map_err(store_error)?;
+    if cancelled {
+        tracing::debug!(task = %id, "task cancelled");
+        if let Some(live) = tasks.live.get(id) {
+            stop(tasks, &live);
+            announce(tasks, &live, Status::Cancelled, Some(CANCELLED)).await;
+        } else {
+            tasks.events.publish(ServerEvent::task_now(
+                id,
+                Status::Cancelled,
+                Some(CANCELLED.into()),
+            ));
         }
     }
-
-    /// Tells whoever listens that task `live` is now `status`.
-    pub(super) async fn announce(&self, live: &Live, status: Status, message: Option<&str>) {
-        let event = ServerEvent::task_now(live.id.clone(), status, message.map(str::to_owned));
-        self.events.publish(event);
-        self.tell_home(live).await;
-    }
-
-    /// Tells the session that made 2025-11-25 task `live` of its status.
-    pub(super) async fn tell_home(&self, live: &Live) {
-        if let (Wire::Handshake, Some(home)) = (live.wire, &live.home) {
-            let record = self.store().get(&live.id).await;
-            if let Ok(Some(record)) = record {
-                home.notify(
-                    crate::protocol::notification::TASK_STATUS,
-                    crate::protocol::model::to_json(&self.summary(&record, Wire::Handshake)),
-                );
-            }
-        }
-    }
-
-    /// Stores how a task's call ended (unless the task is already over).
-    pub(super) async fn conclude(&self, live: &Live, outcome: CallOutcome) {
-        let concluded = self
-            .keepable(live.owner.as_deref(), conclusion(live.wire, outcome))
-            .await;
-        let (status, message, outcome) = concluded;
-        let text = outcome.as_ref().map(store::outcome_text);
-        let finished = self
-            .store()
-            .finish(&live.id, status, message.as_deref(), text.as_deref())
-            .await;
-        match finished {
-            Ok(true) => {
-                tracing::debug!(task = %live.id, status = status.as_str(), "task over");
-                self.announce(live, status, message.as_deref()).await;
-            }
-            Ok(false) => {}
-            Err(error) => {
-                store_error(error);
-            }
-        }
-    }
-
-    /// Stops task `live`'s call: from now on it no longer runs here (nor
-    /// counts against its owner's running tasks).
-    pub(super) fn stop(&self, live: &Live) {
-        self.forget(&live.id);
-        live.stop.cancel();
-    }
-
-    pub(super) fn forget(&self, id: &str) {
-        self.live.lock().remove(id);
-    }
+    Ok(cancelled)
 }
 
 /// Answers a task's outstanding questions with the client's `responses`:
@@ -334,26 +276,26 @@ async fn supervise(
                     Ended::Crashed(why) => Err(RpcError::internal(why)),
                 };
                 // No longer running here once anyone can see it ended.
-                tasks.forget(&live.id);
-                tasks.conclude(&live, outcome).await;
+                tasks.live.remove(&live.id);
+                conclude(&tasks, &live, outcome).await;
                 break;
             }
             Some(event) = execution.events.recv() => match event {
                 CallEvent::Asked(Round { requests, answered }) => {
                     live.show_requests(&requests);
                     pending = Some(Pending { requests, answers: Map::new(), answered });
-                    tasks.set_status(&live, Status::InputRequired).await;
+                    set_status(&tasks, &live, Status::InputRequired).await;
                 }
                 CallEvent::Waiting(true) => {
                     asking += 1;
                     if asking == 1 {
-                        tasks.set_status(&live, Status::InputRequired).await;
+                        set_status(&tasks, &live, Status::InputRequired).await;
                     }
                 }
                 CallEvent::Waiting(false) => {
                     asking = asking.saturating_sub(1);
                     if asking == 0 {
-                        tasks.set_status(&live, Status::Working).await;
+                        set_status(&tasks, &live, Status::Working).await;
                     }
                 }
                 CallEvent::WantsTask => {}
@@ -369,7 +311,7 @@ async fn supervise(
                 if taken == Ok(true) {
                     let p = pending.take().expect("a round is pending");
                     let _ = p.answered.send(p.answers);
-                    tasks.set_status(&live, Status::Working).await;
+                    set_status(&tasks, &live, Status::Working).await;
                 }
                 let _ = update.done.send(taken.map(|_| ()));
             }
@@ -377,13 +319,13 @@ async fn supervise(
                 // The call stopped waiting (its time for input ran out).
                 pending = None;
                 live.show_requests(&Map::new());
-                tasks.set_status(&live, Status::Working).await;
+                set_status(&tasks, &live, Status::Working).await;
             }
         }
     }
     drop(execution);
     live.over.send_replace(true);
-    tasks.forget(&live.id);
+    tasks.live.remove(&live.id);
 }
 
 /// Resolves when the call stops waiting for the pending round's answers.
@@ -433,6 +375,19 @@ impl Live {
         (live, updates_rx)
     }
 
+    /// A stand-in for task `record`, which does not run here.
+    pub(super) fn detached(record: &Record) -> Live {
+        let link = Link::new(Outbox::discard()).0;
+        Live::new(
+            record.id.clone(),
+            record.wire,
+            record.owner.clone(),
+            None,
+            link,
+        )
+        .0
+    }
+
     /// The task's id.
     pub fn id(&self) -> &str {
         &self.id
@@ -440,6 +395,26 @@ impl Live {
 
     fn show_requests(&self, requests: &Map<String, Value>) {
         *self.requests.lock() = requests.clone();
+    }
+
+    /// Hands `responses` to the call's supervisor; whether they were taken.
+    pub(super) async fn take(&self, responses: Map<String, Value>) -> Result<(), RpcError> {
+        let (done, taken) = oneshot::channel();
+        if self.updates.send(Update { responses, done }).is_err() {
+            return Ok(());
+        }
+        taken.await.unwrap_or(Ok(()))
+    }
+
+    /// Sends the messages of this 2025-11-25 task's call to `out` (a
+    /// `tasks/result` stream) until the returned guard is dropped.
+    pub(super) fn attach(&self, out: &Outbox) -> Attached {
+        let link = self.link.clone();
+        link.attach(out.clone());
+        Attached {
+            link,
+            home: self.home.clone().unwrap_or_else(Outbox::discard),
+        }
     }
 }
 

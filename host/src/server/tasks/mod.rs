@@ -7,6 +7,11 @@
 //! an `Execution` owned by a supervisor task, which ends it when the task
 //! is cancelled or expires (dropping the call stops the plugin and frees
 //! its instance).
+//!
+//! [`Tasks`] holds what the rest of the server calls; the machinery is
+//! by job: `live.rs` the tasks running in this process (their registry,
+//! supervisor and changes of status), `lease.rs` keeping in step with
+//! other hosts sharing the store.
 
 mod lease;
 mod live;
@@ -26,22 +31,21 @@ pub use record::{Rerun, StoredRerun, RERUN_VERSION};
 pub(crate) use store::contract::{check as store_contract, task as contract_task};
 pub use store::{outcome_text, parse_outcome, Record, Sqlite, Status, TaskStore, Usage, Wire};
 
-use super::bus::{Operation, RelayError};
-use super::call::Done as CallDone;
+use super::bus::Operation;
+use super::call::{Done as CallDone, Execution};
 use super::Outcome as CallOutcome;
-use super::{Bus, ServerEvent, StoreError};
+use super::{Bus, Outbox, ServerEvent, StoreError};
 use crate::protocol::model::{Task, TaskView};
 use crate::protocol::{random_id, RpcError};
-use parking_lot::Mutex;
-use serde_json::Value;
-use std::collections::HashMap;
+use live::LiveTasks;
+use serde_json::{Map, Value};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// Every task: the store, and the ones running here.
 pub struct Tasks {
     store: Box<dyn TaskStore>,
-    live: Mutex<HashMap<String, Arc<Live>>>,
+    live: LiveTasks,
     options: TaskOptions,
     events: Arc<dyn Bus>,
     /// The configured store did not open (tasks are kept in memory).
@@ -55,9 +59,6 @@ pub struct Tasks {
     /// renewed any more.
     handed_back: std::sync::atomic::AtomicBool,
 }
-
-/// The message of a task cancelled by request.
-const CANCELLED: &str = "The task was cancelled by request.";
 
 /// What a new task is.
 pub struct NewTask {
@@ -111,7 +112,7 @@ impl Tasks {
     ) -> Arc<Self> {
         Arc::new(Tasks {
             store,
-            live: Mutex::new(HashMap::new()),
+            live: LiveTasks::default(),
             options,
             events,
             store_failed,
@@ -130,15 +131,6 @@ impl Tasks {
     /// lease).
     pub fn store_up(&self) -> bool {
         self.store_up.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    pub(super) fn store_answered(&self, up: bool) {
-        let was = self.store_up.swap(up, std::sync::atomic::Ordering::Relaxed);
-        if was && !up {
-            tracing::error!("the tasks and sessions store does not answer: what needs it fails until it is back");
-        } else if up && !was {
-            tracing::info!("the tasks and sessions store answers again");
-        }
     }
 
     /// A new task id: `<replica>.<random>` among replicas (a load balancer
@@ -161,10 +153,6 @@ impl Tasks {
         &*self.store
     }
 
-    pub(super) fn live_task(&self, id: &str) -> Option<Arc<Live>> {
-        self.live.lock().get(id).cloned()
-    }
-
     /// The settings.
     pub fn options(&self) -> &TaskOptions {
         &self.options
@@ -172,17 +160,12 @@ impl Tasks {
 
     /// Whether `owner` may start another task now; the refusal says why not.
     pub async fn room_for(&self, owner: Option<&str>) -> Result<(), RpcError> {
-        let running = {
-            let live = self.live.lock();
-            if live.len() >= self.options.max_running {
-                return Err(RpcError::internal(
-                    "too many tasks are running; try again later",
-                ));
-            }
-            live.values()
-                .filter(|l| l.owner.as_deref() == owner)
-                .count()
-        };
+        let (all, running) = self.live.counts(owner);
+        if all >= self.options.max_running {
+            return Err(RpcError::internal(
+                "too many tasks are running; try again later",
+            ));
+        }
         let store = self.store();
         let theirs = store.usage(owner).await.map_err(store_error)?;
         let all = store.usage_all().await.map_err(store_error)?;
@@ -192,75 +175,87 @@ impl Tasks {
         }
     }
 
-    pub(super) fn record(&self, id: &str, new: &NewTask, status: Status) -> Record {
-        let now = now_ms();
-        let max = self.options.max_ttl.as_millis() as u64;
-        let ttl = new
-            .ttl_ms
-            .unwrap_or(self.options.ttl.as_millis() as u64)
-            .clamp(1000, max.max(1000));
-        Record {
-            id: id.to_owned(),
-            owner: new.owner.clone(),
-            wire: new.wire,
-            method: "tools/call".into(),
-            target: new.target.clone(),
-            status,
-            status_message: None,
-            created_ms: now,
-            updated_ms: now,
-            ttl_ms: ttl,
-            outcome: None,
-            input_requests: None,
-            rerun: new.rerun.clone().map(StoredRerun::Call),
-            holder: self.replica.clone(),
-        }
-    }
-
     /// Stores a task whose call already finished with `outcome` (a tool that
     /// only runs as a task but finished at once).
     pub async fn finished(&self, new: NewTask, outcome: CallOutcome) -> Result<Record, RpcError> {
         self.room_for(new.owner.as_deref()).await?;
         let (status, message, outcome) = conclusion(new.wire, outcome);
-        let (status, message, outcome) = self
-            .keepable(new.owner.as_deref(), (status, message, outcome))
-            .await;
-        let mut record = self.record(&self.new_id(), &new, status);
+        let (status, message, outcome) =
+            keepable(self, new.owner.as_deref(), (status, message, outcome)).await;
+        let mut record = new_record(self, &self.new_id(), &new, status);
         record.status_message = message;
         record.outcome = outcome;
         self.store().insert(&record).await.map_err(store_error)?;
         Ok(record)
     }
 
-    /// The conclusion of an owner's task as it may be kept: a result over
-    /// a quota fails the task with the reason instead.
-    pub(super) async fn keepable(&self, owner: Option<&str>, concluded: Conclusion) -> Conclusion {
-        let size = concluded
-            .2
-            .as_ref()
-            .map_or(0, |outcome| store::outcome_text(outcome).len());
-        let store = self.store();
-        let usage = match store.usage(owner).await {
-            Ok(theirs) => store.usage_all().await.map(|all| (theirs, all)),
-            Err(error) => Err(error),
-        };
-        let refusal = match usage {
-            Ok((theirs, all)) => self.options.quotas.refuse_result(size, theirs, all),
+    /// Stores task `id` for `new`, then supervises `execution` (a call not
+    /// started yet, or one already running) to its end: the record as
+    /// created. The task is stored, and known as running here, before its
+    /// call can change it (the call runs only while its supervisor polls
+    /// it). `home` is where a 2025-11-25 session hears of the task.
+    pub async fn launch(
+        self: &Arc<Self>,
+        id: String,
+        new: NewTask,
+        home: Option<Outbox>,
+        execution: Execution,
+    ) -> Result<Record, RpcError> {
+        self.room_for(new.owner.as_deref()).await?;
+        let record = new_record(self, &id, &new, Status::Working);
+        self.store().insert(&record).await.map_err(store_error)?;
+        tracing::debug!(task = %id, tool = %new.target, "task created");
+        live::run_here(self, id, new.wire, new.owner, home, execution);
+        Ok(record)
+    }
+
+    /// Takes over a running 2026-07-28 call as a task of `new`: stored,
+    /// then supervised until it ends.
+    pub async fn adopt(
+        self: &Arc<Self>,
+        execution: Execution,
+        new: NewTask,
+    ) -> Result<Record, RpcError> {
+        self.launch(self.new_id(), new, None, execution).await
+    }
+
+    /// Supervises `execution`, the call of `record` run again here (the
+    /// task was claimed from a host that stopped), until it ends.
+    pub fn resume(self: &Arc<Self>, record: Record, execution: Execution) {
+        let id = record.id.clone();
+        let message = record.status_message.clone();
+        live::run_here(self, record.id, record.wire, record.owner, None, execution);
+        self.events
+            .publish(ServerEvent::task_now(id, Status::Working, message));
+    }
+
+    /// Takes over, to run them again here, tasks of hosts that stopped
+    /// whose calls may run again (as many as may start here).
+    pub async fn claim_reruns(&self) -> Vec<Record> {
+        if !self.options.rerun_idempotent {
+            return Vec::new();
+        }
+        let room = self.options.max_running.saturating_sub(self.running());
+        match self.store().claim_orphans(room.min(16)).await {
+            Ok(claimed) => claimed,
             Err(error) => {
                 store_error(error);
-                None
+                Vec::new()
             }
-        };
-        let Some(why) = refusal else {
-            return concluded;
-        };
-        tracing::warn!(owner, size, "a task result was not kept: {why}");
-        let error = RpcError::internal(why);
-        (
-            Status::Failed,
-            Some(error.message.clone()),
-            Some(Err(error.to_json())),
-        )
+        }
+    }
+
+    /// Ends claimed task `record` (run again here) with `outcome`.
+    pub async fn conclude_claimed(&self, record: &Record, outcome: CallOutcome) {
+        let live = Live::detached(record);
+        live::conclude(self, &live, outcome).await;
+    }
+
+    /// Fails claimed task `record`, which cannot run again here.
+    pub async fn fail_claimed(&self, record: &Record, why: &str) {
+        tracing::warn!(task = %record.id, "a task could not run again: {why}");
+        let error = RpcError::internal(format!("The task could not run again: {why}"));
+        self.conclude_claimed(record, Err(error)).await;
     }
 
     /// The task `id` as `owner` may see it: -32602 when it does not exist,
@@ -280,6 +275,19 @@ impl Tasks {
                 "Failed to retrieve task: Task not found: {id}"
             ))),
         }
+    }
+
+    /// Up to `limit` tasks of `owner` after `(created_ms, id)`.
+    pub async fn list(
+        &self,
+        owner: Option<&str>,
+        after: Option<(u64, &str)>,
+        limit: usize,
+    ) -> Result<Vec<Record>, RpcError> {
+        self.store()
+            .list(owner, after, limit)
+            .await
+            .map_err(store_error)
     }
 
     /// The task as `tasks/get` of `wire` shows it.
@@ -303,17 +311,80 @@ impl Tasks {
         wire::task(record, wire, self.options.poll_interval.as_millis() as u64)
     }
 
+    /// The outstanding questions of task `id` (2026-07-28), if it runs here.
+    pub fn input_requests(&self, id: &str) -> Option<Map<String, Value>> {
+        let live = self.live.get(id)?;
+        let requests = live.requests.lock();
+        Some(requests.clone())
+    }
+
+    /// Notes that the client asked about task `id`: a 2025-11-25 task's
+    /// questions wait for that.
+    pub fn known(&self, id: &str) {
+        if let Some(live) = self.live.get(id) {
+            live.link.known();
+        }
+    }
+
+    /// Sends the messages of 2025-11-25 task `id`'s call to `out` (a
+    /// `tasks/result` stream) until the returned guard is dropped.
+    pub fn attach(&self, id: &str, out: &Outbox) -> Option<Attached> {
+        let live = self.live.get(id)?;
+        Some(live.attach(out))
+    }
+
+    /// Waits until task `id` is over (it may run here or in another host
+    /// sharing the store).
+    pub async fn wait_over(&self, id: &str) {
+        match self.live.get(id) {
+            Some(live) => {
+                let mut over = live.over.subscribe();
+                let _ = over.wait_for(|o| *o).await;
+            }
+            None => loop {
+                let terminal = self
+                    .store()
+                    .get(id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_none_or(|r| r.status.is_terminal());
+                if terminal {
+                    return;
+                }
+                tokio::time::sleep(self.options.poll_interval).await;
+            },
+        }
+    }
+
+    /// Hands the client's answers to task `id`'s questions on: to its call
+    /// when it runs here, else to the host running it (after checking them
+    /// against the questions the store has). Answers to questions it is not
+    /// asking are ignored.
+    pub async fn update(&self, id: &str, responses: Map<String, Value>) -> Result<(), RpcError> {
+        if let Some(live) = self.live.get(id) {
+            return live.take(responses).await;
+        }
+        lease::answer_elsewhere(self, id, responses).await
+    }
+
+    /// Cancels task `record`: stored as cancelled, then its call is
+    /// stopped. `Ok(false)` when it was already over. A task another host
+    /// runs is cancelled by that host's decision (when it decides relayed
+    /// operations).
+    pub async fn cancel(&self, record: &Record) -> Result<bool, RpcError> {
+        if self.live.get(&record.id).is_none() {
+            if let Some(decided) = lease::relay(self, record, Operation::Cancel).await {
+                return decided;
+            }
+        }
+        live::cancel_here(self, &record.id).await
+    }
+
     /// Cancels the running tasks of `owner` (a session that ended: nobody
     /// else can see them).
     pub async fn cancel_owned(&self, owner: &str) {
-        let owned: Vec<Arc<Live>> = self
-            .live
-            .lock()
-            .values()
-            .filter(|l| l.owner.as_deref() == Some(owner))
-            .cloned()
-            .collect();
-        for live in owned {
+        for live in self.live.owned_by(Some(owner)) {
             let cancelled = self
                 .store()
                 .finish(
@@ -326,8 +397,9 @@ impl Tasks {
             match cancelled {
                 Ok(true) => {
                     tracing::debug!(task = %live.id, "task cancelled: its session ended");
-                    self.stop(&live);
-                    self.announce(
+                    live::stop(self, &live);
+                    live::announce(
+                        self,
                         &live,
                         Status::Cancelled,
                         Some("The session that made the task ended."),
@@ -342,100 +414,89 @@ impl Tasks {
         }
     }
 
-    /// Cancels task `record`: stored as cancelled, then its call is
-    /// stopped. `Ok(false)` when it was already over. A task another host
-    /// runs is cancelled by that host's decision (`Tasks::relay`).
-    pub async fn cancel(&self, record: &Record) -> Result<bool, RpcError> {
-        if self.live_task(&record.id).is_none() {
-            if let Some(decided) = self.relay(record, Operation::Cancel).await {
-                return decided;
-            }
-        }
-        self.cancel_here(&record.id).await
+    /// How many tasks run here.
+    pub fn running(&self) -> usize {
+        self.live.count()
     }
 
-    /// Cancels task `id` by this host's own decision: it runs here, or its
-    /// host does not decide relayed operations.
-    pub(super) async fn cancel_here(&self, id: &str) -> Result<bool, RpcError> {
-        let cancelled = self
-            .store()
-            .finish(id, Status::Cancelled, Some(CANCELLED), None)
-            .await
-            .map_err(store_error)?;
-        if cancelled {
-            tracing::debug!(task = %id, "task cancelled");
-            if let Some(live) = self.live_task(id) {
-                self.stop(&live);
-                self.announce(&live, Status::Cancelled, Some(CANCELLED))
-                    .await;
-            } else {
-                self.events.publish(ServerEvent::task_now(
-                    id,
-                    Status::Cancelled,
-                    Some(CANCELLED.into()),
-                ));
-            }
-        }
-        Ok(cancelled)
-    }
-
-    /// `operation` on task `record`, which does not run here, decided by
-    /// the host running it when that host decides relayed operations;
-    /// `None` when it does not (a host of an earlier version, or none
-    /// holds the task): this host does it itself, as before.
-    pub(super) async fn relay(
-        &self,
-        record: &Record,
-        operation: Operation,
-    ) -> Option<Result<bool, RpcError>> {
-        let owner = record.holder.as_deref()?;
-        if record.status.is_terminal() || Some(owner) == self.replica() {
-            return None;
-        }
-        match self.events.relay(owner, &record.id, operation).await {
-            Ok(Ok(applied)) => Some(Ok(applied)),
-            Ok(Err(error)) => Some(Err(RpcError::from_json(&error))),
-            Err(RelayError::NotSpoken) => None,
-            Err(error) => {
-                tracing::warn!(task = %record.id, replica = owner, "a task operation was not decided: {error}");
-                Some(Err(RpcError::internal(error.to_string())))
-            }
-        }
-    }
-
-    /// Up to `limit` tasks of `owner` after `(created_ms, id)`.
-    pub async fn list(
-        &self,
-        owner: Option<&str>,
-        after: Option<(u64, &str)>,
-        limit: usize,
-    ) -> Result<Vec<Record>, RpcError> {
-        self.store()
-            .list(owner, after, limit)
-            .await
-            .map_err(store_error)
-    }
-
-    /// Deletes expired tasks, stopping the ones still running.
-    async fn purge(&self) {
-        let purged = self.store().purge_expired(now_ms()).await;
-        let ids = match purged {
-            Ok(ids) => ids,
-            Err(error) => {
-                store_error(error);
-                return;
-            }
-        };
-        if ids.is_empty() {
+    /// Hands back this host's hold on the tasks still running here (it
+    /// stops): another host sharing the store fails them at once.
+    pub async fn hand_back(&self) {
+        self.handed_back
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let running = self.live.ids();
+        if running.is_empty() {
             return;
         }
-        tracing::debug!(expired = ids.len(), "expired tasks deleted");
-        for id in ids {
-            if let Some(live) = self.live_task(&id) {
-                self.stop(&live);
+        match self.store().release(&running).await {
+            Ok(()) => tracing::info!(tasks = running.len(), "running tasks handed back"),
+            Err(error) => {
+                store_error(error);
             }
         }
     }
+}
+
+/// The record of task `id` for `new`, made by `tasks` now, `status`: its
+/// time to live as asked, within the settings' bounds.
+fn new_record(tasks: &Tasks, id: &str, new: &NewTask, status: Status) -> Record {
+    let now = now_ms();
+    let max = tasks.options.max_ttl.as_millis() as u64;
+    let ttl = new
+        .ttl_ms
+        .unwrap_or(tasks.options.ttl.as_millis() as u64)
+        .clamp(1000, max.max(1000));
+    Record {
+        id: id.to_owned(),
+        owner: new.owner.clone(),
+        wire: new.wire,
+        method: "tools/call".into(),
+        target: new.target.clone(),
+        status,
+        status_message: None,
+        created_ms: now,
+        updated_ms: now,
+        ttl_ms: ttl,
+        outcome: None,
+        input_requests: None,
+        rerun: new.rerun.clone().map(StoredRerun::Call),
+        holder: tasks.replica.clone(),
+    }
+}
+
+/// The conclusion of an owner's task as it may be kept: a result over
+/// a quota fails the task with the reason instead.
+pub(super) async fn keepable(
+    tasks: &Tasks,
+    owner: Option<&str>,
+    concluded: Conclusion,
+) -> Conclusion {
+    let size = concluded
+        .2
+        .as_ref()
+        .map_or(0, |outcome| store::outcome_text(outcome).len());
+    let store = tasks.store();
+    let usage = match store.usage(owner).await {
+        Ok(theirs) => store.usage_all().await.map(|all| (theirs, all)),
+        Err(error) => Err(error),
+    };
+    let refusal = match usage {
+        Ok((theirs, all)) => tasks.options.quotas.refuse_result(size, theirs, all),
+        Err(error) => {
+            store_error(error);
+            None
+        }
+    };
+    let Some(why) = refusal else {
+        return concluded;
+    };
+    tracing::warn!(owner, size, "a task result was not kept: {why}");
+    let error = RpcError::internal(why);
+    (
+        Status::Failed,
+        Some(error.message.clone()),
+        Some(Err(error.to_json())),
+    )
 }
 
 /// A finished call's status, message and stored outcome.
@@ -471,6 +532,27 @@ pub(super) fn conclusion(wire: Wire, outcome: CallOutcome) -> Conclusion {
     }
 }
 
+/// Deletes expired tasks, stopping the ones still running.
+async fn purge(tasks: &Tasks) {
+    let purged = tasks.store().purge_expired(now_ms()).await;
+    let ids = match purged {
+        Ok(ids) => ids,
+        Err(error) => {
+            store_error(error);
+            return;
+        }
+    };
+    if ids.is_empty() {
+        return;
+    }
+    tracing::debug!(expired = ids.len(), "expired tasks deleted");
+    for id in ids {
+        if let Some(live) = tasks.live.get(&id) {
+            live::stop(tasks, &live);
+        }
+    }
+}
+
 /// Deletes expired tasks now and then, for as long as the tasks exist
 /// (the server spawns it).
 pub async fn sweep(tasks: Weak<Tasks>) {
@@ -485,7 +567,7 @@ pub async fn sweep(tasks: Weak<Tasks>) {
     loop {
         tokio::time::sleep(every).await;
         match tasks.upgrade() {
-            Some(tasks) => tasks.purge().await,
+            Some(tasks) => purge(&tasks).await,
             None => return,
         }
     }
