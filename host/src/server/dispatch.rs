@@ -281,7 +281,16 @@ fn respond(
 ) -> Option<Outgoing> {
     match answered {
         Ok(Answer::NoResponse) => None,
-        Ok(Answer::Result(result)) => Some(success(id, &shape_result(server, era, method, result))),
+        Ok(Answer::Result(result)) => Some(match era {
+            // What 2026-07-28 requires on every result (`resultType`,
+            // server identity, and caching hints on cacheable ones), written
+            // as the result is serialized.
+            Era::Stateless { .. } => {
+                let envelope = super::prepared::envelope(&server.options, method);
+                success(id, &envelope.around(&result))
+            }
+            Era::Handshake { .. } => success(id, &result),
+        }),
         Ok(Answer::Page(page)) => Some(Outgoing::Text {
             id: id.clone(),
             text: page.response(id, &server.options, era.is_stateless()),
@@ -326,12 +335,12 @@ fn request_span(arrival: &Arrival, method: Option<Method>) -> tracing::Span {
 
 /// A successful response, serialized once here: the outbox counts its
 /// bytes and every transport writes the text as it is.
-fn success(id: &RequestId, result: &Value) -> Outgoing {
+fn success<R: serde::Serialize>(id: &RequestId, result: &R) -> Outgoing {
     #[derive(serde::Serialize)]
-    struct Success<'a> {
+    struct Success<'a, R> {
         jsonrpc: &'static str,
         id: &'a RequestId,
-        result: &'a Value,
+        result: &'a R,
     }
     let response = Success {
         jsonrpc: "2.0",
@@ -340,15 +349,6 @@ fn success(id: &RequestId, result: &Value) -> Outgoing {
     };
     Outgoing::Text {
         id: id.clone(),
-        text: serde_json::to_string(&response).expect("a Value always serializes"),
-    }
-}
-
-/// Adds what 2026-07-28 requires on every result (`resultType`, server
-/// identity, and caching hints on cacheable ones).
-fn shape_result(server: &Server, era: &Era, method: Option<Method>, result: Value) -> Value {
-    match era {
-        Era::Stateless { .. } => super::prepared::envelope(&server.options, method).wrap(result),
-        Era::Handshake { .. } => result,
+        text: serde_json::to_string(&response).expect("a JSON result always serializes"),
     }
 }

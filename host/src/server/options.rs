@@ -3,7 +3,7 @@
 
 use super::{notices, tasks, AdmissionLimits};
 use crate::config::defaults;
-use serde_json::{json, Value};
+use crate::protocol::model::ServerInfo;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,7 +74,10 @@ impl Default for ServerOptions {
 
 impl ServerOptions {
     /// The server's name and version (`serverInfo`).
-    pub fn server_info(&self) -> Value {
-        json!({ "name": self.name, "version": self.version })
+    pub fn server_info(&self) -> ServerInfo<'_> {
+        ServerInfo {
+            name: &self.name,
+            version: &self.version,
+        }
     }
 }

@@ -308,7 +308,7 @@ pub(super) struct Page {
 /// items (an open access policy), else by the requester only
 /// (`private`); `server/discover` says the same to everyone (`public`);
 /// a resource read is private and not to be reused (`ttlMs` 0).
-pub(super) fn envelope(options: &ServerOptions, method: Option<Method>) -> Envelope {
+pub(super) fn envelope(options: &ServerOptions, method: Option<Method>) -> Envelope<'_> {
     let caching = match method.map_or(MethodCaching::None, Method::caching) {
         MethodCaching::List => {
             let shared = method == Some(Method::Discover) || options.access.is_open();
@@ -344,7 +344,7 @@ impl Serialize for Picked<'_> {
 
 struct PageResult<'a> {
     page: &'a Page,
-    envelope: Option<Envelope>,
+    envelope: Option<Envelope<'a>>,
 }
 
 impl Serialize for PageResult<'_> {
@@ -490,7 +490,7 @@ mod tests {
                         assert_eq!(result["cacheScope"], "public");
                         assert_eq!(
                             result["_meta"][crate::protocol::meta::SERVER_INFO],
-                            server.server_info()
+                            crate::protocol::model::to_json(&server.server_info())
                         );
                     }
                 }

@@ -523,7 +523,7 @@ impl Server {
     }
 
     /// `serverInfo`.
-    pub(super) fn server_info(&self) -> Value {
+    pub(super) fn server_info(&self) -> crate::protocol::model::ServerInfo<'_> {
         self.options.server_info()
     }
 }

@@ -1,12 +1,13 @@
 //! The 2026-07-28 result envelope: what that revision adds to every
 //! result (`resultType`, the server's identity in `_meta`, and on a
-//! cacheable result `ttlMs` and `cacheScope`). One value, put on a JSON
-//! result ([`Envelope::wrap`]) or serialized into a page spliced from
-//! prepared text ([`Envelope::serialize_into`]).
+//! cacheable result `ttlMs` and `cacheScope`). One value, written around a
+//! JSON result as it is serialized ([`Envelope::around`]) or into a page
+//! spliced from prepared text ([`Envelope::serialize_into`]).
 
+use super::ServerInfo;
 use crate::protocol::{meta, ResultType};
 use serde::ser::SerializeMap;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// Who may reuse a cacheable result.
@@ -30,21 +31,21 @@ pub struct Caching {
 
 /// The server's identity, as `_meta` carries it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ServerInfoMeta {
+pub struct ServerInfoMeta<'a> {
     /// The server's name and version.
     #[serde(rename = "io.modelcontextprotocol/serverInfo")]
-    pub server_info: Value,
+    pub server_info: ServerInfo<'a>,
 }
 
 /// What 2026-07-28 adds to a result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Envelope {
+pub struct Envelope<'a> {
     /// What kind of result it is.
     pub result_type: ResultType,
     /// The server's identity.
     #[serde(rename = "_meta")]
-    pub meta: ServerInfoMeta,
+    pub meta: ServerInfoMeta<'a>,
     /// For how long it may be reused, if it is cacheable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
@@ -53,10 +54,10 @@ pub struct Envelope {
     pub cache_scope: Option<CacheScope>,
 }
 
-impl Envelope {
+impl<'a> Envelope<'a> {
     /// The envelope of a complete result from the server `server_info`
     /// names, with `caching` hints if it is cacheable.
-    pub fn complete(server_info: Value, caching: Option<Caching>) -> Self {
+    pub fn complete(server_info: ServerInfo<'a>, caching: Option<Caching>) -> Self {
         Envelope {
             result_type: ResultType::Complete,
             meta: ServerInfoMeta { server_info },
@@ -65,28 +66,14 @@ impl Envelope {
         }
     }
 
-    /// `result` with this envelope: the server's identity is set in its
-    /// `_meta`; what the result already says of its kind and caching is
-    /// kept. A result that is not an object is left as it is.
-    pub fn wrap(self, mut result: Value) -> Value {
-        let Some(obj) = result.as_object_mut() else {
-            return result;
-        };
-        self.result_type.tag_unless_set(obj);
-        let meta = obj
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert(meta::SERVER_INFO.into(), self.meta.server_info);
+    /// `result` with this envelope, to serialize: the server's identity is
+    /// set in its `_meta`; what the result already says of its kind and
+    /// caching is kept. A result that is not an object is left as it is.
+    pub fn around<'r>(&'r self, result: &'r Value) -> Enveloped<'r> {
+        Enveloped {
+            envelope: self,
+            result,
         }
-        if let Some(ttl) = self.ttl_ms {
-            obj.entry("ttlMs").or_insert_with(|| Value::from(ttl));
-        }
-        if let Some(scope) = self.cache_scope {
-            obj.entry("cacheScope")
-                .or_insert_with(|| crate::protocol::model::to_json(&scope));
-        }
-        result
     }
 
     /// Writes this envelope's members into `map`, a result being
@@ -104,13 +91,85 @@ impl Envelope {
     }
 }
 
+/// A JSON result with its envelope, written as it is serialized (nothing
+/// is copied into the result).
+pub struct Enveloped<'r> {
+    envelope: &'r Envelope<'r>,
+    result: &'r Value,
+}
+
+impl Serialize for Enveloped<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(result) = self.result else {
+            return self.result.serialize(serializer);
+        };
+        let envelope = self.envelope;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in result {
+            match (key.as_str(), value) {
+                ("_meta", Value::Object(meta)) => {
+                    let server_info = &envelope.meta.server_info;
+                    map.serialize_entry(key, &WithServerInfo { meta, server_info })?
+                }
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        if !result.contains_key(ResultType::KEY) {
+            map.serialize_entry(ResultType::KEY, &envelope.result_type)?;
+        }
+        if !result.contains_key("_meta") {
+            map.serialize_entry("_meta", &envelope.meta)?;
+        }
+        if let Some(ttl) = envelope.ttl_ms.filter(|_| !result.contains_key("ttlMs")) {
+            map.serialize_entry("ttlMs", &ttl)?;
+        }
+        if let Some(scope) = envelope
+            .cache_scope
+            .filter(|_| !result.contains_key("cacheScope"))
+        {
+            map.serialize_entry("cacheScope", &scope)?;
+        }
+        map.end()
+    }
+}
+
+/// A result's own `_meta`, with the server's identity set in it.
+struct WithServerInfo<'r> {
+    meta: &'r Map<String, Value>,
+    server_info: &'r ServerInfo<'r>,
+}
+
+impl Serialize for WithServerInfo<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.meta {
+            if key != meta::SERVER_INFO {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.serialize_entry(meta::SERVER_INFO, self.server_info)?;
+        map.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn envelope(caching: Option<Caching>) -> Envelope {
-        Envelope::complete(json!({ "name": "s", "version": "1" }), caching)
+    const SERVER: ServerInfo<'static> = ServerInfo {
+        name: "s",
+        version: "1",
+    };
+
+    fn envelope(caching: Option<Caching>) -> Envelope<'static> {
+        Envelope::complete(SERVER, caching)
+    }
+
+    /// `result` with `envelope` around it, as the client reads it.
+    fn wrap(envelope: Envelope<'_>, result: Value) -> Value {
+        let text = serde_json::to_string(&envelope.around(&result)).unwrap();
+        serde_json::from_str(&text).unwrap()
     }
 
     #[test]
@@ -119,11 +178,11 @@ mod tests {
             ttl_ms: 5,
             scope: CacheScope::Private,
         };
-        let wrapped = envelope(Some(private)).wrap(json!({
+        let result = json!({
             "x": 1, "resultType": "task", "_meta": { "k": 2 }, "cacheScope": "public"
-        }));
+        });
         assert_eq!(
-            wrapped,
+            wrap(envelope(Some(private)), result),
             json!({
                 "x": 1,
                 "resultType": "task",
@@ -132,14 +191,28 @@ mod tests {
                 "cacheScope": "public",
             })
         );
-        assert_eq!(envelope(None).wrap(json!({}))["resultType"], "complete");
-        assert!(envelope(None).wrap(json!({})).get("ttlMs").is_none());
-        assert_eq!(envelope(None).wrap(json!([1])), json!([1]));
+        assert_eq!(
+            wrap(envelope(None), json!({})),
+            json!({ "resultType": "complete", "_meta": { meta::SERVER_INFO: { "name": "s", "version": "1" } } })
+        );
+        assert_eq!(wrap(envelope(None), json!([1])), json!([1]));
+        // A `_meta` that is not an object is left as it is.
+        assert_eq!(wrap(envelope(None), json!({ "_meta": 3 }))["_meta"], 3);
+    }
+
+    #[test]
+    fn the_servers_identity_replaces_one_the_result_claims_and_is_written_once() {
+        let result = json!({ "_meta": { meta::SERVER_INFO: { "name": "forged" }, "k": 1 } });
+        let text = serde_json::to_string(&envelope(None).around(&result)).unwrap();
+        assert_eq!(text.matches(meta::SERVER_INFO).count(), 1, "{text}");
+        let read: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(read["_meta"][meta::SERVER_INFO]["name"], "s");
+        assert_eq!(read["_meta"]["k"], 1);
     }
 
     #[test]
     fn serialized_into_a_page_it_says_what_wrapping_adds() {
-        struct Page(Envelope);
+        struct Page(Envelope<'static>);
         impl Serialize for Page {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let mut map = s.serialize_map(None)?;
@@ -151,7 +224,7 @@ mod tests {
         for scope in [CacheScope::Public, CacheScope::Private] {
             let caching = Some(Caching { ttl_ms: 7, scope });
             let page = crate::protocol::model::to_json(&Page(envelope(caching)));
-            assert_eq!(page, envelope(caching).wrap(json!({ "items": [1] })));
+            assert_eq!(page, wrap(envelope(caching), json!({ "items": [1] })));
         }
     }
 }

@@ -3,7 +3,15 @@
 
 use crate::protocol::Revision;
 use serde::Serialize;
-use serde_json::Value;
+
+/// A server's name and version (`serverInfo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ServerInfo<'a> {
+    /// The server's name.
+    pub name: &'a str,
+    /// Its version.
+    pub version: &'a str,
+}
 
 /// An empty object: a capability with no options, or a result that says
 /// only "done".
@@ -100,13 +108,13 @@ pub struct ServerCapabilities {
 /// The result of `initialize`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InitializeResult {
+pub struct InitializeResult<'a> {
     /// The revision the session speaks.
     pub protocol_version: Revision,
     /// What the server offers.
     pub capabilities: ServerCapabilities,
     /// The server's name and version.
-    pub server_info: Value,
+    pub server_info: ServerInfo<'a>,
     /// What the client should know, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
@@ -115,13 +123,13 @@ pub struct InitializeResult {
 /// The result of `server/discover`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DiscoverResult {
+pub struct DiscoverResult<'a> {
     /// The revisions served, newest first.
     pub supported_versions: Vec<Revision>,
     /// What the server offers.
     pub capabilities: ServerCapabilities,
     /// The server's name and version.
-    pub server_info: Value,
+    pub server_info: ServerInfo<'a>,
     /// What the client should know, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,

@@ -12,10 +12,11 @@ mod skills;
 mod subscriptions;
 mod tasks;
 
-pub use envelope::{CacheScope, Caching, Envelope, ServerInfoMeta};
+pub use envelope::{CacheScope, Caching, Envelope, Enveloped, ServerInfoMeta};
 pub use lifecycle::{
     DiscoverResult, Empty, Extensions, InitializeResult, ListCapability, ResourcesCapability,
-    ServerCapabilities, SkillsExtension, TaskRequests, TasksCapability, ToolTaskRequests,
+    ServerCapabilities, ServerInfo, SkillsExtension, TaskRequests, TasksCapability,
+    ToolTaskRequests,
 };
 pub use skills::{
     DirectoryChild, GetSkillResult, ListSkillsResult, ReadDirectoryResult, SkillFileInfo, SkillInfo,
