@@ -102,7 +102,8 @@ pub async fn serve_folder(
         Some(store) => policy.with_keyvalue(store),
         None => policy,
     };
-    let loader = Loader::new(registry.clone(), policy);
+    let lock = crate::lock::configured(&config).await?;
+    let loader = Loader::locked(registry.clone(), policy, lock);
     let server = match shared {
         Some(shared) => Server::with_backends(registry, options, shared),
         None => Server::new(registry, options),

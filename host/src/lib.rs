@@ -11,6 +11,7 @@ pub mod config;
 pub mod dev;
 pub mod files;
 pub mod launch;
+pub mod lock;
 pub mod metrics;
 pub mod names;
 pub mod oci;

@@ -187,6 +187,17 @@ enum Command {
         #[arg(long, short = 'c', env = "WASM_MCP_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Record what each plugin tells the model in the plugin lock
+    /// (wasm-mcp.lock): its source, component digest, signer, the grants
+    /// its manifest asks for, and each tool's, prompt's, resource's and
+    /// template's definition. A host whose [server] lock names the file
+    /// serves no plugin version that differs from it.
+    Lock {
+        #[command(subcommand)]
+        command: Option<cli::lock::LockCommand>,
+        #[command(flatten)]
+        args: cli::lock::LockArgs,
+    },
     /// List, export or delete each tenant's plugin data (its key-value
     /// data and its folders in the roots made per tenant).
     Tenant {
@@ -503,6 +514,14 @@ fn main() -> Result<()> {
                 wasm_mcp::dev::build(sources, out, release, world).await
             }
             Command::Inspect { file, config } => cli::inspect::inspect(file, config).await,
+            Command::Lock { command, args } => {
+                if !cli::lock::run(command, args).await? {
+                    // Something differs (or did not load): said on stdout
+                    // and stderr, written line by line already.
+                    std::process::exit(1);
+                }
+                Ok(())
+            }
             Command::Tenant { command } => cli::tenant::run(command).await,
             Command::Push {
                 file,
@@ -569,5 +588,9 @@ async fn dev(
     let mut config = settings::load_config(config_path).await?;
     config.server.handshake_only |= protocol.handshake_only;
     startup.apply(&mut config);
+    // Plugins under development change all the time: never locked.
+    if let Some(lock) = config.server.lock.take() {
+        tracing::info!(lock = %lock.display(), "dev: the plugin lock ([server] lock) is not enforced");
+    }
     dev::serve(sources, release, config, http.into()).await
 }

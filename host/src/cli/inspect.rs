@@ -43,9 +43,10 @@ pub(crate) async fn warm(plugins: Option<PathBuf>, config_path: Option<PathBuf>)
 /// An `oci://` reference is pulled first (under the signature policy, into
 /// a folder of its own), and what its signatures came to is shown.
 pub(crate) async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Result<()> {
-    let config = settings::load_config(config_path).await?;
+    let config = settings::load_config(config_path.clone()).await?;
+    let lock = super::lock::lock_for(&config, config_path.as_deref()).await;
     let Some(reference) = file.to_str().filter(|f| f.starts_with("oci://")) else {
-        return inspect_file(file, config).await;
+        return inspect_file(file, config, lock).await;
     };
     let source = wasm_mcp::oci::reference(reference)?;
     let name = source.repository().rsplit('/').next().unwrap_or_default();
@@ -62,7 +63,7 @@ pub(crate) async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Resu
         Ok(pulled) => {
             println!("{reference} ({})", pulled.digest);
             println!("{}", super::oci::signature_line(&pulled.signature));
-            inspect_file(pulled.file, config).await
+            inspect_file(pulled.file, config, lock).await
         }
         Err(e) => Err(e),
     };
@@ -70,8 +71,9 @@ pub(crate) async fn inspect(file: PathBuf, config_path: Option<PathBuf>) -> Resu
     inspected
 }
 
-/// `wasm-mcp inspect` of a component file.
-async fn inspect_file(file: PathBuf, config: Config) -> Result<()> {
+/// `wasm-mcp inspect` of a component file (compared with the plugin
+/// lock at `lock`, when given).
+async fn inspect_file(file: PathBuf, config: Config, lock: Option<PathBuf>) -> Result<()> {
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: None,
         cache_key_file: None,
@@ -132,6 +134,9 @@ async fn inspect_file(file: PathBuf, config: Config) -> Result<()> {
         Ok(entry) => {
             print_offers(&entry);
             print_listing_cost(&entry);
+            if let Some(lock) = &lock {
+                super::lock::print_match(loader.config(), lock, &name, &file, &entry).await;
+            }
         }
         Err(e) => println!("not servable: {e:#}"),
     }

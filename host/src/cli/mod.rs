@@ -3,5 +3,6 @@
 
 pub(crate) mod config;
 pub(crate) mod inspect;
+pub(crate) mod lock;
 pub(crate) mod oci;
 pub(crate) mod tenant;

@@ -82,6 +82,21 @@ pub(super) fn server(server: &ServerSection) -> Result<()> {
     problems.done()
 }
 
+/// `[server] lock`: a file name, relative to `base`. (That it can be
+/// read is checked when the host starts, and by `config check`.)
+pub(super) fn lock(server: &mut ServerSection, base: &Path) -> Result<()> {
+    if let Some(lock) = &mut server.lock {
+        anyhow::ensure!(
+            lock.file_name().is_some(),
+            "server.lock must name a file (such as \"wasm-mcp.lock\")"
+        );
+        if lock.is_relative() {
+            *lock = base.join(&*lock);
+        }
+    }
+    Ok(())
+}
+
 /// `[roots.NAME]`: each an existing folder (relative to `base`), opened
 /// now, and none inside another. `text` is the config, for line numbers.
 pub(super) fn open_roots(

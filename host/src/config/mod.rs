@@ -244,6 +244,11 @@ pub struct ServerSection {
     /// Offer tool search: `true` beside the tools, `"only"` instead of
     /// listing them (for catalogues too big to hand a model whole).
     pub tool_search: ToolSearchSetting,
+    /// The plugin lock to enforce (written by `wasm-mcp lock`; relative to
+    /// the config): a plugin version whose component, signer, grants asked
+    /// for or definitions differ from its entry is not served. Never
+    /// enforced under `dev`.
+    pub lock: Option<PathBuf>,
 }
 
 impl Default for ServerSection {
@@ -276,6 +281,7 @@ impl Default for ServerSection {
             handshake_only: false,
             calls_per_sec_per_principal: 0.0,
             tool_search: ToolSearchSetting::default(),
+            lock: None,
         }
     }
 }
@@ -509,6 +515,7 @@ impl Config {
             }
         };
         keep(check::server(&config.server));
+        keep(check::lock(&mut config.server, base));
         keep(check_limits("limits", &config.limits));
         keep(check::open_roots(&mut config.roots, base, text, files));
         keep(check::plugins(&mut config, text, base));

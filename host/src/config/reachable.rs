@@ -49,6 +49,15 @@ impl Config {
         if let Some(source) = &self.state.password {
             secret(&mut found, "state.password", source);
         }
+        if let Some(lock) = &self.server.lock {
+            // A lock holds every definition whole: bigger than a key.
+            if let Err(e) = crate::files::open_regular(lock, 32 << 20) {
+                found.problems.push(format!(
+                    "server.lock: {} cannot be read: {e} (`wasm-mcp lock` writes it)",
+                    lock.display()
+                ));
+            }
+        }
         for (i, key) in self.signatures.keys.iter().enumerate() {
             file(&mut found, &format!("signatures.keys[{i}]"), key);
         }

@@ -170,6 +170,11 @@ struct LoadLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabels {
+    plugin: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
     reason: &'static str,
 }
@@ -244,6 +249,7 @@ pub struct Metrics {
     tools: RwLock<Tools>,
     loads: Family<LoadLabels, Counter>,
     load_names: parking_lot::Mutex<std::collections::HashSet<String>>,
+    lock_refusals: Family<PluginLabels, Counter>,
     refused: Family<ReasonLabels, Counter>,
     dropped: Family<ReasonLabels, Counter>,
     audit_dropped: Counter,
@@ -283,6 +289,7 @@ impl Metrics {
             tools: RwLock::default(),
             loads: Family::default(),
             load_names: Default::default(),
+            lock_refusals: Family::default(),
             refused: Family::default(),
             dropped: Family::default(),
             audit_dropped: Counter::default(),
@@ -319,6 +326,11 @@ impl Metrics {
             "plugin_loads",
             "Plugin loads and reloads by result (a failed one keeps the old version serving)",
             self.loads.clone(),
+        );
+        r.register(
+            "lock_refusals",
+            "Plugin versions not served because they differ from the plugin lock",
+            self.lock_refusals.clone(),
         );
         r.register(
             "requests_refused",
@@ -448,6 +460,25 @@ impl Metrics {
 
     /// Counts a load or reload of `plugin`.
     pub fn plugin_load(&self, plugin: &str, ok: bool) {
+        let labels = LoadLabels {
+            plugin: self.plugin_label(plugin),
+            result: if ok { "ok" } else { "failed" },
+        };
+        self.loads.get_or_create(&labels).inc();
+    }
+
+    /// Counts a version of `plugin` not served because it differs from
+    /// the plugin lock.
+    pub fn lock_refusal(&self, plugin: &str) {
+        let labels = PluginLabels {
+            plugin: self.plugin_label(plugin),
+        };
+        self.lock_refusals.get_or_create(&labels).inc();
+    }
+
+    /// `plugin` as a label, or `_other` once as many plugins as series
+    /// allowed have been named.
+    fn plugin_label(&self, plugin: &str) -> String {
         let mut named = self.load_names.lock();
         let plugin = if named.contains(plugin) {
             plugin
@@ -457,11 +488,7 @@ impl Metrics {
         } else {
             OTHER
         };
-        let labels = LoadLabels {
-            plugin: label(plugin),
-            result: if ok { "ok" } else { "failed" },
-        };
-        self.loads.get_or_create(&labels).inc();
+        label(plugin)
     }
 
     /// Counts one more session open, until the guard drops.

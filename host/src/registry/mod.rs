@@ -16,7 +16,7 @@ pub use catalogue::{
 pub use uri_template::UriTemplate;
 
 use crate::runtime::host_types::ListKind;
-use crate::runtime::{ComponentSource, Grants, LoadedPlugin, Runtime};
+use crate::runtime::{ComponentSource, Grants, Listing, LoadedPlugin, Runtime};
 use crate::skills::Skills;
 use anyhow::{Context as _, Result};
 use parking_lot::{Mutex, RwLock};
@@ -28,7 +28,14 @@ pub struct Registry {
     current: RwLock<Arc<Catalogue>>,
     /// Serializes read-modify-write updates of `current`.
     writer: Mutex<()>,
+    /// Decides whether a plugin's lists, asked again while it serves, may
+    /// be served (the plugin lock).
+    relist_gate: std::sync::OnceLock<RelistGate>,
 }
+
+/// Whether plugin `name` may serve `listing`, asked again while it
+/// serves (see [`Registry::gate_relisting`]).
+pub type RelistGate = Box<dyn Fn(&str, &Listing) -> bool + Send + Sync>;
 
 /// What one update of the registry did.
 pub struct Change {
@@ -58,7 +65,14 @@ impl Registry {
             runtime,
             current: RwLock::new(Arc::new(Catalogue::build(Vec::new()))),
             writer: Mutex::new(()),
+            relist_gate: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Has [`Registry::relisted`] keep the lists in place when `gate`
+    /// refuses the fresh ones (set once; later calls change nothing).
+    pub fn gate_relisting(&self, gate: RelistGate) {
+        let _ = self.relist_gate.set(gate);
     }
 
     /// The catalogue as it is now.
@@ -116,7 +130,22 @@ impl Registry {
         name: &str,
         version: Option<(ComponentSource, Grants, Arc<Skills>)>,
     ) -> Result<Reload> {
-        let loaded = self.catalogue().plugin(name).map(|e| e.plugin.clone());
+        self.update_plugin_gated(name, version, |_| Ok(())).await
+    }
+
+    /// [`Registry::update_plugin`], where `admit` decides whether the
+    /// version may be served, from what it lists (the plugin lock): a
+    /// version it refuses is not installed (the one in place keeps
+    /// serving), and its error is returned. A version whose component and
+    /// grants are those in place is asked about with the lists in place.
+    pub async fn update_plugin_gated(
+        self: &Arc<Self>,
+        name: &str,
+        version: Option<(ComponentSource, Grants, Arc<Skills>)>,
+        admit: impl FnOnce(&Listing) -> Result<()>,
+    ) -> Result<Reload> {
+        let current = self.catalogue().plugin(name).cloned();
+        let loaded = current.as_ref().map(|e| e.plugin.clone());
         let Some((source, grants, skills)) = version else {
             return Ok(match self.remove(name) {
                 Some(change) => {
@@ -130,6 +159,9 @@ impl Registry {
             .as_ref()
             .is_some_and(|p| p.hash() == source.hash() && *p.grants() == grants)
         {
+            if let Some(current) = &current {
+                admit(&current.listing)?;
+            }
             let Some(change) = self.reskilled(name, skills) else {
                 return Ok(Reload::Unchanged);
             };
@@ -141,6 +173,7 @@ impl Registry {
             .load(name, source.clone(), grants.clone(), true)
             .await?;
         entry.skills = skills;
+        admit(&entry.listing)?;
         tracing::debug!(
             plugin = name,
             load_ms = started.elapsed().as_secs_f64() * 1e3,
@@ -213,10 +246,16 @@ impl Registry {
     }
 
     /// Gives a plugin the fresh listing `entry` holds, unless that version
-    /// of the plugin was replaced or removed meanwhile. (The plugin in place
+    /// of the plugin was replaced or removed meanwhile, or the relisting
+    /// gate refuses it. (The plugin in place
     /// stays: it may be the optimised build of the one that was asked.)
     pub fn relisted(&self, entry: PluginEntry) -> Option<Change> {
         let asked = entry.plugin.clone();
+        if let Some(gate) = self.relist_gate.get() {
+            if !gate(asked.name(), &entry.listing) {
+                return None;
+            }
+        }
         self.replace_entry(asked.name(), |current| {
             let same_version =
                 current.plugin.hash() == asked.hash() && current.plugin.grants() == asked.grants();

@@ -78,6 +78,22 @@ impl FolderWatch {
         tracing::info!(folder = %self.dir.display(), "watching for plugin changes");
         let mut settle = Settle::default();
         let reloads = Arc::new(Coalescer::default());
+        // A change to the plugin lock loads again the plugins it held back.
+        let mut lock_watch = match loader.lock().map(|lock| lock.watch()) {
+            Some(Ok(watch)) => Some(watch),
+            Some(Err(e)) => {
+                tracing::warn!("the plugin lock is read again only at start: {e:#}");
+                None
+            }
+            None => None,
+        };
+        if let Some(lock) = loader.lock() {
+            // It may have changed while the folder first loaded.
+            let now = Instant::now();
+            for path in lock.held_back() {
+                settle.note(&path, &notify::EventKind::Any, now);
+            }
+        }
         loop {
             let next_due = settle.next_due();
             let wake = async {
@@ -97,6 +113,17 @@ impl FolderWatch {
                     }
                     Some(Err(e)) => tracing::warn!(folder = %self.dir.display(), "file watcher: {e}"),
                     None => return,
+                },
+                Some(kind) = async {
+                    match &mut lock_watch {
+                        Some(watch) => watch.changes.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    let now = Instant::now();
+                    for path in loader.lock().map(|l| l.held_back()).unwrap_or_default() {
+                        settle.note(&path, &kind, now);
+                    }
                 },
                 _ = wake => {
                     // Each file on its own: a slow or hung load delays only
@@ -209,6 +236,10 @@ async fn update(server: &Server, loader: &Loader, path: &Path, occasion: Occasio
         }
         Err(e) => e,
     };
+    if let Some(refused) = e.downcast_ref::<crate::lock::Refused>() {
+        held_back(server, &name, had_it, refused);
+        return;
+    }
     crate::metrics::metrics().plugin_load(&name, false);
     let consequence = if had_it {
         "the previous version keeps serving"
@@ -240,4 +271,24 @@ async fn update(server: &Server, loader: &Loader, path: &Path, occasion: Occasio
             format!("plugin {name} not reloaded ({consequence}): {cause}"),
         );
     }
+}
+
+/// A plugin version the plugin lock refused: logged with its diff,
+/// counted, and told to clients (without the diff) in the instructions.
+fn held_back(server: &Server, name: &str, had_it: bool, refused: &crate::lock::Refused) {
+    crate::metrics::metrics().lock_refusal(name);
+    let consequence = if had_it {
+        "the version serving keeps serving"
+    } else {
+        "it is not served"
+    };
+    tracing::warn!(
+        plugin = name,
+        "plugin {name} held back by the plugin lock ({consequence}): {refused}"
+    );
+    let notice = crate::server::load_notice_key(name);
+    let summary = refused.summary();
+    server
+        .notices()
+        .set(&notice, Some(format!("{summary} ({consequence})")));
 }
