@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 
 from conftest import BINARY, FIXTURES, PLUGINS, HttpHost, RawHost
-from test_oci import Registry, registry  # noqa: F401  (the registry fixture)
+from test_oci import registry  # noqa: F401  (the registry fixture)
 
 OLD = "Says hello to someone"
 NEW = "Says hello to SOMEONE"

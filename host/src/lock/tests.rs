@@ -123,3 +123,22 @@ fn a_signer_file_is_read_bounded_as_one_line() {
     std::fs::write(signer_path(&wasm), vec![b'a'; 5000]).unwrap();
     assert!(read_signer(&wasm).is_err());
 }
+
+#[tokio::test]
+async fn lists_asked_again_are_served_only_as_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let mut file = LockFile::default();
+    let locked = listing(vec![tool("Says hello", SCHEMA)]);
+    file.plugins
+        .insert("p".into(), entry("aa", &locked, &Manifest::default()));
+    file.write(&path).unwrap();
+    let lock = Lock::open(path).await.unwrap();
+    let gate = lock.relist_gate();
+    assert!(gate("p", &locked));
+    assert!(!gate(
+        "p",
+        &listing(vec![tool("Says something else", SCHEMA)])
+    ));
+    assert!(!gate("q", &locked));
+}
