@@ -97,8 +97,8 @@ pub(crate) async fn pull_into(
 /// What a pull's signatures came to, as one line.
 pub(crate) fn signature_line(verdict: &Option<wasm_mcp::oci::signature::Verdict>) -> String {
     match verdict {
-        Some(wasm_mcp::oci::signature::Verdict::Verified(key)) => {
-            format!("signature: verified with {key}")
+        Some(wasm_mcp::oci::signature::Verdict::Verified(signed)) => {
+            format!("signature: verified with {signed}")
         }
         Some(_) => "signature: none (the policy is if-present)".to_owned(),
         None => "signature: not checked (the policy is off)".to_owned(),

@@ -495,13 +495,41 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// `[signatures]`: key paths resolved against `base`; a policy that checks
-/// signatures needs a key.
+/// `[signatures]`: key and trusted-root paths resolved against `base`; a
+/// policy that checks signatures needs a key or an identity, and
+/// identities need a trusted root.
 pub(super) fn signatures(config: &mut Config, base: &Path) -> Result<()> {
-    for key in &mut config.signatures.keys {
+    let signatures = &mut config.signatures;
+    for key in signatures
+        .keys
+        .iter_mut()
+        .chain(&mut signatures.trusted_root)
+    {
         if key.is_relative() {
             *key = base.join(&*key);
         }
+    }
+    let identities = config
+        .signatures
+        .identities
+        .iter()
+        .map(|i| ("signatures.identities".to_owned(), i));
+    let identities = identities.chain(config.plugins.iter().flat_map(|(name, p)| {
+        p.identities
+            .iter()
+            .flatten()
+            .map(move |i| (format!("plugins.{name}.identities"), i))
+    }));
+    for (field, identity) in identities {
+        anyhow::ensure!(
+            !identity.issuer.is_empty() && !identity.subject.is_empty(),
+            "{field}: an identity needs an issuer and a subject (`*` matches any run of characters)"
+        );
+        anyhow::ensure!(
+            config.signatures.trusted_root.is_some(),
+            "{field} names keyless signers, but [signatures] trusted_root names no trusted root \
+             (a Sigstore trusted_root.json)"
+        );
     }
     let checking = std::iter::once(("signatures.policy".to_owned(), config.signatures.policy))
         .chain(config.plugins.iter().filter_map(|(name, p)| {
@@ -510,9 +538,12 @@ pub(super) fn signatures(config: &mut Config, base: &Path) -> Result<()> {
         }))
         .find(|(_, policy)| *policy != super::SignaturePolicy::Off);
     if let Some((field, _)) = checking {
+        let keyless = !config.signatures.identities.is_empty()
+            || config.plugins.values().any(|p| p.identities.is_some());
         anyhow::ensure!(
-            !config.signatures.keys.is_empty(),
-            "{field} checks signatures, but [signatures] keys names no public key"
+            !config.signatures.keys.is_empty() || keyless,
+            "{field} checks signatures, but [signatures] names no public key (keys) and no \
+             keyless signer (identities)"
         );
     }
     Ok(())

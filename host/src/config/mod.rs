@@ -147,6 +147,43 @@ pub struct SignaturesSection {
     /// artifact pulled from another one (a mirror of a signed original);
     /// by default a signature vouches only for the repository it names.
     pub repositories: Vec<String>,
+    /// Who may sign keylessly (Sigstore): a signature whose certificate
+    /// names one of these issuers and subjects verifies, checked against
+    /// `trusted_root`.
+    pub identities: Vec<SignerIdentity>,
+    /// The Sigstore trusted root (`trusted_root.json`): the certificate
+    /// authorities and transparency logs keyless signatures are checked
+    /// against, offline; relative to the config. Needed by `identities`.
+    pub trusted_root: Option<PathBuf>,
+}
+
+/// A keyless signer a policy accepts. `*` in a field matches any run of
+/// characters (`https://github.com/ORG/REPO/.github/workflows/release.yml@refs/tags/*`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignerIdentity {
+    /// The OIDC issuer its certificate names, e.g.
+    /// `https://token.actions.githubusercontent.com`.
+    pub issuer: String,
+    /// The identity its certificate names (its subject alternative name):
+    /// a workflow URI or an email address.
+    pub subject: String,
+    /// Only for artifacts pulled from these repositories
+    /// (`REGISTRY/REPO`, `*` allowed: `ghcr.io/acme/*`); any by default.
+    pub repository: Option<String>,
+}
+
+impl SignerIdentity {
+    /// Whether a signature by `subject` vouched for by `issuer` of an
+    /// artifact pulled from `repository` is accepted.
+    pub fn accepts(&self, issuer: &str, subject: &str, repository: &str) -> bool {
+        unmatched::glob_matches(&self.issuer, issuer)
+            && unmatched::glob_matches(&self.subject, subject)
+            && self
+                .repository
+                .as_deref()
+                .is_none_or(|pattern| unmatched::glob_matches(pattern, repository))
+    }
 }
 
 /// Whether a pulled plugin's signature is checked.
@@ -375,6 +412,8 @@ pub struct PluginSection {
     pub source: Option<String>,
     /// Its own signature policy (instead of `[signatures] policy`).
     pub signatures: Option<SignaturePolicy>,
+    /// Who may sign it keylessly (instead of `[signatures] identities`).
+    pub identities: Option<Vec<SignerIdentity>>,
     /// Scopes a caller's token must carry to see or use anything of it.
     pub scopes: Vec<String>,
     /// Claims a caller's token must carry (`groups = "admins"`, or any of

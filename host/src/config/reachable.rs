@@ -61,6 +61,9 @@ impl Config {
         for (i, key) in self.signatures.keys.iter().enumerate() {
             file(&mut found, &format!("signatures.keys[{i}]"), key);
         }
+        if let Some(root) = &self.signatures.trusted_root {
+            file(&mut found, "signatures.trusted_root", root);
+        }
         let http = &self.http;
         for (key, path) in [
             ("http.tls_cert_file", &http.tls_cert_file),

@@ -112,6 +112,28 @@ impl Repository {
         Ok((body, digest))
     }
 
+    /// The index of what refers to manifest `digest`: from the referrers
+    /// API, or from the referrers tag (`sha256-HEX`) where the registry has
+    /// no such API; at most [`Caps::manifest`], `None` when there is none.
+    pub async fn referrers(&self, digest: &str) -> Result<Option<Vec<u8>>> {
+        anyhow::ensure!(
+            is_digest(digest),
+            "{} is not a sha256 digest",
+            crate::text::excerpt(digest)
+        );
+        let url = format!("{}/referrers/{digest}", self.base);
+        let response = self
+            .get(&url, "application/vnd.oci.image.index.v1+json")
+            .await?;
+        if response.status().is_success() {
+            let body = read_success(response, self.caps.manifest, "the referrers").await?;
+            return Ok(Some(body));
+        }
+        drop(response);
+        let tag = digest.replace(':', "-");
+        Ok(self.manifest_if_any(&tag).await?.map(|(body, _)| body))
+    }
+
     /// Blob `digest` (`sha256:HEX`), at most `max` bytes, its digest
     /// checked.
     pub async fn blob(&self, digest: &str, max: usize) -> Result<Vec<u8>> {
@@ -231,6 +253,16 @@ impl Repository {
             .context("the token answer holds no token")?;
         Ok(format!("Bearer {token}"))
     }
+}
+
+/// Whether `text` is a `sha256:HEX` digest (64 lowercase hex digits).
+pub fn is_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// Whether `registry` (`HOST[:PORT]`) is on loopback.

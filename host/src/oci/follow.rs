@@ -77,7 +77,7 @@ async fn follow_one(
         match outcome {
             Ok(pulled) if pulled.changed => {
                 let signature = match &pulled.signature {
-                    Some(Verdict::Verified(key)) => format!("verified with {key}"),
+                    Some(Verdict::Verified(signed)) => format!("verified with {signed}"),
                     Some(_) => "none".to_owned(),
                     None => "not checked".to_owned(),
                 };

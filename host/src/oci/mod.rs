@@ -16,6 +16,7 @@ pub mod docker;
 pub mod fetch;
 mod follow;
 pub mod signature;
+pub mod sigstore;
 pub mod skills_layer;
 
 use crate::config::{RegistryLogin, SignaturePolicy};
@@ -58,6 +59,12 @@ pub struct Trust {
     /// Repositories (`REGISTRY/REPO`) besides the one pulled from whose
     /// signatures are accepted.
     pub repositories: Arc<[String]>,
+    /// Who may sign keylessly.
+    pub identities: Arc<[crate::config::SignerIdentity]>,
+    /// The trusted root keyless signatures are checked against
+    /// (`trusted_root.json`), read again at each check so that a refreshed
+    /// file applies to the next pull.
+    pub root: Option<PathBuf>,
 }
 
 impl Trust {
@@ -382,6 +389,13 @@ async fn pull_within(
         })
     };
     let same_skills = held_skills.await?;
+    // Who signed it, for what reads the folder (the lock): in place
+    // before the component is.
+    let signer = match &signature {
+        Some(Verdict::Verified(signed)) => Some(signed.signer_line()),
+        _ => None,
+    };
+    record_signer(into, name, signer.as_deref()).await?;
     if held.is_some_and(|h| sha256_hex(&h) == hex)
         && held_manifest.as_deref() == plugin_manifest.as_deref().map(str::as_bytes)
         && same_skills
@@ -410,6 +424,39 @@ async fn pull_within(
         changed: true,
         signature,
     })
+}
+
+/// The largest `NAME.signer` file read, in bytes.
+pub const MAX_SIGNER_BYTES: u64 = 4 << 10;
+
+/// Writes `NAME.signer` in folder `into`: one line naming who signed the
+/// version pulled ([`signature::Signed::signer_line`]), or no file when it
+/// was not checked or not signed. Left alone when it already says so.
+async fn record_signer(into: &Path, name: &str, signer: Option<&str>) -> Result<()> {
+    let file = into.join(format!("{name}.signer"));
+    let wanted = signer.map(|line| format!("{line}\n"));
+    let held = read(&file, MAX_SIGNER_BYTES).await.ok();
+    if held.as_deref() == wanted.as_deref().map(str::as_bytes) {
+        return Ok(());
+    }
+    match wanted {
+        Some(text) => {
+            let staged =
+                folder::staging_path(into, name, &format!("signer.{}", std::process::id()));
+            tokio::fs::write(&staged, text)
+                .await
+                .with_context(|| format!("writing {}", staged.display()))?;
+            tokio::fs::rename(&staged, &file)
+                .await
+                .with_context(|| format!("writing {}", file.display()))
+        }
+        None => match tokio::fs::remove_file(&file).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("removing {}", file.display()))
+            }
+            _ => Ok(()),
+        },
+    }
 }
 
 /// The image manifest `reference` names (read bounded) and its digest.

@@ -1,13 +1,18 @@
-//! Cosign-compatible signatures of artifacts (key-based, in the "simple
-//! signing" format that `cosign sign --key` writes by default).
+//! Cosign-compatible signatures of artifacts: made with a key, in the
+//! "simple signing" format that `cosign sign --key` writes by default, or
+//! keyless (Sigstore, [`super::sigstore`]), in cosign's signature tag or as
+//! a Sigstore bundle attached to the artifact.
 //!
 //! The signatures of the artifact whose manifest digest is `sha256:HEX`
 //! are an OCI manifest at tag `sha256-HEX.sig` of the same repository. Each
 //! layer is a payload (`application/vnd.dev.cosign.simplesigning.v1+json`)
-//! naming that digest, signed with ECDSA P-256 and SHA-256; the signature
-//! (ASN.1 DER, base64) is the layer's `dev.cosignproject.cosign/signature`
-//! annotation. No transparency log is consulted (as with cosign's
-//! `--insecure-ignore-tlog`, or `--tlog-upload=false` when signing).
+//! naming that digest and its repository; the signature (ASN.1 DER,
+//! base64) is the layer's `dev.cosignproject.cosign/signature` annotation.
+//! A key-made one (ECDSA P-256, SHA-256) is checked with the configured
+//! keys and no transparency log (as with cosign's `--insecure-ignore-tlog`,
+//! or `--tlog-upload=false` when signing). A keyless one also carries its
+//! certificate and its transparency log entry in annotations, and is
+//! checked against the trusted root.
 
 use anyhow::{bail, Context as _, Result};
 use base64::Engine as _;
@@ -26,6 +31,13 @@ pub const PAYLOAD_LAYER: &str = "application/vnd.dev.cosign.simplesigning.v1+jso
 
 /// The layer annotation holding the signature of its payload.
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+
+/// The layer annotation holding a keyless signature's certificate (PEM).
+pub const CERTIFICATE_ANNOTATION: &str = "dev.sigstore.cosign/certificate";
+
+/// The layer annotation holding a keyless signature's transparency log
+/// entry (cosign's "bundle": the entry and its signed entry timestamp).
+pub const LOG_ANNOTATION: &str = "dev.sigstore.cosign/bundle";
 
 /// What a payload says it is.
 const PAYLOAD_TYPE: &str = "cosign container image signature";
@@ -51,6 +63,8 @@ const P256_SPKI_PREFIX: [u8; 26] = [
 pub struct PublicKey {
     /// Where it came from, to say which key verified.
     pub name: String,
+    /// `sha256:HEX` of its DER SubjectPublicKeyInfo.
+    pub fingerprint: String,
     point: Vec<u8>,
 }
 
@@ -75,6 +89,7 @@ impl PublicKey {
         match der.strip_prefix(&P256_SPKI_PREFIX[..]) {
             Some(point) if point.len() == 65 && point[0] == 4 => Ok(PublicKey {
                 name: name.to_owned(),
+                fingerprint: format!("sha256:{}", super::sha256_hex(der)),
                 point: point.to_vec(),
             }),
             _ => bail!("not an ECDSA P-256 public key (the kind cosign generates)"),
@@ -88,13 +103,62 @@ impl PublicKey {
     }
 }
 
+/// Who made a signature that verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signer {
+    /// A configured key: where it came from, and its fingerprint
+    /// (`sha256:HEX` of its DER SubjectPublicKeyInfo).
+    Key {
+        /// The key file.
+        name: String,
+        /// Its fingerprint.
+        fingerprint: String,
+    },
+    /// A keyless signer, by its certificate.
+    Identity(super::sigstore::Keyless),
+}
+
+/// A signature that verified: who made it, and the repository it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signed {
+    /// Who signed.
+    pub signer: Signer,
+    /// The repository (`REGISTRY/REPO`) the signature names.
+    pub repository: String,
+}
+
+impl Signed {
+    /// The signer as one stable line (`key sha256:HEX`, or `identity
+    /// ISSUER SUBJECT`): what a lock records, and what a pull writes
+    /// beside the component (`NAME.signer`).
+    pub fn signer_line(&self) -> String {
+        match &self.signer {
+            Signer::Key { fingerprint, .. } => format!("key {fingerprint}"),
+            Signer::Identity(who) => format!("identity {} {}", who.issuer, who.subject),
+        }
+    }
+}
+
+impl std::fmt::Display for Signed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.signer {
+            Signer::Key { name, .. } => write!(f, "{name}")?,
+            Signer::Identity(who) => write!(
+                f,
+                "{} (issuer {}, transparency log entry {})",
+                who.subject, who.issuer, who.log_index
+            )?,
+        }
+        write!(f, ", signed for {}", self.repository)
+    }
+}
+
 /// What an artifact's signatures came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// A signature of this digest, for this repository (or one the
-    /// policy also accepts), verifies: the key's name, then "signed for"
-    /// and the repository the signature names.
-    Verified(String),
+    /// policy also accepts), verifies.
+    Verified(Signed),
     /// It has no signature.
     Unsigned,
     /// It has signatures, and none of this digest verifies with any key.
@@ -112,27 +176,37 @@ fn signature_reference(reference: &Reference, digest: &str) -> Reference {
 }
 
 /// The signatures of the artifact whose manifest digest is `digest`, in
-/// the repository of `reference`, checked with `trust`'s keys: one counts
-/// only if it names this digest and this repository (or one `trust`
-/// also accepts).
+/// the repository of `reference`, checked as `trust` says: those in
+/// cosign's signature tag (made with a key, or keyless), and, when keyless
+/// signers are configured, the Sigstore bundles attached to it. One counts
+/// only if it names this digest and this repository (or one `trust` also
+/// accepts).
 pub async fn check(
     repository: &super::fetch::Repository,
     reference: &Reference,
     digest: &str,
     trust: &super::Trust,
 ) -> Result<Verdict> {
-    let keys = &trust.keys;
     let pulled_from = repository_of(reference);
-    let Some(manifest) = signatures(repository, reference, digest).await? else {
-        return Ok(Verdict::Unsigned);
+    let keyless_root = match trust.root.clone().filter(|_| !trust.identities.is_empty()) {
+        Some(file) => Some(
+            tokio::task::spawn_blocking(move || super::sigstore::TrustedRoot::read(&file))
+                .await??,
+        ),
+        None => None,
+    };
+    let trust = &Keyless {
+        trust,
+        root: keyless_root.as_ref(),
     };
     let mut why = Vec::new();
-    for layer in manifest.layers.iter().take(MAX_SIGNATURES) {
-        let Some(signature) = layer
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(SIGNATURE_ANNOTATION))
-        else {
+    let tagged = signatures(repository, reference, digest).await?;
+    for layer in tagged
+        .iter()
+        .flat_map(|m| m.layers.iter().take(MAX_SIGNATURES))
+    {
+        let annotations = layer.annotations.as_ref();
+        let Some(signature) = annotations.and_then(|a| a.get(SIGNATURE_ANNOTATION)) else {
             continue;
         };
         if layer.media_type != PAYLOAD_LAYER {
@@ -154,36 +228,185 @@ pub async fn check(
             why.push("a payload does not match its digest".to_owned());
             continue;
         }
-        let Some(key) = keys.iter().find(|k| k.verifies(&payload, &signature)) else {
-            why.push("a signature verifies with none of the keys".to_owned());
+        let Some(claim) = signed_identity(&payload) else {
+            why.push("a signed payload is not a cosign image signature".to_owned());
             continue;
         };
-        match signed_identity(&payload) {
-            Some((signed, _)) if signed != digest => why.push(format!(
-                "a signature is of another artifact ({})",
-                crate::text::excerpt(&signed)
-            )),
-            Some((_, repository))
-                if repository == pulled_from || trust.repositories.contains(&repository) =>
-            {
-                return Ok(Verdict::Verified(format!(
-                    "{}, signed for {repository}",
-                    key.name
-                )))
+        let outcome = match annotations.and_then(|a| a.get(CERTIFICATE_ANNOTATION)) {
+            Some(certificate) => {
+                let logged = annotations.and_then(|a| a.get(LOG_ANNOTATION));
+                let evidence = logged
+                    .context("a keyless signature carries no transparency log entry")
+                    .and_then(|logged| {
+                        super::sigstore::bundle::from_cosign_layer(
+                            payload,
+                            signature,
+                            certificate,
+                            logged,
+                            vec![claim],
+                        )
+                    });
+                evidence
+                    .map_err(|e| format!("{e:#}"))
+                    .and_then(|evidence| keyless(&evidence, digest, &pulled_from, trust))
             }
-            Some((_, repository)) => why.push(format!(
-                "a signature is for another repository ({}, not {pulled_from}; \
-                 [signatures] repositories may accept it)",
-                crate::text::excerpt(&repository)
-            )),
-            None => why.push("a signed payload is not a cosign image signature".to_owned()),
+            None => with_key(&payload, &signature, claim, digest, &pulled_from, trust),
+        };
+        match outcome {
+            Ok(signed) => return Ok(Verdict::Verified(signed)),
+            Err(reason) => why.push(reason),
         }
+    }
+    let mut bundles = 0;
+    if keyless_root.is_some() {
+        let attached = super::sigstore::attached::bundles(repository, digest)
+            .await
+            .with_context(|| format!("asking {reference} for its Sigstore bundles"))?;
+        bundles = attached.len();
+        for evidence in attached {
+            let outcome = evidence
+                .map_err(|e| format!("{e:#}"))
+                .and_then(|evidence| keyless(&evidence, digest, &pulled_from, trust));
+            match outcome {
+                Ok(signed) => return Ok(Verdict::Verified(signed)),
+                Err(reason) => why.push(reason),
+            }
+        }
+    }
+    if tagged.is_none() && bundles == 0 {
+        return Ok(Verdict::Unsigned);
     }
     if why.is_empty() {
         why.push("its signature manifest holds no cosign signature".to_owned());
     }
     why.dedup();
     Ok(Verdict::Invalid(why.join("; ")))
+}
+
+/// A key-made signature of `payload`, which names `claim`: whose key made
+/// it, or why it does not count.
+fn with_key(
+    payload: &[u8],
+    signature: &[u8],
+    claim: (String, String),
+    digest: &str,
+    pulled_from: &str,
+    trust: &super::Trust,
+) -> std::result::Result<Signed, String> {
+    let Some(key) = trust.keys.iter().find(|k| k.verifies(payload, signature)) else {
+        return Err("a signature verifies with none of the keys".to_owned());
+    };
+    let repository = vouches(&[claim], digest, pulled_from, trust)?;
+    Ok(Signed {
+        signer: Signer::Key {
+            name: key.name.clone(),
+            fingerprint: key.fingerprint.clone(),
+        },
+        repository,
+    })
+}
+
+/// A keyless signature: who made it, if the trusted root verifies it and
+/// the policy accepts its signer, or why it does not count.
+fn keyless(
+    evidence: &super::sigstore::Evidence,
+    digest: &str,
+    pulled_from: &str,
+    trust: &Keyless<'_>,
+) -> std::result::Result<Signed, String> {
+    let Some(root) = trust.root else {
+        return Err(
+            "a signature is keyless, and no keyless signer is configured ([signatures] identities \
+             and trusted_root)"
+                .to_owned(),
+        );
+    };
+    let who = super::sigstore::verify(evidence, root).map_err(|e| format!("{e:#}"))?;
+    let repository = vouches(&evidence.claims, digest, pulled_from, trust)?;
+    if !trust
+        .identities
+        .iter()
+        .any(|i| i.accepts(&who.issuer, &who.subject, pulled_from))
+    {
+        return Err(unaccepted(&trust.identities, &who, pulled_from));
+    }
+    Ok(Signed {
+        signer: Signer::Identity(who),
+        repository,
+    })
+}
+
+/// A pull's trust, with the trusted root read for it (`None`: no keyless
+/// signer is configured).
+struct Keyless<'a> {
+    trust: &'a super::Trust,
+    root: Option<&'a super::sigstore::TrustedRoot>,
+}
+
+impl std::ops::Deref for Keyless<'_> {
+    type Target = super::Trust;
+
+    fn deref(&self) -> &super::Trust {
+        self.trust
+    }
+}
+
+/// Why no configured identity accepts signer `who` for `repository`.
+fn unaccepted(
+    identities: &[crate::config::SignerIdentity],
+    who: &super::sigstore::Keyless,
+    repository: &str,
+) -> String {
+    let excerpt = crate::text::excerpt;
+    let subject = excerpt(&who.subject);
+    let issuer = excerpt(&who.issuer);
+    let named = |i: &&crate::config::SignerIdentity| {
+        crate::config::unmatched::glob_matches(&i.subject, &who.subject)
+    };
+    if identities
+        .iter()
+        .filter(named)
+        .any(|i| crate::config::unmatched::glob_matches(&i.issuer, &who.issuer))
+    {
+        format!("a signature is by {subject} (issuer {issuer}), which [signatures] identities accepts only for other repositories than {repository}")
+    } else if identities.iter().any(|i| named(&i)) {
+        format!("a signature's issuer is {issuer}, not the one [signatures] identities names for its subject {subject}")
+    } else {
+        format!("a signature's subject is {subject} (issuer {issuer}), which no [signatures] identities entry names")
+    }
+}
+
+/// Which of `claims` vouches for manifest `digest` pulled from
+/// `pulled_from`: the repository it names, or why none does.
+fn vouches(
+    claims: &[(String, String)],
+    digest: &str,
+    pulled_from: &str,
+    trust: &super::Trust,
+) -> std::result::Result<String, String> {
+    let of_this: Vec<&String> = claims
+        .iter()
+        .filter(|(signed, _)| signed == digest)
+        .map(|(_, repository)| repository)
+        .collect();
+    if let Some(repository) = of_this
+        .iter()
+        .find(|r| **r == pulled_from || trust.repositories.contains(r))
+    {
+        return Ok((*repository).clone());
+    }
+    match (of_this.first(), claims.first()) {
+        (Some(repository), _) => Err(format!(
+            "a signature is for another repository ({}, not {pulled_from}; \
+             [signatures] repositories may accept it)",
+            crate::text::excerpt(repository)
+        )),
+        (None, Some((signed, _))) => Err(format!(
+            "a signature is of another artifact ({})",
+            crate::text::excerpt(signed)
+        )),
+        (None, None) => Err("a signature names no artifact".to_owned()),
+    }
 }
 
 /// The signature manifest of `digest` in `reference`'s repository (read
@@ -221,13 +444,18 @@ pub fn signed_identity(payload: &[u8]) -> Option<(String, String)> {
     }
     let digest = critical["image"]["docker-manifest-digest"].as_str()?;
     let named = critical["identity"]["docker-reference"].as_str()?;
+    Some((digest.to_owned(), repository_named(named).to_owned()))
+}
+
+/// The repository (`REGISTRY/REPO`) of a reference as a signature names
+/// it: any tag or digest left out.
+pub fn repository_named(named: &str) -> &str {
     let named = named.split_once('@').map_or(named, |(name, _)| name);
-    let named = match named.rsplit_once(':') {
+    match named.rsplit_once(':') {
         // A tag, not a registry's port (which a '/' follows).
         Some((name, tag)) if !tag.contains('/') && name.contains('/') => name,
         _ => named,
-    };
-    Some((digest.to_owned(), named.to_owned()))
+    }
 }
 
 /// `REGISTRY/REPO` of `reference`, as a signature names it.

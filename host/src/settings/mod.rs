@@ -27,25 +27,36 @@ pub async fn load_config(path: Option<PathBuf>) -> Result<Config> {
 }
 
 /// What pulling plugin `name` (`None`: one the config does not name)
-/// asks of its signatures. Reads `[signatures] keys` (off the async
-/// workers) only when the policy checks signatures.
+/// asks of its signatures. Reads `[signatures] keys` and `trusted_root`
+/// (off the async workers) only when the policy checks signatures.
 pub async fn trust(config: &Config, name: Option<&str>) -> Result<crate::oci::Trust> {
     let policy = config.signature_policy(name);
     if policy == crate::config::SignaturePolicy::Off {
         return Ok(crate::oci::Trust::default());
     }
     let files = config.signatures.keys.clone();
-    let keys = tokio::task::spawn_blocking(move || {
-        files
+    let root_file = config.signatures.trusted_root.clone();
+    let (keys, root) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let keys = files
             .iter()
             .map(|file| crate::oci::signature::PublicKey::read(file))
-            .collect::<Result<Vec<_>>>()
+            .collect::<Result<Vec<_>>>()?;
+        // Read now to fail early; read again at each pull.
+        if let Some(file) = &root_file {
+            crate::oci::sigstore::TrustedRoot::read(file)?;
+        }
+        Ok((keys, root_file))
     })
     .await??;
+    let own = name.and_then(|n| config.plugins.get(n)?.identities.clone());
     Ok(crate::oci::Trust {
         policy,
         keys: keys.into(),
         repositories: config.signatures.repositories.clone().into(),
+        identities: own
+            .unwrap_or_else(|| config.signatures.identities.clone())
+            .into(),
+        root,
     })
 }
 
