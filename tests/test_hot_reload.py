@@ -110,6 +110,23 @@ def test_add_replace_and_remove_announce_exactly_the_lists_that_changed(tmp_path
     assert "plugin added" in log and "plugin reloaded" in log and "plugin removed" in log
 
 
+def test_a_folder_named_by_a_relative_path_is_watched_too(tmp_path, host_env):
+    """`--plugins plugins`, as a developer types it: a file added is loaded
+    and announced (a relative folder was once never reloaded)."""
+    shutil.copy(PLUGINS / "hello.wasm", tmp_path / "hello.wasm")
+    relative = os.path.relpath(tmp_path)
+    assert not os.path.isabs(relative)
+    host = RawHost(None, host_env, ["serve", "--plugins", relative])
+    try:
+        host.initialize()
+        shutil.copy(PLUGINS / "notes.wasm", tmp_path / "notes.wasm")
+        notifications_until(host, {LIST_CHANGED["resources"]}, timeout=30)
+        uris = [r["uri"] for r in host.request("resources/list")["result"]["resources"]]
+        assert uris == ["notes://index"]
+    finally:
+        host.close()
+
+
 def test_a_rebuild_with_identical_lists_sends_only_resource_updates(tmp_path, host_env):
     host = start(tmp_path, host_env, "hello", "notes")
     try:

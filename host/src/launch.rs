@@ -65,6 +65,10 @@ pub async fn serve_folder(
     served: Option<Arc<std::sync::OnceLock<Arc<Server>>>>,
     notices: Arc<Notices>,
 ) -> Result<()> {
+    // Absolute, so the watcher's events name the files the loader read (a
+    // relative folder was never reloaded).
+    let dir = std::path::absolute(&dir)
+        .with_context(|| format!("the plugin folder {} has no absolute path", dir.display()))?;
     settings::check_host_paths(&config, &dir)?;
     // A plugin folder that is missing or unreadable is said plainly, first.
     let readable = dir.clone();
