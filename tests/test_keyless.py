@@ -35,6 +35,8 @@ BUNDLE = "application/vnd.dev.sigstore.bundle.v0.3+json"
 INDEX = "application/vnd.oci.image.index.v1+json"
 EMPTY = "application/vnd.oci.empty.v1+json"
 ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
+SOURCE_REPOSITORY = ObjectIdentifier("1.3.6.1.4.1.57264.1.12")
+SIGN_PREDICATE = "https://sigstore.dev/cosign/sign/v1"
 NOW = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
 
 
@@ -112,7 +114,8 @@ class Authority:
     def chain(self):
         return [self.intermediate, self.root]
 
-    def issue(self, subject=WORKFLOW, issuer=GITHUB, not_before=None, not_after=None, code_signing=True):
+    def issue(self, subject=WORKFLOW, issuer=GITHUB, not_before=None, not_after=None, code_signing=True,
+              source_repository="https://github.com/acme/tools"):
         """A short-lived signing certificate and its key, as Fulcio issues one."""
         key = ec.generate_private_key(ec.SECP256R1())
         builder = (x509.CertificateBuilder().subject_name(x509.Name([]))
@@ -129,6 +132,9 @@ class Authority:
                    .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),
                                   critical=False)
                    .add_extension(x509.UnrecognizedExtension(ISSUER_V2, der_utf8(issuer)), critical=False))
+        if source_repository:
+            builder = builder.add_extension(
+                x509.UnrecognizedExtension(SOURCE_REPOSITORY, der_utf8(source_repository)), critical=False)
         return key, builder.sign(self.key, hashes.SHA384())
 
 
@@ -230,14 +236,18 @@ class Sigstore:
                 "dev.sigstore.cosign/bundle": json.dumps(logged)}}]})
         return entry
 
-    def bundle(self, digest, repository, tamper=None, **issue):
+    def bundle(self, digest, repository=None, tamper=None, predicate=SIGN_PREDICATE, **issue):
         """A Sigstore bundle (v0.3): a DSSE envelope holding an in-toto
-        statement about `digest` in `repository`, with its log entry."""
+        statement about `digest`, with its log entry. Without `repository`
+        its subject names none, as `cosign sign` writes it in its bundle
+        format."""
         key, certificate = self.authority.issue(**issue)
+        subject = {"digest": {"sha256": digest.split(":")[1]}}
+        if repository:
+            subject["name"] = repository
         statement = json.dumps({
-            "_type": "https://in-toto.io/Statement/v1",
-            "subject": [{"name": repository, "digest": {"sha256": digest.split(":")[1]}}],
-            "predicateType": "https://sigstore.dev/cosign/sign/v1", "predicate": {}}).encode()
+            "_type": "https://in-toto.io/Statement/v1", "subject": [subject],
+            "predicateType": predicate, "predicate": {}}).encode()
         kind = "application/vnd.in-toto+json"
         pae = b"DSSEv1 %d %s %d %s" % (len(kind), kind.encode(), len(statement), statement)
         signature = key.sign(pae, ec.ECDSA(hashes.SHA256()))
@@ -325,6 +335,20 @@ def test_a_keyless_signature_by_an_accepted_identity_installs_in_either_format(
     assert f"signature: verified with {WORKFLOW} (issuer {GITHUB}" in pulled, pulled
     assert (other / "hello.wasm").read_bytes() == (PLUGINS / "hello.wasm").read_bytes()
 
+    # `cosign sign`'s own bundle names the digest only: it counts through an
+    # identity bound to repositories, and only there.
+    third = tmp_path / "third"
+    third.mkdir()
+    ref, digest = push(tmp_path, registry, "acme/nameless", PLUGINS / "hello.wasm", env)
+    attach(registry, "acme/nameless", digest, sigstore.bundle(digest))
+    refused = pull(ref, third, env, check=False)
+    assert refused.returncode != 0 and "names no repository" in refused.stderr, refused.stderr
+    assert f'add repository = "{registry.address}/acme/nameless"' in refused.stderr, refused.stderr
+    bound = environment(tmp_path, cache_dir, host_env, sigstore.root_file,
+                        [dict(identity, repository=f"{registry.address}/acme/*")])
+    pulled = pull(ref, third, bound).stdout
+    assert f"signed for {registry.address}/acme/nameless" in pulled, pulled
+
     # A key-made signature still counts where a key is configured, and the
     # signer line follows what verified.
     key, private, public = key_pair(tmp_path, "ours")
@@ -350,6 +374,8 @@ REFUSALS = {
     "an untrusted authority": (dict(authority="stranger"), "not issued by a certificate authority of the trusted"),
     "a log the root does not name": (dict(log="stranger"), "is not one of the trusted root's"),
     "a tampered log entry": (dict(tamper="entry"), "signed entry timestamp does not verify"),
+    "a run from another repository": (dict(source_repository="https://github.com/mallory/tools"),
+                                      "run from source repository https://github.com/mallory/tools"),
     "another repository": (dict(named="elsewhere.example/acme/hello"),
                            "for another repository (elsewhere.example/acme/hello"),
 }
@@ -358,7 +384,8 @@ REFUSALS = {
 @pytest.mark.parametrize("case", REFUSALS)
 def test_a_keyless_signature_is_refused_saying_why(case, tmp_path, cache_dir, host_env, registry):
     sigstore = Sigstore(tmp_path)
-    identity = {"issuer": GITHUB, "subject": "https://github.com/acme/*"}
+    identity = {"issuer": GITHUB, "subject": "https://github.com/acme/*@refs/tags/*",
+                "source_repository": "https://github.com/acme/*"}
     env = environment(tmp_path, cache_dir, host_env, sigstore.root_file, [identity])
     plugins = tmp_path / "plugins"
     plugins.mkdir()
@@ -388,6 +415,8 @@ def test_a_bundle_is_refused_for_another_digest_or_a_broken_proof_and_read_bound
     other_digest = "sha256:" + "ab" * 32
     for bundle, why in [
         (sigstore.bundle(other_digest, here), f"of another artifact ({other_digest})"),
+        (sigstore.bundle(digest, here, predicate="https://slsa.dev/provenance/v1"),
+         "a bundle is an attestation (https://slsa.dev/provenance/v1), not a signature"),
         (sigstore.bundle(digest, here, tamper="proof"), "its inclusion proof: it leads to another root"),
         (sigstore.bundle(digest, here, tamper="checkpoint"), "its checkpoint is not signed by the log"),
         (b"{" + b" " * (70 << 10) + b"}", "a bundle is over 65536 bytes"),

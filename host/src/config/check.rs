@@ -539,7 +539,10 @@ pub(super) fn signatures(config: &mut Config, base: &Path) -> Result<()> {
         .find(|(_, policy)| *policy != super::SignaturePolicy::Off);
     if let Some((field, _)) = checking {
         let keyless = !config.signatures.identities.is_empty()
-            || config.plugins.values().any(|p| p.identities.is_some());
+            || config
+                .plugins
+                .values()
+                .any(|p| p.identities.as_ref().is_some_and(|i| !i.is_empty()));
         anyhow::ensure!(
             !config.signatures.keys.is_empty() || keyless,
             "{field} checks signatures, but [signatures] names no public key (keys) and no \

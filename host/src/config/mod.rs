@@ -157,8 +157,11 @@ pub struct SignaturesSection {
     pub trusted_root: Option<PathBuf>,
 }
 
-/// A keyless signer a policy accepts. `*` in a field matches any run of
-/// characters (`https://github.com/ORG/REPO/.github/workflows/release.yml@refs/tags/*`).
+/// A keyless signer a policy accepts. `*` matches any run of characters,
+/// except in `subject`, where it matches none holding `@`
+/// (`https://github.com/ORG/REPO/.github/workflows/release.yml@refs/tags/*`,
+/// `*@acme.example`): so that a branch or tag named with an `@` cannot pass
+/// for another ref.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SignerIdentity {
@@ -170,20 +173,66 @@ pub struct SignerIdentity {
     pub subject: String,
     /// Only for artifacts pulled from these repositories
     /// (`REGISTRY/REPO`, `*` allowed: `ghcr.io/acme/*`); any by default.
+    /// A signature that names no repository (cosign's bundle format binds
+    /// one to a digest only) counts only through an identity that has one.
     pub repository: Option<String>,
+    /// Only certificates naming this source repository (Fulcio's
+    /// extension, set for CI identities: `https://github.com/acme/tools`):
+    /// the repository whose run signed, which differs from the subject's
+    /// when another repository calls a reusable workflow.
+    pub source_repository: Option<String>,
 }
 
 impl SignerIdentity {
-    /// Whether a signature by `subject` vouched for by `issuer` of an
-    /// artifact pulled from `repository` is accepted.
-    pub fn accepts(&self, issuer: &str, subject: &str, repository: &str) -> bool {
+    /// Whether a signature by `subject` vouched for by `issuer` (from a run
+    /// of `source_repository`, if named) of an artifact pulled from
+    /// `repository` is accepted.
+    pub fn accepts(
+        &self,
+        issuer: &str,
+        subject: &str,
+        source_repository: Option<&str>,
+        repository: &str,
+    ) -> bool {
         unmatched::glob_matches(&self.issuer, issuer)
-            && unmatched::glob_matches(&self.subject, subject)
+            && subject_matches(&self.subject, subject)
             && self
                 .repository
                 .as_deref()
                 .is_none_or(|pattern| unmatched::glob_matches(pattern, repository))
+            && self.source_repository.as_deref().is_none_or(|pattern| {
+                source_repository.is_some_and(|named| unmatched::glob_matches(pattern, named))
+            })
     }
+
+    /// Whether its subject pattern matches `subject` (and nothing else).
+    pub fn names(&self, subject: &str) -> bool {
+        subject_matches(&self.subject, subject)
+    }
+}
+
+/// Whether `text` matches `pattern`, where `*` matches any run of
+/// characters without an `@`.
+fn subject_matches(pattern: &str, text: &str) -> bool {
+    let text: Vec<char> = text.chars().collect();
+    // matched[j]: the pattern so far matches text[..j].
+    let mut matched = vec![false; text.len() + 1];
+    matched[0] = true;
+    for p in pattern.chars() {
+        let mut next = vec![false; text.len() + 1];
+        if p == '*' {
+            next[0] = matched[0];
+            for j in 1..=text.len() {
+                next[j] = matched[j] || (next[j - 1] && text[j - 1] != '@');
+            }
+        } else {
+            for j in 1..=text.len() {
+                next[j] = matched[j - 1] && text[j - 1] == p;
+            }
+        }
+        matched = next;
+    }
+    matched[text.len()]
 }
 
 /// Whether a pulled plugin's signature is checked.

@@ -1,7 +1,7 @@
 //! The config file as operators write it: what parses, what is refused
 //! and why.
 
-use super::{Config, Mode, SpareMode};
+use super::{Config, Mode, SignerIdentity, SpareMode};
 use std::path::Path;
 
 #[test]
@@ -261,4 +261,37 @@ fn access_profiles_tool_search_audit_and_tls_are_checked() {
         let e = error(bad);
         assert!(e.contains(says), "{bad}: {e}");
     }
+}
+
+#[test]
+fn a_signers_subject_star_never_spans_an_at_sign() {
+    let identity = |subject: &str| SignerIdentity {
+        issuer: "https://token.actions.githubusercontent.com".to_owned(),
+        subject: subject.to_owned(),
+        repository: None,
+        source_repository: None,
+    };
+    let issuer = "https://token.actions.githubusercontent.com";
+    let accepts =
+        |pattern: &str, subject: &str| identity(pattern).accepts(issuer, subject, None, "r/x");
+    let main = "https://github.com/acme/*@refs/heads/main";
+    assert!(accepts(
+        main,
+        "https://github.com/acme/x/.github/workflows/ci.yml@refs/heads/main"
+    ));
+    assert!(!accepts(
+        main,
+        "https://github.com/acme/x/.github/workflows/ci.yml@refs/heads/evil@refs/heads/main"
+    ));
+    assert!(accepts("*@acme.example", "ops@acme.example"));
+    assert!(!accepts("*@acme.example", "https://x/@acme.example"));
+    assert!(accepts("exact", "exact") && !accepts("exact", "exactly"));
+    assert!(accepts("a*b*c", "axxbyyc") && !accepts("a*b*c", "axxbyy"));
+    assert!(accepts("*", "") && !accepts("", "x"));
+    // A source repository, when asked for, must be named and match.
+    let mut bound = identity("*");
+    bound.source_repository = Some("https://github.com/acme/*".to_owned());
+    assert!(bound.accepts(issuer, "s", Some("https://github.com/acme/tools"), "r/x"));
+    assert!(!bound.accepts(issuer, "s", Some("https://github.com/mallory/tools"), "r/x"));
+    assert!(!bound.accepts(issuer, "s", None, "r/x"));
 }

@@ -395,7 +395,7 @@ async fn pull_within(
         Some(Verdict::Verified(signed)) => Some(signed.signer_line()),
         _ => None,
     };
-    record_signer(into, name, signer.as_deref()).await?;
+    let held_signer = record_signer(into, name, signer.as_deref()).await?;
     if held.is_some_and(|h| sha256_hex(&h) == hex)
         && held_manifest.as_deref() == plugin_manifest.as_deref().map(str::as_bytes)
         && same_skills
@@ -417,7 +417,14 @@ async fn pull_within(
     tokio::fs::write(&staged, &component)
         .await
         .with_context(|| format!("writing {}", staged.display()))?;
-    folder::install(into, name, &staged, plugin_manifest.as_deref()).await?;
+    if let Err(e) = folder::install(into, name, &staged, plugin_manifest.as_deref()).await {
+        // The version left in place keeps its own signer line.
+        if let Some(held) = held_signer {
+            let held = held.as_deref().map(String::from_utf8_lossy);
+            let _ = record_signer(into, name, held.as_deref().map(str::trim_end)).await;
+        }
+        return Err(e);
+    }
     Ok(Pulled {
         digest,
         file,
@@ -431,13 +438,18 @@ pub const MAX_SIGNER_BYTES: u64 = 4 << 10;
 
 /// Writes `NAME.signer` in folder `into`: one line naming who signed the
 /// version pulled ([`signature::Signed::signer_line`]), or no file when it
-/// was not checked or not signed. Left alone when it already says so.
-async fn record_signer(into: &Path, name: &str, signer: Option<&str>) -> Result<()> {
+/// was not checked or not signed. Left alone when it already says so;
+/// what it replaced (`Some(None)`: no file) is returned.
+async fn record_signer(
+    into: &Path,
+    name: &str,
+    signer: Option<&str>,
+) -> Result<Option<Option<Vec<u8>>>> {
     let file = into.join(format!("{name}.signer"));
     let wanted = signer.map(|line| format!("{line}\n"));
     let held = read(&file, MAX_SIGNER_BYTES).await.ok();
     if held.as_deref() == wanted.as_deref().map(str::as_bytes) {
-        return Ok(());
+        return Ok(None);
     }
     match wanted {
         Some(text) => {
@@ -448,15 +460,16 @@ async fn record_signer(into: &Path, name: &str, signer: Option<&str>) -> Result<
                 .with_context(|| format!("writing {}", staged.display()))?;
             tokio::fs::rename(&staged, &file)
                 .await
-                .with_context(|| format!("writing {}", file.display()))
+                .with_context(|| format!("writing {}", file.display()))?;
         }
         None => match tokio::fs::remove_file(&file).await {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(e).with_context(|| format!("removing {}", file.display()))
+                return Err(e).with_context(|| format!("removing {}", file.display()));
             }
-            _ => Ok(()),
+            _ => {}
         },
     }
+    Ok(Some(held))
 }
 
 /// The image manifest `reference` names (read bounded) and its digest.

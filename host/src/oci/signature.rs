@@ -243,7 +243,7 @@ pub async fn check(
                             signature,
                             certificate,
                             logged,
-                            vec![claim],
+                            vec![(claim.0, Some(claim.1))],
                         )
                     });
                 evidence
@@ -296,7 +296,9 @@ fn with_key(
     let Some(key) = trust.keys.iter().find(|k| k.verifies(payload, signature)) else {
         return Err("a signature verifies with none of the keys".to_owned());
     };
-    let repository = vouches(&[claim], digest, pulled_from, trust)?;
+    let (signed, repository) = claim;
+    let repository = vouches(&[(signed, Some(repository))], digest, pulled_from, trust)?
+        .ok_or_else(|| "a signature names no repository".to_owned())?;
     Ok(Signed {
         signer: Signer::Key {
             name: key.name.clone(),
@@ -322,14 +324,39 @@ fn keyless(
         );
     };
     let who = super::sigstore::verify(evidence, root).map_err(|e| format!("{e:#}"))?;
-    let repository = vouches(&evidence.claims, digest, pulled_from, trust)?;
-    if !trust
-        .identities
-        .iter()
-        .any(|i| i.accepts(&who.issuer, &who.subject, pulled_from))
-    {
+    let named = vouches(&evidence.claims, digest, pulled_from, trust)?;
+    let accepting = |i: &&crate::config::SignerIdentity| {
+        i.accepts(
+            &who.issuer,
+            &who.subject,
+            who.source_repository.as_deref(),
+            pulled_from,
+        )
+    };
+    let Some(identity) = trust.identities.iter().find(accepting) else {
         return Err(unaccepted(&trust.identities, &who, pulled_from));
-    }
+    };
+    let repository = match named {
+        Some(repository) => repository,
+        // Only an identity bound to repositories binds one.
+        None if trust
+            .identities
+            .iter()
+            .filter(accepting)
+            .any(|i| i.repository.is_some()) =>
+        {
+            pulled_from.to_owned()
+        }
+        None => {
+            return Err(format!(
+                "a signature names no repository (cosign's bundle format binds a signature to a \
+                 digest only), and the [signatures] identities entry that accepts its signer \
+                 ({}) is bound to no repository: add repository = \"{pulled_from}\" (or a \
+                 pattern) to it",
+                crate::text::excerpt(&identity.subject)
+            ))
+        }
+    };
     Ok(Signed {
         signer: Signer::Identity(who),
         repository,
@@ -357,55 +384,84 @@ fn unaccepted(
     who: &super::sigstore::Keyless,
     repository: &str,
 ) -> String {
+    use crate::config::unmatched::glob_matches;
     let excerpt = crate::text::excerpt;
-    let subject = excerpt(&who.subject);
-    let issuer = excerpt(&who.issuer);
-    let named = |i: &&crate::config::SignerIdentity| {
-        crate::config::unmatched::glob_matches(&i.subject, &who.subject)
-    };
-    if identities
+    let (subject, issuer) = (excerpt(&who.subject), excerpt(&who.issuer));
+    let named: Vec<_> = identities
         .iter()
-        .filter(named)
-        .any(|i| crate::config::unmatched::glob_matches(&i.issuer, &who.issuer))
-    {
-        format!("a signature is by {subject} (issuer {issuer}), which [signatures] identities accepts only for other repositories than {repository}")
-    } else if identities.iter().any(|i| named(&i)) {
-        format!("a signature's issuer is {issuer}, not the one [signatures] identities names for its subject {subject}")
+        .filter(|i| i.names(&who.subject))
+        .collect();
+    let vouched: Vec<_> = named
+        .iter()
+        .filter(|i| glob_matches(&i.issuer, &who.issuer))
+        .collect();
+    if named.is_empty() {
+        return format!(
+            "a signature's subject is {subject} (issuer {issuer}), which no [signatures] \
+             identities entry names"
+        );
+    }
+    if vouched.is_empty() {
+        return format!(
+            "a signature's issuer is {issuer}, not the one [signatures] identities names for its \
+             subject {subject}"
+        );
+    }
+    let source = who.source_repository.as_deref();
+    let from_elsewhere = vouched.iter().all(|i| {
+        i.source_repository
+            .as_deref()
+            .is_some_and(|pattern| !source.is_some_and(|named| glob_matches(pattern, named)))
+    });
+    if from_elsewhere {
+        format!(
+            "a signature is by {subject} (issuer {issuer}) run from source repository {}, which \
+             [signatures] identities does not accept for it",
+            excerpt(source.unwrap_or("(none named)"))
+        )
     } else {
-        format!("a signature's subject is {subject} (issuer {issuer}), which no [signatures] identities entry names")
+        format!(
+            "a signature is by {subject} (issuer {issuer}), which [signatures] identities accepts \
+             only for other repositories than {repository}"
+        )
     }
 }
 
 /// Which of `claims` vouches for manifest `digest` pulled from
-/// `pulled_from`: the repository it names, or why none does.
+/// `pulled_from`: the repository it names (`None`: a claim of this digest
+/// names no repository), or why none does.
 fn vouches(
-    claims: &[(String, String)],
+    claims: &[(String, Option<String>)],
     digest: &str,
     pulled_from: &str,
     trust: &super::Trust,
-) -> std::result::Result<String, String> {
-    let of_this: Vec<&String> = claims
+) -> std::result::Result<Option<String>, String> {
+    let of_this: Vec<Option<&String>> = claims
         .iter()
         .filter(|(signed, _)| signed == digest)
-        .map(|(_, repository)| repository)
+        .map(|(_, repository)| repository.as_ref())
         .collect();
     if let Some(repository) = of_this
         .iter()
+        .flatten()
         .find(|r| **r == pulled_from || trust.repositories.contains(r))
     {
-        return Ok((*repository).clone());
+        return Ok(Some((*repository).clone()));
+    }
+    if of_this.iter().any(Option::is_none) {
+        return Ok(None);
     }
     match (of_this.first(), claims.first()) {
-        (Some(repository), _) => Err(format!(
+        (Some(Some(repository)), _) => Err(format!(
             "a signature is for another repository ({}, not {pulled_from}; \
              [signatures] repositories may accept it)",
             crate::text::excerpt(repository)
         )),
-        (None, Some((signed, _))) => Err(format!(
+        (_, Some((signed, _))) => Err(format!(
             "a signature is of another artifact ({})",
             crate::text::excerpt(signed)
         )),
-        (None, None) => Err("a signature names no artifact".to_owned()),
+        _ => Err("a signature names no artifact".to_owned()),
     }
 }
 

@@ -10,6 +10,9 @@ use serde::Deserialize;
 /// The most bundles of one artifact looked at.
 const MAX_BUNDLES: usize = 16;
 
+/// The referrer annotation naming a bundle's predicate type.
+const PREDICATE_ANNOTATION: &str = "dev.sigstore.bundle.predicateType";
+
 /// The evidence of each Sigstore bundle attached to manifest `digest`
 /// (one that does not read is the reason why); empty when there is none.
 pub(crate) async fn bundles(
@@ -23,10 +26,15 @@ pub(crate) async fn bundles(
         anyhow::bail!("its referrers are not an OCI image index");
     };
     let mut found = Vec::new();
+    // Bundles, and of them the signatures: attestations that say which
+    // predicate they hold are not read.
     let attached = index.manifests.iter().filter(|m| {
         m.artifact_type
             .as_deref()
             .is_none_or(|kind| kind.starts_with(BUNDLE_MEDIA_TYPE))
+            && m.annotations
+                .get(PREDICATE_ANNOTATION)
+                .is_none_or(|kind| kind == bundle::SIGNATURE_PREDICATE)
     });
     for descriptor in attached.take(MAX_BUNDLES) {
         if !crate::oci::fetch::is_digest(&descriptor.digest) {
@@ -35,7 +43,14 @@ pub(crate) async fn bundles(
             )));
             continue;
         }
-        let (manifest, _) = repository.manifest(&descriptor.digest).await?;
+        // One that cannot be read is a reason, not the end of the check.
+        let manifest = match repository.manifest(&descriptor.digest).await {
+            Ok((manifest, _)) => manifest,
+            Err(e) => {
+                found.push(Err(e.context("a bundle's manifest")));
+                continue;
+            }
+        };
         let Ok(manifest) = serde_json::from_slice::<Manifest>(&manifest) else {
             continue;
         };
@@ -52,8 +67,10 @@ pub(crate) async fn bundles(
             )));
             continue;
         }
-        let bytes = repository.blob(&layer.digest, MAX_BUNDLE_BYTES).await?;
-        found.push(bundle::from_bundle(&bytes));
+        match repository.blob(&layer.digest, MAX_BUNDLE_BYTES).await {
+            Ok(bytes) => found.push(bundle::from_bundle(&bytes)),
+            Err(e) => found.push(Err(e.context("a bundle"))),
+        }
     }
     Ok(found)
 }
@@ -70,6 +87,8 @@ struct Index {
 struct Descriptor {
     digest: String,
     artifact_type: Option<String>,
+    #[serde(default)]
+    annotations: std::collections::BTreeMap<String, String>,
 }
 
 /// An image manifest (what is read of it).

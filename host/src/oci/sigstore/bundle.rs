@@ -20,6 +20,12 @@ const IN_TOTO: &str = "application/vnd.in-toto+json";
 /// The most subjects of one statement looked at.
 const MAX_SUBJECTS: usize = 16;
 
+/// The predicate type of cosign's signature statement (`cosign sign` in
+/// its bundle format): the only statement that is a signature; other
+/// attestations (SBOMs, provenance, scans) say something else about the
+/// artifact.
+pub(crate) const SIGNATURE_PREDICATE: &str = "https://sigstore.dev/cosign/sign/v1";
+
 /// One keyless signature and what it needs to be checked.
 #[derive(Debug, Clone)]
 pub(crate) struct Evidence {
@@ -34,8 +40,9 @@ pub(crate) struct Evidence {
     /// The log entry.
     pub(crate) entry: Entry,
     /// What it vouches for: manifest digests (`sha256:HEX`), each with the
-    /// repository it names (`REGISTRY/REPO`).
-    pub(crate) claims: Vec<(String, String)>,
+    /// repository it names (`REGISTRY/REPO`; `None`: it names none, as
+    /// cosign's bundle format does).
+    pub(crate) claims: Vec<(String, Option<String>)>,
 }
 
 /// The evidence of a cosign signature-tag layer: its `payload` (what
@@ -46,7 +53,7 @@ pub(crate) fn from_cosign_layer(
     signature: Vec<u8>,
     certificate: &str,
     logged: &str,
-    claims: Vec<(String, String)>,
+    claims: Vec<(String, Option<String>)>,
 ) -> Result<Evidence> {
     anyhow::ensure!(
         certificate.len() <= 2 * super::certificate::MAX_CERTIFICATE_BYTES,
@@ -146,15 +153,21 @@ pub(crate) fn from_bundle(bytes: &[u8]) -> Result<Evidence> {
     let signature = super::root::decode(&signature.sig).context("a bundle's signature")?;
     let statement: files::Statement = serde_json::from_slice(&payload)
         .map_err(|_| anyhow::anyhow!("a bundle's payload is not an in-toto statement"))?;
+    anyhow::ensure!(
+        statement.predicate_type == SIGNATURE_PREDICATE,
+        "a bundle is an attestation ({}), not a signature ({SIGNATURE_PREDICATE})",
+        crate::text::excerpt(&statement.predicate_type)
+    );
     let claims = statement
         .subject
         .iter()
         .take(MAX_SUBJECTS)
         .filter_map(|s| {
             let hex = s.digest.sha256.as_deref()?;
+            let named = Some(s.name.as_str()).filter(|n| !n.is_empty());
             Some((
                 format!("sha256:{}", hex.to_ascii_lowercase()),
-                crate::oci::signature::repository_named(&s.name).to_owned(),
+                named.map(|n| crate::oci::signature::repository_named(n).to_owned()),
             ))
         })
         .collect();
@@ -340,9 +353,12 @@ mod files {
     }
 
     #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub(super) struct Statement {
         #[serde(default)]
         pub(super) subject: Vec<Subject>,
+        #[serde(default)]
+        pub(super) predicate_type: String,
     }
 
     #[derive(Deserialize)]

@@ -29,12 +29,19 @@ const ISSUER_V2: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.57
 /// Fulcio's OIDC issuer, as raw bytes (older certificates).
 const ISSUER_V1: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.57264.1.1");
 
+/// Fulcio's source repository URI (the repository whose workflow ran), as
+/// a DER UTF8String.
+const SOURCE_REPOSITORY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.57264.1.12");
+
 /// Who a certificate names: the OIDC issuer that vouched, and the
 /// identity it vouched for (a workflow URI, an email address).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Named {
     pub(crate) issuer: String,
     pub(crate) subject: String,
+    /// The repository whose workflow signed, when the certificate names
+    /// one (CI identities).
+    pub(crate) source_repository: Option<String>,
 }
 
 /// Checks that `leaf` (DER) chains to a certificate authority of `root`
@@ -105,6 +112,7 @@ pub(super) fn named(leaf: &[u8]) -> Result<Named> {
         .map_err(|e| anyhow::anyhow!("its certificate does not parse ({e})"))?;
     let mut issuer = None;
     let mut subject = None;
+    let mut source_repository = None;
     for extension in certificate
         .tbs_certificate
         .extensions
@@ -122,6 +130,11 @@ pub(super) fn named(leaf: &[u8]) -> Result<Named> {
                 String::from_utf8(value.to_vec())
                     .context("its OIDC issuer extension is not text")?,
             );
+        } else if extension.extn_id == SOURCE_REPOSITORY {
+            let text = Utf8StringRef::from_der(value).map_err(|_| {
+                anyhow::anyhow!("its source repository extension is not a UTF8String")
+            })?;
+            source_repository = Some(text.as_str().to_owned());
         } else if extension.extn_id == SUBJECT_ALT_NAME {
             let names = SubjectAltName::from_der(value)
                 .map_err(|_| anyhow::anyhow!("its subject alternative name does not parse"))?;
@@ -132,11 +145,23 @@ pub(super) fn named(leaf: &[u8]) -> Result<Named> {
             });
         }
     }
-    Ok(Named {
+    let named = Named {
         issuer: issuer.context("its certificate names no OIDC issuer (Fulcio's extension)")?,
         subject: subject
             .context("its certificate names no subject (a URI or email alternative name)")?,
-    })
+        source_repository,
+    };
+    // Names are matched and recorded as one line each: nothing that could
+    // split or blur one.
+    let plain =
+        |text: &str| !text.is_empty() && !text.chars().any(|c| c.is_whitespace() || c.is_control());
+    anyhow::ensure!(
+        plain(&named.issuer)
+            && plain(&named.subject)
+            && named.source_repository.as_deref().is_none_or(plain),
+        "its certificate names an identity with spaces or control characters"
+    );
+    Ok(named)
 }
 
 fn ia5(text: &Ia5String) -> String {

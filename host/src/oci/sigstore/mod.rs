@@ -43,6 +43,9 @@ pub struct Keyless {
     pub issuer: String,
     /// The signer (a workflow URI, an email address).
     pub subject: String,
+    /// The repository whose workflow signed, when the certificate names
+    /// one.
+    pub source_repository: Option<String>,
     /// The signature's index in the transparency log.
     pub log_index: i64,
 }
@@ -65,10 +68,15 @@ pub(crate) fn verify(evidence: &Evidence, root: &TrustedRoot) -> Result<Keyless>
         ),
         "its signature does not verify with its certificate's key"
     );
-    let certificate::Named { issuer, subject } = certificate::named(&evidence.certificate)?;
+    let certificate::Named {
+        issuer,
+        subject,
+        source_repository,
+    } = certificate::named(&evidence.certificate)?;
     Ok(Keyless {
         issuer,
         subject,
+        source_repository,
         log_index: evidence.entry.log_index,
     })
 }
