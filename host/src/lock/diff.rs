@@ -12,6 +12,31 @@ pub const MAX_LINES: usize = 400;
 /// The most places named in one changed schema.
 const MAX_PATHS: usize = 8;
 
+/// How many characters before the first difference a long text shows.
+const CONTEXT_CHARS: usize = 60;
+
+/// `locked` and `now` as excerpts that start shortly before where they
+/// first differ (`…` marking what is left out), so that a change deep in a
+/// long description shows.
+pub(super) fn around_difference(locked: &str, now: &str) -> (String, String) {
+    let same = locked
+        .chars()
+        .zip(now.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let skip = same.saturating_sub(CONTEXT_CHARS);
+    let cut = |text: &str| {
+        let rest: String = text.chars().skip(skip).collect();
+        let shown = crate::text::excerpt(&rest);
+        if skip > 0 {
+            format!("…{shown}")
+        } else {
+            shown
+        }
+    };
+    (cut(locked), cut(now))
+}
+
 /// The lines saying how `now` differs from `locked`; empty when it does
 /// not.
 pub fn diff(locked: &Entry, now: &Entry) -> Vec<String> {
@@ -56,9 +81,10 @@ impl Lines {
 
     /// A heading, then the locked and the new value one above the other.
     fn change(&mut self, heading: &str, locked: &str, now: &str) {
+        let (locked, now) = around_difference(locked, now);
         self.push(heading.to_owned());
-        self.push(format!("  locked: {}", crate::text::excerpt(locked)));
-        self.push(format!("  now:    {}", crate::text::excerpt(now)));
+        self.push(format!("  locked: {locked}"));
+        self.push(format!("  now:    {now}"));
     }
 
     fn done(mut self) -> Vec<String> {
