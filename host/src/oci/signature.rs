@@ -161,7 +161,8 @@ pub enum Verdict {
     Verified(Signed),
     /// It has no signature.
     Unsigned,
-    /// It has signatures, and none of this digest verifies with any key.
+    /// It has signatures, and none of this digest verifies with a key or
+    /// an accepted identity: why not, for each.
     Invalid(String),
 }
 
