@@ -26,8 +26,8 @@ from sigstore_models.trustroot.v1 import TrustedRoot
 
 from conftest import PLUGINS
 from test_oci import registry, wasm_mcp  # noqa: F401 (a fixture)
-from test_signatures import (MANIFEST, PAYLOAD, SIGNATURE, api, key_pair, push, put_blob, put_manifest,
-                             signature_tag)
+from test_signatures import (MANIFEST, SIGNATURE, api, cosign_payload, key_pair, push, put_blob,
+                             put_signature_tag)
 
 GITHUB = "https://token.actions.githubusercontent.com"
 WORKFLOW = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.2.0"
@@ -205,11 +205,7 @@ class Sigstore:
         simple-signing payload, its signature, and the certificate and log
         entry in the layer's annotations."""
         key, certificate = (authority or self.authority).issue(**issue)
-        payload = json.dumps({
-            "critical": {"identity": {"docker-reference": named or f"{registry.address}/{repo}"},
-                         "image": {"docker-manifest-digest": digest},
-                         "type": "cosign container image signature"},
-            "optional": None}).encode()
+        payload = cosign_payload(registry, repo, digest, named)
         signature = key.sign(payload, ec.ECDSA(hashes.SHA256()))
         body = json.dumps({"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": {
             "data": {"hash": {"algorithm": "sha256", "value": hashlib.sha256(payload).hexdigest()}},
@@ -221,19 +217,11 @@ class Sigstore:
                               "logIndex": int(entry["logIndex"]), "logID": (log or self.log).id.hex()}}
         if tamper == "entry":
             logged["Payload"]["integratedTime"] += 1
-        payload_digest = put_blob(registry, repo, payload)
-        config = json.dumps({"architecture": "", "os": "", "config": {},
-                             "rootfs": {"type": "layers", "diff_ids": [payload_digest]}}).encode()
-        config_digest = put_blob(registry, repo, config)
-        put_manifest(registry, repo, signature_tag(digest), {
-            "schemaVersion": 2, "mediaType": MANIFEST,
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest,
-                       "size": len(config)},
-            "layers": [{"mediaType": PAYLOAD, "digest": payload_digest, "size": len(payload), "annotations": {
-                SIGNATURE: b64(signature),
-                "dev.sigstore.cosign/certificate": pem(certificate).decode(),
-                "dev.sigstore.cosign/chain": b"".join(pem(c) for c in self.authority.chain()).decode(),
-                "dev.sigstore.cosign/bundle": json.dumps(logged)}}]})
+        put_signature_tag(registry, repo, digest, payload, {
+            SIGNATURE: b64(signature),
+            "dev.sigstore.cosign/certificate": pem(certificate).decode(),
+            "dev.sigstore.cosign/chain": b"".join(pem(c) for c in self.authority.chain()).decode(),
+            "dev.sigstore.cosign/bundle": json.dumps(logged)})
         return entry
 
     def bundle(self, digest, repository=None, tamper=None, predicate=SIGN_PREDICATE, **issue):

@@ -83,15 +83,19 @@ def put_manifest(registry, repo, tag, manifest):
     api(registry, "PUT", f"{repo}/manifests/{tag}", json.dumps(manifest).encode(), {"Content-Type": MANIFEST})
 
 
-def cosign_sign(registry, repo, digest, key, identity=None):
-    """A signature of `digest` written the way cosign writes one, for
+def cosign_payload(registry, repo, digest, identity=None):
+    """The simple-signing payload cosign signs for `digest`, naming
     `identity` (by default `repo`'s REGISTRY/REPO)."""
-    payload = json.dumps({
+    return json.dumps({
         "critical": {"identity": {"docker-reference": identity or f"{registry.address}/{repo}"},
                      "image": {"docker-manifest-digest": digest},
                      "type": "cosign container image signature"},
         "optional": None}).encode()
-    signature = base64.b64encode(key.sign(payload, ec.ECDSA(hashes.SHA256()))).decode()
+
+
+def put_signature_tag(registry, repo, digest, payload, annotations):
+    """Writes cosign's signature tag of `digest`: one layer, `payload`,
+    with `annotations` (its signature, and what else it carries)."""
     payload_digest = put_blob(registry, repo, payload)
     config = json.dumps({"architecture": "", "os": "", "config": {},
                          "rootfs": {"type": "layers", "diff_ids": [payload_digest]}}).encode()
@@ -101,7 +105,15 @@ def cosign_sign(registry, repo, digest, key, identity=None):
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest,
                    "size": len(config)},
         "layers": [{"mediaType": PAYLOAD, "digest": payload_digest, "size": len(payload),
-                    "annotations": {SIGNATURE: signature}}]})
+                    "annotations": annotations}]})
+
+
+def cosign_sign(registry, repo, digest, key, identity=None):
+    """A signature of `digest` written the way cosign writes one, for
+    `identity` (by default `repo`'s REGISTRY/REPO)."""
+    payload = cosign_payload(registry, repo, digest, identity)
+    signature = base64.b64encode(key.sign(payload, ec.ECDSA(hashes.SHA256()))).decode()
+    put_signature_tag(registry, repo, digest, payload, {SIGNATURE: signature})
 
 
 def pull(ref, plugins, env, check=True):
