@@ -29,8 +29,7 @@ string). A refused call or a failed tool throws \`ToolError\` (\`.message\`; \
 \`.code\`: the JSON-RPC error code, null when the tool itself failed), \
 which the script may catch. Find tools with \`tools.search("words", 20)\`: \
 an array of one-line signatures such as \`notes.add_note({text: string, \
-tags?: string[]}) — Adds a note\` (every word must be in the name or \
-description; "" lists all); the server's \`search_tools\` tool, when \
+tags?: string[]}) — Adds a note\`, best matches first ("" lists all); the server's \`search_tools\` tool, when \
 offered, finds the same tools. \`Object.keys(tools)\` lists the plugins, \
 \`Object.keys(tools.<plugin>)\` their tools. The result is what the script \
 \`return\`s, else the value of its last expression statement (as JSON); \

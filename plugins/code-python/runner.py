@@ -49,8 +49,7 @@ refused call or a failed tool raises `ToolError` (`.message`; `.code`: the \
 JSON-RPC error code, None when the tool itself failed), which the script \
 may catch. Find tools with `tools.search("words", limit=20)`: a list of \
 one-line signatures such as `notes.add_note(text: str, tags: list[str] = \
-None) — Adds a note` (every word must be in the name or description; "" \
-lists all); the server's `search_tools` tool, when offered, finds the same \
+None) — Adds a note`, best matches first ("" lists all); the server's `search_tools` tool, when offered, finds the same \
 tools. `dir(tools)` lists the plugins, `dir(tools.<plugin>)` their tools. \
 The result is the script's `return` value, else the value of its last \
 expression (JSON; other values as their repr); what it prints (at most 64 \
