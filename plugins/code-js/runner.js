@@ -24,8 +24,8 @@ returns its result. The tools you may use are functions of \`tools\`: \
 \`await tools.<plugin>.<tool>({arg: value, ...})\` (names as identifiers: \
 \`-\` and other characters become \`_\`; \`tools.<plugin>["real-name"]\` \
 works too), or \`await tools.call("tool_name", {arg: value})\`. A call \
-returns the tool's structured content when it has some, else its text (a \
-string). A refused call or a failed tool throws \`ToolError\` (\`.message\`; \
+returns the tool's structured content when it has some (an object: log \
+one to see its shape), else its text (a string). A refused call or a failed tool throws \`ToolError\` (\`.message\`; \
 \`.code\`: the JSON-RPC error code, null when the tool itself failed), \
 which the script may catch. Find tools with \`tools.search("words", 20)\`: \
 an array of one-line signatures such as \`notes.add_note({text: string, \
@@ -109,7 +109,8 @@ function typeOf(schema, depth = 0) {
 }
 
 function summary(description) {
-  const line = String(description ?? "").trim().split("\n\n")[0].split(/\s+/).join(" ");
+  const paragraph = String(description ?? "").trim().split("\n\n")[0].split(/\s+/).join(" ");
+  const line = paragraph.split(/(?<=[.!?]) (?=[A-Z])/)[0]; // its first sentence
   return line.length <= MAX_SUMMARY ? line : `${line.slice(0, MAX_SUMMARY - 1).trimEnd()}…`;
 }
 
@@ -461,7 +462,9 @@ export async function run(script, search, call) {
     fn = compile(String(script));
   } catch (error) {
     // SpiderMonkey says where (two lines of the function's header first).
-    const where = typeof error?.lineNumber === "number" ? ` (line ${error.lineNumber - 2})` : "";
+    const line = typeof error?.lineNumber === "number" ? error.lineNumber - 2 : 0;
+    const lines = String(script).split("\n").length;
+    const where = line > lines ? " (at the end of the script)" : line > 0 ? ` (line ${line})` : "";
     return { ok: false, error: `${error}${where}`, output: "" };
   }
   try {

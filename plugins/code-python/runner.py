@@ -44,7 +44,8 @@ may use are functions of `tools`: `tools.<plugin>.<tool>(arg=value, ...)` \
 (names as identifiers: `-` and other characters become `_`; positional \
 arguments go in the order the signature shows; None leaves an optional \
 argument out), or `tools.call("tool_name", {"arg": value})`. A call returns \
-the tool's structured content when it has some, else its text (a str). A \
+the tool's structured content when it has some (a dict: print one to see \
+its shape), else its text (a str). A \
 refused call or a failed tool raises `ToolError` (`.message`; `.code`: the \
 JSON-RPC error code, None when the tool itself failed), which the script \
 may catch. Find tools with `tools.search("words", limit=20)`: a list of \
@@ -146,8 +147,9 @@ def _type(schema, depth: int = 0) -> str:
 
 
 def _summary(description: str | None) -> str:
-    """The first line of a description, bounded."""
+    """The first sentence of a description, bounded."""
     line = " ".join((description or "").strip().split("\n\n")[0].split())
+    line = re.split(r"(?<=[.!?]) (?=[A-Z])", line, maxsplit=1)[0]
     return line if len(line) <= MAX_SUMMARY else line[: MAX_SUMMARY - 1].rstrip() + "…"
 
 
