@@ -326,8 +326,9 @@ class Tools:
         return _Plugin(self._catalogue, ident)
 
     def __getitem__(self, name: str):
+        """The plugin `name` (even one named `call` or `search`)."""
         try:
-            return getattr(self, identifier(name))
+            return Tools.__getattr__(self, identifier(name))
         except AttributeError as error:
             raise KeyError(name) from error
 
