@@ -250,6 +250,18 @@ fn plugin_grants(config: &Config, plugin: &str, section: &PluginSection, text: &
             format!("plugins.{plugin}.source: {plugin:?} cannot name a plugin file")
         });
     }
+    for pattern in &section.call_tools {
+        let plugin_tool = pattern
+            .split_once('.')
+            .is_some_and(|(p, t)| !p.is_empty() && !t.is_empty());
+        problems.ensure(plugin_tool || pattern == "*", || {
+            format!(
+                "plugins.{plugin}.call_tools: {pattern:?} is not a PLUGIN.TOOL pattern \
+                     (`*` matches any run of characters, e.g. \"filesystem.*\"; \"*\" is every \
+                     tool)"
+            )
+        });
+    }
     for var in &section.env {
         let var_name = var.get_ref();
         problems.ensure(!var_name.is_empty() && !var_name.contains('='), || {

@@ -54,6 +54,16 @@ pub struct LimitsSection {
     /// Key-value operations one call may make (a batch counts one per
     /// key); more fail.
     pub keyvalue_ops_per_call: u32,
+    /// Tools one call of a plugin granted `call_tools` may call (code
+    /// mode); more are refused.
+    pub tool_calls: u32,
+    /// How deep calls from plugins may nest: a tool called from a plugin
+    /// that was itself called from a plugin is at depth 2. A call deeper
+    /// than the calling plugin's limit is refused.
+    pub tool_call_depth: u32,
+    /// What one call's tool calls may move in all, arguments and results,
+    /// in MiB; a call past it is refused.
+    pub tool_call_mb: usize,
 }
 
 impl Default for LimitsSection {
@@ -78,6 +88,9 @@ impl Default for LimitsSection {
             keyvalue_mb: 64,
             keyvalue_page_keys: 1000,
             keyvalue_ops_per_call: 10_000,
+            tool_calls: 100,
+            tool_call_depth: 2,
+            tool_call_mb: 16,
         }
     }
 }
@@ -149,6 +162,12 @@ pub struct LimitsOverride {
     pub keyvalue_page_keys: Option<usize>,
     /// See [`LimitsSection::keyvalue_ops_per_call`].
     pub keyvalue_ops_per_call: Option<u32>,
+    /// See [`LimitsSection::tool_calls`].
+    pub tool_calls: Option<u32>,
+    /// See [`LimitsSection::tool_call_depth`].
+    pub tool_call_depth: Option<u32>,
+    /// See [`LimitsSection::tool_call_mb`].
+    pub tool_call_mb: Option<usize>,
 }
 
 impl LimitsSection {
@@ -180,6 +199,9 @@ impl LimitsSection {
             keyvalue_ops_per_call: over
                 .keyvalue_ops_per_call
                 .unwrap_or(self.keyvalue_ops_per_call),
+            tool_calls: over.tool_calls.unwrap_or(self.tool_calls),
+            tool_call_depth: over.tool_call_depth.unwrap_or(self.tool_call_depth),
+            tool_call_mb: over.tool_call_mb.unwrap_or(self.tool_call_mb),
         }
     }
 

@@ -482,6 +482,10 @@ pub struct PluginSection {
     /// A key-value store (`wasi:keyvalue`): one namespace per tenant, in
     /// the host's store (SQLite, or `[state] url`'s PostgreSQL).
     pub keyvalue: bool,
+    /// Tools it may call while it serves a call (code mode), as
+    /// `PLUGIN.TOOL` patterns (`*` matches any run of characters), each
+    /// for the caller of that call and only as that caller may.
+    pub call_tools: Vec<String>,
 }
 
 /// `[plugins.<name>.secrets] VAR = { file = "..." }` or `{ env = "..." }`:

@@ -298,3 +298,32 @@ fn a_signers_subject_star_never_spans_an_at_sign() {
     assert!(!bound.accepts(issuer, "s", Some("https://github.com/mallory/tools"), "r/x"));
     assert!(!bound.accepts(issuer, "s", None, "r/x"));
 }
+
+#[test]
+fn call_tools_takes_plugin_tool_patterns_and_its_bounds_have_defaults() {
+    let here = Path::new(".");
+    let c = Config::parse(
+        "[plugins.code]\ncall_tools = [\"filesystem.*\", \"*.read\"]\n[plugins.code.limits]\ntool_calls = 5\n",
+        here,
+    )
+    .unwrap();
+    assert_eq!(c.plugins["code"].call_tools, ["filesystem.*", "*.read"]);
+    let limits = c.limits.with(&c.plugins["code"].limits);
+    assert_eq!(
+        (
+            limits.tool_calls,
+            limits.tool_call_depth,
+            limits.tool_call_mb
+        ),
+        (5, 2, 16)
+    );
+    for wrong in ["filesystem", ".read", "filesystem.", ""] {
+        let e = error(&format!("[plugins.code]\ncall_tools = [{wrong:?}]\n"));
+        assert!(
+            e.contains(&format!(
+                "plugins.code.call_tools: {wrong:?} is not a PLUGIN.TOOL pattern"
+            )),
+            "{e}"
+        );
+    }
+}

@@ -142,6 +142,26 @@ pub fn findings(config: &Config, text: Option<&str>, offered: &[Offered]) -> Vec
             }
         }
     }
+    let tools: Vec<String> = offered
+        .iter()
+        .flat_map(|o| o.tools.iter().map(move |t| format!("{}.{t}", o.plugin)))
+        .collect();
+    for (name, section) in &config.plugins {
+        for pattern in &section.call_tools {
+            if tools.iter().any(|full| glob_matches(pattern, full)) {
+                continue;
+            }
+            found.push(Finding {
+                plugin: Some(name.clone()),
+                line: line(&["plugins", name, "call_tools"]),
+                text: format!(
+                    "plugins.{name}.call_tools: {pattern:?} matches no tool of the plugins \
+                     loaded{}: plugin {name} may call no tool through it",
+                    did_you_mean(pattern, tools.iter().map(String::as_str))
+                ),
+            });
+        }
+    }
     if has_rules(config) {
         for offers in offered {
             if !config.plugins.contains_key(&offers.plugin) {
@@ -278,6 +298,28 @@ exclude = [\"*.nothing\"]
             ),
             []
         );
+    }
+
+    #[test]
+    fn a_call_tools_pattern_that_matches_no_tool_is_named() {
+        let text = "[plugins.code]\ncall_tools = [\"filesytem.*\", \"echo.echo\", \"*.read\"]\n";
+        let config = parse(text);
+        let loaded = [
+            offered("filesystem", &["read", "write"]),
+            offered("echo", &["echo"]),
+            offered("code", &["run_python"]),
+        ];
+        let found = findings(&config, Some(text), &loaded);
+        let texts: Vec<String> = found.iter().map(|f| f.to_string()).collect();
+        assert_eq!(found.len(), 1, "{texts:#?}");
+        assert!(
+            texts[0].starts_with(
+                "line 2: plugins.code.call_tools: \"filesytem.*\" matches no tool of the \
+                 plugins loaded (did you mean"
+            ),
+            "{texts:#?}"
+        );
+        assert_eq!(found[0].plugin.as_deref(), Some("code"));
     }
 
     #[test]

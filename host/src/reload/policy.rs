@@ -4,7 +4,9 @@
 
 use crate::config::{Config, Manifest, Mode};
 use crate::runtime::keyvalue::KeyValueGrant;
-use crate::runtime::{DirGrant, DirHandle, Grants, HostPattern, Limits, Secret, TenantDirs};
+use crate::runtime::{
+    DirGrant, DirHandle, Grants, HostPattern, Limits, Secret, TenantDirs, ToolCallGrant,
+};
 use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -152,6 +154,12 @@ impl Policy {
                 "keyvalue: not allowed to plugin {plugin} ([plugins.{plugin}] keyvalue = true)"
             )),
             (false, _) => {}
+        }
+
+        if !allowed.call_tools.is_empty() {
+            d.granted
+                .push(format!("call_tools {}", allowed.call_tools.join(", ")));
+            d.grants.tool_calls = Some(ToolCallGrant::new(&allowed.call_tools));
         }
 
         let allowed_hosts: Vec<HostPattern> = allowed

@@ -2,7 +2,9 @@
 //! notices go, whether it was cancelled, and how to ask the client for input.
 
 use super::host_types::{Answer, InputError, ListKind, Question};
+use super::tool_call_types::{CallError as ToolCallError, ToolInfo};
 use super::types::LogLevel;
+use super::ToolCallGrant;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -53,6 +55,40 @@ pub trait CallContext: Send + Sync + 'static {
     fn tenant(&self) -> Option<&crate::tenant::Tenant> {
         None
     }
+    /// The tools a plugin granted `grant` may call for this call's caller
+    /// whose name or description holds every word of `query`, at most
+    /// `limit` (`tool-calls.search-tools`). None without a caller.
+    fn search_tools(&self, grant: &ToolCallGrant, query: &str, limit: usize) -> Vec<ToolInfo> {
+        let _ = (grant, query, limit);
+        Vec::new()
+    }
+    /// The plugin calls a tool (`tool-calls.call-tool`): the result's JSON
+    /// text, or why it did not run. Refused without a caller.
+    fn call_tool(&self, call: ToolCall) -> BoxFuture<Result<String, ToolCallError>> {
+        let _ = call;
+        Box::pin(async {
+            Err(ToolCallError {
+                code: super::tool_calls::REFUSED,
+                message:
+                    "no request is being served: a plugin calls tools only while it serves a call"
+                        .into(),
+            })
+        })
+    }
+}
+
+/// One tool call a plugin makes (code mode).
+#[derive(Debug)]
+pub struct ToolCall {
+    /// The name clients call the tool by.
+    pub name: String,
+    /// Its arguments, JSON text (not yet checked).
+    pub arguments: String,
+    /// What the calling plugin was granted.
+    pub grant: ToolCallGrant,
+    /// How deep calls from plugins may nest below the calling plugin's
+    /// call (its `tool_call_depth`).
+    pub depth: u32,
 }
 
 /// A context with no client behind it (used when the host itself calls a

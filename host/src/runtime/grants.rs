@@ -21,6 +21,39 @@ pub struct Grants {
     pub limits: Limits,
     /// The key-value store (`wasi:keyvalue`), when granted.
     pub keyvalue: Option<super::keyvalue::KeyValueGrant>,
+    /// The tools it may call (`tool-calls`, code mode), when granted.
+    pub tool_calls: Option<ToolCallGrant>,
+}
+
+/// What a plugin granted `call_tools` may call: tools named by `PLUGIN.TOOL`
+/// patterns (the plugin's own name for the tool; `*` matches any run of
+/// characters). Each call is still decided for the caller of the call the
+/// plugin serves, as that caller's own `tools/call` would be.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallGrant {
+    patterns: Arc<[String]>,
+}
+
+impl ToolCallGrant {
+    /// A grant of the tools `patterns` name.
+    pub fn new(patterns: &[String]) -> Self {
+        ToolCallGrant {
+            patterns: patterns.into(),
+        }
+    }
+
+    /// Whether it names tool `tool` of `plugin`.
+    pub fn allows(&self, plugin: &str, tool: &str) -> bool {
+        let full = format!("{plugin}.{tool}");
+        self.patterns
+            .iter()
+            .any(|p| crate::config::unmatched::glob_matches(p, &full))
+    }
+
+    /// Its patterns, as configured.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
 }
 
 /// A value only the plugin sees: debug output shows `[hidden]`, never the
@@ -190,6 +223,12 @@ pub struct Limits {
     pub spare_instance: SpareMode,
     /// What its use of the key-value store may reach.
     pub keyvalue: super::keyvalue::Bounds,
+    /// Tools one call may call (`tool-calls`).
+    pub tool_calls: u32,
+    /// How deep calls from plugins may nest below one of its calls.
+    pub tool_call_depth: u32,
+    /// Bytes of arguments and results one call's tool calls may move.
+    pub tool_call_bytes: usize,
 }
 
 impl Default for Limits {
@@ -223,9 +262,30 @@ impl From<&crate::config::LimitsSection> for Limits {
                 page_keys: section.keyvalue_page_keys.max(1),
                 ops_per_call: section.keyvalue_ops_per_call,
             },
+            tool_calls: section.tool_calls,
+            tool_call_depth: section.tool_call_depth,
+            tool_call_bytes: section.tool_call_mb << 20,
         }
     }
 }
 
 pub use crate::config::SpareMode;
 pub use crate::names::HostPattern;
+
+#[cfg(test)]
+mod tests {
+    use super::ToolCallGrant;
+
+    #[test]
+    fn a_tool_call_grant_names_tools_by_plugin_and_tool_pattern() {
+        let grant =
+            ToolCallGrant::new(&["filesystem.*".into(), "*.now".into(), "fetch.fetch".into()]);
+        assert!(grant.allows("filesystem", "read_file"));
+        assert!(grant.allows("time", "now"));
+        assert!(grant.allows("fetch", "fetch"));
+        assert!(!grant.allows("fetch", "fetch_all"));
+        assert!(!grant.allows("filesystemx", "read"));
+        assert!(!grant.allows("time", "nowhere"));
+        assert!(!ToolCallGrant::new(&[]).allows("a", "b"));
+    }
+}

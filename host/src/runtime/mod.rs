@@ -28,13 +28,16 @@ mod spare;
 mod state;
 mod tenant_dirs;
 mod tier;
+mod tool_calls;
 mod wait_clock;
 mod warm;
 
 pub use cache::ComponentSource;
-pub use context::{BoxFuture, CallContext, Quiet};
+pub use context::{BoxFuture, CallContext, Quiet, ToolCall};
 pub use engine::{Runtime, RuntimeConfig};
-pub use grants::{DirGrant, DirHandle, Grants, HostPattern, Limits, Secret, SpareMode};
+pub use grants::{
+    DirGrant, DirHandle, Grants, HostPattern, Limits, Secret, SpareMode, ToolCallGrant,
+};
 pub use inspect::{describe, ComponentDescription};
 pub use plain::{custom_section_bytes, has_package_docs, Docs as PlainDocs, PlainTools};
 pub use plugin::{CallError, Exports, Listing, LoadedPlugin};
@@ -51,5 +54,7 @@ pub use bindings::exports::wasm_mcp::plugin::resources;
 pub use bindings::exports::wasm_mcp::plugin::tools;
 /// The contract's `host` interface types.
 pub use bindings::wasm_mcp::plugin::host as host_types;
+/// The contract's `tool-calls` interface types (code mode).
+pub use bindings::wasm_mcp::plugin::tool_calls as tool_call_types;
 /// The contract's shared types.
 pub use bindings::wasm_mcp::plugin::types;

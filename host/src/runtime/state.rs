@@ -32,7 +32,11 @@ pub(super) struct CallState {
     pub(super) memory: MemoryCap,
     pub(super) context: Arc<dyn CallContext>,
     /// The plugin's name, for the log.
-    plugin: Arc<str>,
+    pub(super) plugin: Arc<str>,
+    /// What the plugin was granted.
+    pub(super) grants: Arc<Grants>,
+    /// The call's tool calls so far (`tool-calls`).
+    pub(super) tool_call_use: super::tool_calls::ToolCallUse,
     /// How many notifications the call may still send.
     pub(super) quota: Arc<Quota>,
     /// The largest message to the client, in bytes.
@@ -125,6 +129,8 @@ impl CallState {
             memory: MemoryCap::new(limits.memory_bytes),
             context,
             plugin: plugin.clone(),
+            grants: grants.clone(),
+            tool_call_use: Default::default(),
             quota,
             max_message_bytes: limits.max_message_bytes,
             turn: Turn::default(),
@@ -157,6 +163,7 @@ impl CallState {
         self.context = context;
         self.wait_clock = Arc::default();
         self.asked = 0;
+        self.tool_call_use = Default::default();
         self.keyvalue.rebind();
     }
 
@@ -319,11 +326,11 @@ impl Turn {
         self.held = Some(permit);
     }
 
-    fn release(&mut self) {
+    pub(super) fn release(&mut self) {
         self.held = None;
     }
 
-    async fn take_again(&mut self) {
+    pub(super) async fn take_again(&mut self) {
         if let (Some(slots), None) = (&self.slots, &self.held) {
             let permit = slots.clone().acquire_owned().await;
             self.held = Some(permit.expect("the semaphore is never closed"));

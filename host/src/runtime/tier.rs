@@ -52,6 +52,7 @@ impl Tier {
         )?;
         super::imports::add_to_linker(&mut linker)?;
         super::keyvalue::add_to_linker(&mut linker)?;
+        super::tool_calls::add_to_linker(&mut linker)?;
         Ok(Tier {
             engine,
             linker,
