@@ -60,6 +60,10 @@ pub struct Entry<'a> {
     /// `sha256:` of the arguments as JSON text, when there were any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments_sha256: Option<String>,
+    /// For a tool a plugin called (code mode): the call that called it,
+    /// `PLUGIN.TOOL`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<&'a str>,
 }
 
 /// The log's writer end.
@@ -326,6 +330,8 @@ pub(super) struct Served<'a> {
     pub reached: &'a Reached,
     pub took: Duration,
     pub span: &'a tracing::Span,
+    /// For a tool a plugin called: the call that called it.
+    pub parent: Option<&'a str>,
 }
 
 impl Audit {
@@ -373,6 +379,7 @@ impl Audit {
             duration_ms: Some(served.took.as_secs_f64() * 1000.0),
             trace_id: crate::traces::trace_id(served.span, served.params),
             arguments_sha256: arguments.map(digest),
+            parent: served.parent,
             ..Default::default()
         });
     }

@@ -216,6 +216,7 @@ async fn run(
             reached: &reached,
             took: started.elapsed(),
             span: &span,
+            parent: None,
         });
     }
     let response = respond(&conn.server, &arrival.id, &era, method, outcome);

@@ -115,7 +115,9 @@ fn texts<T>(items: &[T], render: impl Fn(&T) -> Value) -> Vec<Box<RawValue>> {
 }
 
 /// The tools `tools/list` shows of `catalogue` (after the search tools,
-/// when offered): all of them; those without a search tool's name; or none.
+/// when offered): all of them; those without a search tool's name; or,
+/// with search only, the tools of plugins granted `call_tools` (code mode:
+/// a model finds tools with `search_tools` and calls many in one script).
 fn listed_tools(catalogue: &Catalogue, search: ToolSearch) -> Vec<&ToolEntry> {
     match search {
         ToolSearch::Off => catalogue.tools.iter().collect(),
@@ -134,7 +136,11 @@ fn listed_tools(catalogue: &Catalogue, search: ToolSearch) -> Vec<&ToolEntry> {
             }
             listed
         }
-        ToolSearch::Only => Vec::new(),
+        ToolSearch::Only => catalogue
+            .tools
+            .iter()
+            .filter(|t| t.plugin.grants().tool_calls.is_some() && !search::is_reserved(&t.name))
+            .collect(),
     }
 }
 

@@ -111,6 +111,7 @@ impl Request<'_> {
             notices: server.clone(),
             input_timeout: server.options.input_timeout,
             asking,
+            tool_caller: None,
         }
     }
 }

@@ -2,7 +2,8 @@
 //! tool_search`): the host offers `search_tools`, which ranks the tools the
 //! caller may see against a query (BM25 over their names, titles and
 //! descriptions; no model), and `call_tool`, which calls one of them by
-//! name. With `tool_search = "only"`, `tools/list` holds just these two.
+//! name. With `tool_search = "only"`, `tools/list` holds just these two,
+//! and the tools of plugins granted `call_tools` (code mode).
 
 use crate::protocol::model::{to_json, Tool, ToolAnnotations};
 use crate::registry::Catalogue;

@@ -9,7 +9,8 @@ use super::{Asker, CallRequest, Link, Rounds};
 use crate::protocol::model::to_json;
 use crate::protocol::notification;
 use crate::runtime::host_types::{Answer, InputError, ListKind, Question};
-use crate::runtime::{types::LogLevel, BoxFuture, CallContext};
+use crate::runtime::tool_call_types::{CallError as ToolCallError, ToolInfo};
+use crate::runtime::{types::LogLevel, BoxFuture, CallContext, ToolCall, ToolCallGrant};
 use crate::server::convert::{log_level_name, severity};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -36,6 +37,21 @@ pub(crate) trait PluginNotices: Send + Sync {
     /// `plugin` said the resource at `uri` changed (heard only if it
     /// serves that resource).
     fn resource_updated(&self, plugin: &str, uri: String);
+}
+
+/// How a plugin's call reaches other tools (code mode): given to a call
+/// of a plugin granted `call_tools` by the method that starts it, which
+/// decides each tool call as the caller's own `tools/call`.
+pub(crate) trait ToolCaller: Send + Sync {
+    /// The tools `grant` names that the caller may use, matching `query`.
+    fn search(&self, grant: &ToolCallGrant, query: &str, limit: usize) -> Vec<ToolInfo>;
+    /// Runs `call` for the caller; `cancelled` (the calling plugin's call's)
+    /// cancels it.
+    fn call(
+        self: Arc<Self>,
+        call: ToolCall,
+        cancelled: CancellationToken,
+    ) -> BoxFuture<Result<String, ToolCallError>>;
 }
 
 /// Whether a call may go on as a task.
@@ -84,6 +100,8 @@ pub(crate) struct RequestScope {
     pub questions: Questions,
     /// Whether the call may go on as a task.
     pub task_role: TaskRole,
+    /// How the plugin calls tools, when it was granted that.
+    pub tool_caller: Option<Arc<dyn ToolCaller>>,
 }
 
 impl RequestScope {
@@ -112,6 +130,7 @@ impl RequestScope {
             missing_capability: Mutex::default(),
             questions,
             task_role,
+            tool_caller: request.tool_caller.clone(),
         })
     }
 
@@ -229,6 +248,25 @@ impl CallContext for RequestScope {
 
     fn resource_updated(&self, uri: String) {
         self.notices.resource_updated(&self.plugin, uri);
+    }
+
+    fn search_tools(&self, grant: &ToolCallGrant, query: &str, limit: usize) -> Vec<ToolInfo> {
+        match &self.tool_caller {
+            Some(caller) => caller.search(grant, query, limit),
+            None => Vec::new(),
+        }
+    }
+
+    fn call_tool(&self, call: ToolCall) -> BoxFuture<Result<String, ToolCallError>> {
+        match &self.tool_caller {
+            Some(caller) => caller.clone().call(call, self.cancelled.clone()),
+            None => Box::pin(async {
+                Err(ToolCallError {
+                    code: crate::protocol::ErrorCode::InvalidRequest.code() as i32,
+                    message: "this call cannot call tools (it runs for no caller)".into(),
+                })
+            }),
+        }
     }
 
     fn continue_as_task(&self) -> bool {

@@ -25,7 +25,7 @@ mod waiting;
 pub(crate) mod wire;
 
 pub(super) use asker::{Asker, Client};
-pub(super) use context::{PluginNotices, Questions, RequestScope, TaskRole};
+pub(super) use context::{PluginNotices, Questions, RequestScope, TaskRole, ToolCaller};
 pub(super) use events::{CallEvent, Events};
 pub(super) use execution::{Ended, Execution};
 pub(super) use link::Link;
@@ -94,6 +94,8 @@ pub(super) struct CallRequest {
     pub input_timeout: Duration,
     /// How the call asks the client.
     pub asking: Asking,
+    /// How the plugin calls tools, when it was granted that (code mode).
+    pub tool_caller: Option<Arc<dyn ToolCaller>>,
 }
 
 /// The request of a call no client waits on (a task's call run again on
@@ -123,6 +125,7 @@ pub(super) fn headless(
             client: nobody,
             session: Outbox::discard(),
         },
+        tool_caller: None,
     }
 }
 
@@ -160,6 +163,8 @@ pub(super) enum Asking {
     },
     /// 2026-07-28: input-required rounds, parked between retries.
     Rounds(Retry),
+    /// Not at all, for this reason (a tool a plugin called).
+    Never(&'static str),
 }
 
 /// What a 2026-07-28 request brings to its call's rounds.
@@ -231,7 +236,7 @@ where
                 link,
             )))
         }
-        (Asking::Requests { .. }, _) => {
+        (Asking::Requests { .. } | Asking::Never(_), _) => {
             let call = call(inline_scope(&request, plugin));
             Ok(execution::catching_panics(call).await.into())
         }
@@ -279,6 +284,7 @@ pub(super) fn inline_scope(request: &CallRequest, plugin: &str) -> Arc<RequestSc
             None,
         )),
         Asking::Rounds(_) => Questions::Refused("this request cannot ask the client for input"),
+        Asking::Never(why) => Questions::Refused(why),
     };
     RequestScope::new(
         request,

@@ -137,6 +137,7 @@ impl Harness {
             notices: Arc::new(Quiet),
             input_timeout: self.timeout,
             asking,
+            tool_caller: None,
         }
     }
 

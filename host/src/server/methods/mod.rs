@@ -13,6 +13,7 @@ mod subscriptions;
 pub(super) mod tasks;
 #[cfg(test)]
 mod tests;
+mod tool_calls;
 mod tool_search;
 mod tools;
 

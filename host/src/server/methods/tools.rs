@@ -1,6 +1,7 @@
 //! `tools/list` and `tools/call`.
 
 use super::plan::{plan_tool, Plan};
+use super::tool_calls;
 use super::{clip, invalid, unless_late, Request};
 use super::{from_call, Answer, Answered};
 use crate::protocol::Params;
@@ -32,24 +33,11 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> A
     if request.conn.server.options.tool_search.is_on() && search::is_reserved(name) {
         return super::tool_search::call(request, catalogue, name, arguments).await;
     }
-    let entry = catalogue.tool(name).ok_or_else(|| {
-        invalid(unless_late(
-            request,
-            format!("Unknown tool: {}", clip(name)),
-        ))
-    })?;
-    request.may_use(
-        &Item::tool(entry.plugin.name(), &entry.tool),
-        &format!("tool {}", clip(name)),
-    )?;
+    let entry = match admit(request, catalogue, name, arguments, None).await {
+        Admitted::Run(entry) => entry,
+        Admitted::Answered(answered) => return answered,
+    };
     let argument_tool_errors = request.era.argument_errors_are_tool_errors();
-    match check_arguments(entry, name, arguments).await {
-        Ok(()) => {}
-        Err(error) if argument_tool_errors && error.code == ErrorCode::InvalidParams => {
-            return Ok(Answer::Result(convert::tool_error(&error.message)));
-        }
-        Err(error) => return Err(error),
-    }
     let plan = plan_tool(request, name, entry.tool.task_support).await?;
     let rerun = rerunnable(request, entry, name, arguments);
     let plugin = entry.plugin.clone();
@@ -63,7 +51,9 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> A
     };
     let call =
         move |context| call_plugin(plugin, context, tool, text, stateless, argument_tool_errors);
-    let (asked, plugin) = (request.call_request(), entry.plugin.name());
+    let mut asked = request.call_request();
+    asked.tool_caller = tool_calls::caller_for(request, entry, &[], u32::MAX);
+    let plugin = entry.plugin.name();
     match plan {
         Plan::Request => from_call(tool_answer(
             call::run(asked, plugin, target, Run::Inline, call).await?,
@@ -81,6 +71,90 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> A
             answer(request, name, required, reply, rerun).await
         }
     }
+}
+
+/// What the decision on a call of a tool came to.
+enum Admitted<'c> {
+    /// It runs: the tool.
+    Run(&'c ToolEntry),
+    /// It does not; this is the answer.
+    Answered(Answered),
+}
+
+/// The decision every call of tool `name` with `arguments` passes, from a
+/// client or from a plugin (`from`, which must also be granted the tool):
+/// the tool is served, the caller may use it (which counts against its
+/// rates) and the arguments fit its schema (a mismatch is a tool
+/// execution error from 2025-11-25 on, a protocol error before).
+async fn admit<'c>(
+    request: &Request<'_>,
+    catalogue: &'c Catalogue,
+    name: &str,
+    arguments: &Value,
+    from: Option<&tool_calls::Within<'_>>,
+) -> Admitted<'c> {
+    let Some(entry) = catalogue.tool(name) else {
+        return Admitted::Answered(Err(invalid(unless_late(
+            request,
+            format!("Unknown tool: {}", clip(name)),
+        ))));
+    };
+    if let Some(from) = from {
+        if let Err(error) = from.may_call(entry) {
+            return Admitted::Answered(Err(error));
+        }
+    }
+    if let Err(error) = request.may_use(
+        &Item::tool(entry.plugin.name(), &entry.tool),
+        &format!("tool {}", clip(name)),
+    ) {
+        return Admitted::Answered(Err(error));
+    }
+    match check_arguments(entry, name, arguments).await {
+        Ok(()) => Admitted::Run(entry),
+        Err(error)
+            if request.era.argument_errors_are_tool_errors()
+                && error.code == ErrorCode::InvalidParams =>
+        {
+            Admitted::Answered(Ok(Answer::Result(convert::tool_error(&error.message))))
+        }
+        Err(error) => Admitted::Answered(Err(error)),
+    }
+}
+
+/// A call of tool `name` with `arguments` that a plugin makes (`from`)
+/// while it serves `request`'s call: decided as the caller's own call
+/// would be, and as `from`'s grant allows; run within the calling
+/// plugin's call, never as a task, never asking the client.
+pub(super) async fn call_from_plugin(
+    request: &Request<'_>,
+    catalogue: &Arc<Catalogue>,
+    name: &str,
+    arguments: &Value,
+    from: &tool_calls::Within<'_>,
+) -> Answered {
+    let entry = match admit(request, catalogue, name, arguments, Some(from)).await {
+        Admitted::Run(entry) => entry,
+        Admitted::Answered(answered) => return answered,
+    };
+    let mut asked = request.call_request();
+    asked.asking = call::Asking::Never("a tool called from a plugin cannot ask the client");
+    asked.progress_token = None;
+    asked.tool_caller = from.next(request, entry);
+    let plugin = entry.plugin.clone();
+    let tool = entry.tool.name.clone();
+    let text = arguments.to_string();
+    let stateless = request.era.is_stateless();
+    let argument_tool_errors = request.era.argument_errors_are_tool_errors();
+    let target = Target {
+        method: Method::CallTool,
+        name,
+        arguments,
+    };
+    let call =
+        move |context| call_plugin(plugin, context, tool, text, stateless, argument_tool_errors);
+    let reply = call::run(asked, entry.plugin.name(), target, Run::Inline, call).await?;
+    from_call(tool_answer(reply))
 }
 
 /// The answer to a 2026-07-28 request for `tool` whose call came to

@@ -21,6 +21,7 @@ mod resources;
 mod skills;
 mod subscriptions;
 mod tasks;
+mod tool_calls;
 mod tool_search;
 mod tools;
 
