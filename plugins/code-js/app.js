@@ -39,7 +39,8 @@ export const tools = {
       description: DESCRIPTION,
       inputSchema: JSON.stringify(INPUT_SCHEMA),
       outputSchema: JSON.stringify(OUTPUT_SCHEMA),
-      taskSupport: "forbidden",
+      // A long script may run as an MCP task.
+      taskSupport: "optional",
       icons: [],
     },
   ],

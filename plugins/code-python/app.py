@@ -32,7 +32,8 @@ def _call_tool(name: str, arguments: str) -> str:
 
 
 @plugin.tool(name="run_python", title="Run Python", description=runner.DESCRIPTION,
-             input_schema=runner.INPUT_SCHEMA, output_schema=runner.OUTPUT_SCHEMA)
+             input_schema=runner.INPUT_SCHEMA, output_schema=runner.OUTPUT_SCHEMA,
+             task_support="optional")
 def run_python(script: str):
     outcome = runner.run(script, tool_calls.search_tools, _call_tool)
     if outcome["ok"]:

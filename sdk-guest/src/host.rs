@@ -130,3 +130,29 @@ pub fn ask(questions: Vec<(&str, Question)>) -> Vec<Result<Answer, InputError>> 
 pub fn roots() -> Result<Vec<Root>, InputError> {
     raw::roots()
 }
+
+pub use crate::bindings::wasm_mcp::plugin::tool_calls::{CallError as ToolCallError, ToolInfo};
+
+/// Calls tool `name` with `arguments` (a JSON object) for the client of the
+/// current request, and waits for it (code mode; only for a plugin the
+/// operator granted `call_tools`, and only the tools that grant names and
+/// the client may use). The result is MCP's `CallToolResult` as JSON
+/// (`content`, `structuredContent`, `isError`); an error when the call did
+/// not run (not granted, refused, unknown tool, bad arguments, a bound).
+pub fn call_tool(
+    name: &str,
+    arguments: &serde_json::Value,
+) -> Result<serde_json::Value, ToolCallError> {
+    use crate::bindings::wasm_mcp::plugin::tool_calls as raw_calls;
+    let text = raw_calls::call_tool(name, &arguments.to_string())?;
+    serde_json::from_str(&text).map_err(|e| ToolCallError {
+        code: -32603,
+        message: format!("the host's result is not JSON: {e}"),
+    })
+}
+
+/// The tools this plugin may call for the current request that best fit
+/// `query` (an empty query: every one), at most `limit` (code mode).
+pub fn search_tools(query: &str, limit: u32) -> Vec<ToolInfo> {
+    crate::bindings::wasm_mcp::plugin::tool_calls::search_tools(query, limit)
+}
