@@ -44,9 +44,10 @@ def host_env(cache_dir):
     return env
 
 
-# The real plugins in dist/plugins (the reference servers' jobs), which
-# tests/test_reference_servers.py serves on their own, with their grants.
-REAL_PLUGINS = {"fetch", "filesystem", "time", "memory"}
+# The real plugins in dist/plugins (the reference servers' jobs, which
+# tests/test_reference_servers.py serves on their own, with their grants;
+# the code-mode plugins, which tests/test_code_mode.py serves).
+REAL_PLUGINS = {"fetch", "filesystem", "time", "memory", "code", "code-js"}
 
 
 @pytest.fixture(scope="session")
