@@ -59,7 +59,7 @@ pub struct LimitsSection {
     pub tool_calls: u32,
     /// How deep calls from plugins may nest: a tool called from a plugin
     /// that was itself called from a plugin is at depth 2. A call deeper
-    /// than the calling plugin's limit is refused.
+    /// than any plugin on the way allows is refused.
     pub tool_call_depth: u32,
     /// What one call's tool calls may move in all, arguments and results,
     /// in MiB; a call past it is refused.
