@@ -112,8 +112,10 @@ def test_a_tool_outside_the_grant_or_a_plugin_not_granted_is_refused(tmp_path, h
 
 def test_calls_stop_at_the_bound_and_a_plugin_never_reaches_itself(tmp_path, host_env):
     folder = folder_with(tmp_path, "hello", extra=["caller", ("caller", "relay")])
+    audit = tmp_path / "audit.jsonl"
     config = ('[plugins.caller]\ncall_tools = ["*"]\n'
-              '[plugins.relay]\ncall_tools = ["*"]\n[plugins.relay.limits]\ntool_calls = 7\n')
+              '[plugins.relay]\ncall_tools = ["*"]\n[plugins.relay.limits]\ntool_calls = 7\n'
+              f'[audit]\nfile = "{audit}"\n')
     host = stdio_host(tmp_path, host_env, folder, config)
     try:
         many = via(host, name="greet", arguments={"name": "x"}, times=10_000)
@@ -133,6 +135,11 @@ def test_calls_stop_at_the_bound_and_a_plugin_never_reaches_itself(tmp_path, hos
         assert itself["error"]["message"] == (
             "tool call is plugin caller's, which is already on the way here (caller → caller): "
             "a plugin never reaches itself"), itself
+        # Refused by the grant's rules: audited as a refusal, naming the parent.
+        mine = lambda ls: [l for l in ls if (l.get("plugin"), l.get("target"), l.get("parent"))
+                           == ("caller", "call", "caller.call")]
+        refused = mine(audit_lines(audit, mine))
+        assert refused and refused[0]["event"] == "refused" and refused[0]["outcome"] == "forbidden", lines
         around = via(host, name="relay.call", arguments={"name": "search", "arguments": {"query": ""}})
         inner = json.loads(around["last"]["content"][0]["text"])
         assert "(caller → relay → caller): a plugin never reaches itself" in inner["error"]["message"], inner
@@ -156,6 +163,20 @@ def test_calls_nest_no_deeper_than_every_plugin_on_the_way_allows(tmp_path, host
         assert inner["error"]["message"] == (
             "calling tool greet from caller → relay would nest calls 2 deep: the plugins on the "
             "way allow 1 (tool_call_depth)"), inner
+    finally:
+        host.close()
+    # The outermost plugin's bound counts every call made for the request:
+    # relay's own calls spend caller's budget of 5 (relay.call was one).
+    host = stdio_host(tmp_path, host_env, folder,
+                      config.replace("tool_call_depth = 1", "tool_calls = 5"))
+    try:
+        nested = via(host, name="relay.call", arguments={"name": "greet", "arguments": {"name": "x"},
+                                                       "times": 50})
+        inner = json.loads(nested["last"]["content"][0]["text"])
+        assert inner["ok"] == 4, inner
+        assert inner["error"]["message"] == (
+            "this request's tool calls reached their limit (5 calls, tool_calls), counting those "
+            "of the tools it called"), inner
     finally:
         host.close()
     # With the default (2), the same call goes through.

@@ -262,6 +262,17 @@ fn plugin_grants(config: &Config, plugin: &str, section: &PluginSection, text: &
             )
         });
     }
+    problems.ensure(
+        section.call_tools.is_empty()
+            || config.limits.with(&section.limits).calls_per_instance <= 1,
+        || {
+            format!(
+                "plugins.{plugin}: call_tools and calls_per_instance above 1 do not go together: \
+                 an instance kept for the next call could hand it what one caller's tools \
+                 returned (set plugins.{plugin}.limits.calls_per_instance = 1)"
+            )
+        },
+    );
     for var in &section.env {
         let var_name = var.get_ref();
         problems.ensure(!var_name.is_empty() && !var_name.contains('='), || {

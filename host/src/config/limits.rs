@@ -55,14 +55,17 @@ pub struct LimitsSection {
     /// key); more fail.
     pub keyvalue_ops_per_call: u32,
     /// Tools one call of a plugin granted `call_tools` may call (code
-    /// mode); more are refused.
+    /// mode), searches included; more are refused. A client's call bounds
+    /// every tool call made for it, those of the tools it calls included.
     pub tool_calls: u32,
     /// How deep calls from plugins may nest: a tool called from a plugin
     /// that was itself called from a plugin is at depth 2. A call deeper
     /// than any plugin on the way allows is refused.
     pub tool_call_depth: u32,
-    /// What one call's tool calls may move in all, arguments and results,
-    /// in MiB; a call past it is refused.
+    /// What one call's tool calls may move in all, arguments, results and
+    /// searches, in MiB; a call past it is refused (a result past it is
+    /// withheld, though the tool ran). A client's call bounds every tool
+    /// call made for it, those of the tools it calls included.
     pub tool_call_mb: usize,
 }
 

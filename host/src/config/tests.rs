@@ -317,6 +317,13 @@ fn call_tools_takes_plugin_tool_patterns_and_its_bounds_have_defaults() {
         ),
         (5, 2, 16)
     );
+    let e = error(
+        "[plugins.code]\ncall_tools = [\"*\"]\n[plugins.code.limits]\ncalls_per_instance = 4\n",
+    );
+    assert!(
+        e.contains("plugins.code: call_tools and calls_per_instance above 1 do not go together"),
+        "{e}"
+    );
     for wrong in ["filesystem", ".read", "filesystem.", ""] {
         let e = error(&format!("[plugins.code]\ncall_tools = [{wrong:?}]\n"));
         assert!(

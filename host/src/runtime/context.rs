@@ -62,6 +62,12 @@ pub trait CallContext: Send + Sync + 'static {
         let _ = (grant, query, limit);
         Vec::new()
     }
+    /// A tool call of the plugin's (of tool `name`, when it was read) was
+    /// refused before it reached the caller's side: not granted, or over a
+    /// bound. For the record.
+    fn tool_call_refused(&self, name: &str, message: &str) {
+        let _ = (name, message);
+    }
     /// The plugin calls a tool (`tool-calls.call-tool`): the result's JSON
     /// text, or why it did not run. Refused without a caller.
     fn call_tool(&self, call: ToolCall) -> BoxFuture<Result<String, ToolCallError>> {
@@ -86,8 +92,8 @@ pub struct ToolCall {
     pub arguments: String,
     /// What the calling plugin was granted.
     pub grant: ToolCallGrant,
-    /// How deep calls from plugins may nest below the calling plugin's
-    /// call (its `tool_call_depth`).
+    /// How deep calls from plugins may nest, counted from the client's
+    /// call (the calling plugin's `tool_call_depth`).
     pub depth: u32,
 }
 

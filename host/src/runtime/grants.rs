@@ -225,7 +225,8 @@ pub struct Limits {
     pub keyvalue: super::keyvalue::Bounds,
     /// Tools one call may call (`tool-calls`).
     pub tool_calls: u32,
-    /// How deep calls from plugins may nest below one of its calls.
+    /// How deep calls from plugins may nest, counted from the client's
+    /// call, where this plugin's calls are on the way.
     pub tool_call_depth: u32,
     /// Bytes of arguments and results one call's tool calls may move.
     pub tool_call_bytes: usize,

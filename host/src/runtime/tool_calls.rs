@@ -43,12 +43,15 @@ pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             let Some(grant) = store.data().grants.tool_calls.clone() else {
                 return Ok((Vec::<ToolInfo>::new(),));
             };
-            if query.len() > MAX_NAME_BYTES {
+            // A search counts as a call: past the bound it finds nothing.
+            let made = store.data().tool_call_use.made;
+            if query.len() > MAX_NAME_BYTES || made >= store.data().grants.limits.tool_calls {
                 return Ok((Vec::new(),));
             }
             let query = query.to_str(&store)?.into_owned();
             let limit = (limit as usize).min(MAX_FOUND);
             let state = store.data_mut();
+            state.tool_call_use.made += 1;
             let mut found = state.context.search_tools(&grant, &query, limit);
             // What a search returns counts against the bytes the call's
             // tool calls may move: the last tools that do not fit are left
@@ -74,7 +77,15 @@ pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
                 let state = store.data();
                 let grant = match checked(state, &name, &arguments) {
                     Ok(grant) => grant,
-                    Err(message) => return Ok((Err(refused(message)),)),
+                    Err(message) => {
+                        // The name is read for the record when it is short.
+                        let named = match name.len() <= MAX_NAME_BYTES {
+                            true => name.to_str(&store)?.into_owned(),
+                            false => String::new(),
+                        };
+                        store.data().context.tool_call_refused(&named, &message);
+                        return Ok((Err(refused(message)),));
+                    }
                 };
                 let name = name.to_str(&store)?.into_owned();
                 let arguments = arguments.to_str(&store)?.into_owned();
@@ -97,11 +108,15 @@ pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
                 let state = store.data_mut();
                 state.turn.take_again().await;
                 let result = match result {
-                    Ok(text) if text.len() > state.room() => Err(refused(format!(
-                        "the tool's result ({} bytes) is over what this call's tool calls may still move ({} bytes of tool_call_mb)",
-                        text.len(),
-                        state.room()
-                    ))),
+                    Ok(text) if text.len() > state.room() => {
+                        let message = format!(
+                            "the tool ran, but its result ({} bytes) is over what this call's tool calls may still move ({} bytes of tool_call_mb)",
+                            text.len(),
+                            state.room()
+                        );
+                        state.context.tool_call_refused("", &message);
+                        Err(refused(message))
+                    }
                     Ok(text) => {
                         state.tool_call_use.moved += text.len();
                         Ok(text)

@@ -284,10 +284,13 @@ impl Outcome {
             .is_some_and(|d| d.get("retryAfterMs").is_some());
         // Outside a profile is a refusal too, though the wire calls it
         // invalid params.
-        let outside_profile = error
-            .data
-            .as_ref()
-            .is_some_and(|d| d.get("reason").and_then(Value::as_str) == Some("profile"));
+        // So are a plugin's tool calls its grant or its bounds refuse.
+        let outside_profile = error.data.as_ref().is_some_and(|d| {
+            matches!(
+                d.get("reason").and_then(Value::as_str),
+                Some("profile" | "call_tools" | "self" | "depth" | "bound")
+            )
+        });
         let (label, refused) = match error.code {
             ErrorCode::Forbidden => ("forbidden", true),
             _ if outside_profile => ("forbidden", true),

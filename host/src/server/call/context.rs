@@ -46,12 +46,17 @@ pub(crate) trait ToolCaller: Send + Sync {
     /// The tools `grant` names that the caller may use, matching `query`.
     fn search(&self, grant: &ToolCallGrant, query: &str, limit: usize) -> Vec<ToolInfo>;
     /// Runs `call` for the caller; `cancelled` (the calling plugin's call's)
-    /// cancels it.
+    /// cancels it; the tool's messages go to `out` (where the calling
+    /// call's go now).
     fn call(
         self: Arc<Self>,
         call: ToolCall,
         cancelled: CancellationToken,
+        out: crate::server::Outbox,
     ) -> BoxFuture<Result<String, ToolCallError>>;
+    /// Records a call of `name` the plugin's bounds refused before it was
+    /// decided.
+    fn refused(&self, name: &str, message: &str);
 }
 
 /// Whether a call may go on as a task.
@@ -259,13 +264,24 @@ impl CallContext for RequestScope {
 
     fn call_tool(&self, call: ToolCall) -> BoxFuture<Result<String, ToolCallError>> {
         match &self.tool_caller {
-            Some(caller) => caller.clone().call(call, self.cancelled.clone()),
+            Some(caller) => caller
+                .clone()
+                .call(call, self.cancelled.clone(), self.link.outbox()),
             None => Box::pin(async {
                 Err(ToolCallError {
                     code: crate::protocol::ErrorCode::InvalidRequest.code() as i32,
                     message: "this call cannot call tools (it runs for no caller)".into(),
                 })
             }),
+        }
+    }
+
+    fn tool_call_refused(&self, name: &str, message: &str) {
+        match &self.tool_caller {
+            Some(caller) => caller.refused(name, message),
+            None => {
+                tracing::warn!(plugin = %self.plugin, tool = name, "tool call refused: {message}")
+            }
         }
     }
 

@@ -7,6 +7,7 @@ use super::{from_call, Answer, Answered};
 use crate::protocol::Params;
 use crate::protocol::{ErrorCode, Method, ResultType, RpcError};
 use crate::registry::{schema_limits, Catalogue, ToolEntry};
+use crate::runtime::tools::TaskSupport;
 use crate::server::access::Item;
 use crate::server::call::{self, call_plugin, tool_answer, Reply, Run, Target};
 use crate::server::convert;
@@ -52,7 +53,7 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> A
     let call =
         move |context| call_plugin(plugin, context, tool, text, stateless, argument_tool_errors);
     let mut asked = request.call_request();
-    asked.tool_caller = tool_calls::caller_for(request, entry, &[], u32::MAX);
+    asked.tool_caller = tool_calls::caller_for(request, entry, &[], u32::MAX, None);
     let plugin = entry.plugin.name();
     match plan {
         Plan::Request => from_call(tool_answer(
@@ -100,6 +101,10 @@ async fn admit<'c>(
         ))));
     };
     if let Some(from) = from {
+        // Audited as this tool's refusal when the grant refuses it.
+        request
+            .reached
+            .set(&Item::tool(entry.plugin.name(), &entry.tool));
         if let Err(error) = from.may_call(entry) {
             return Admitted::Answered(Err(error));
         }
@@ -133,10 +138,25 @@ pub(super) async fn call_from_plugin(
     arguments: &Value,
     from: &tool_calls::Within<'_>,
 ) -> Answered {
+    if request.conn.server.options.tool_search.is_on() && search::is_reserved(name) {
+        return Err(invalid(format!(
+            "{name} is the host's own tool: a plugin finds tools with search-tools and calls \
+             them by name"
+        )));
+    }
     let entry = match admit(request, catalogue, name, arguments, Some(from)).await {
         Admitted::Run(entry) => entry,
         Admitted::Answered(answered) => return answered,
     };
+    if entry.tool.task_support == TaskSupport::Required {
+        return Err(RpcError::new(
+            ErrorCode::MethodNotFound,
+            format!(
+                "tool {} runs only as a task, which a tool called from a plugin never becomes",
+                clip(name)
+            ),
+        ));
+    }
     let mut asked = request.call_request();
     asked.asking = call::Asking::Never("a tool called from a plugin cannot ask the client");
     asked.progress_token = None;
@@ -238,6 +258,10 @@ fn rerunnable(
         .and_then(|a| a.idempotent_hint);
     if !(tasks.options().rerun_idempotent && tasks.replica().is_some() && idempotent == Some(true))
     {
+        return None;
+    }
+    // Run again elsewhere, it would have no caller to call tools for.
+    if entry.plugin.grants().tool_calls.is_some() {
         return None;
     }
     let roots = match request.era {

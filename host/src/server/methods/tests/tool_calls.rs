@@ -9,20 +9,25 @@ use crate::server::{Server, ServerOptions};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// A server over `hello` and `caller`, which may call hello's tools.
+/// A server over `hello` and `caller`, which may call hello's tools (and
+/// its own, which it never reaches).
 async fn server() -> Arc<Server> {
     let registry = registry();
     let dist = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist");
     for (name, file, grant) in [
         ("hello", "plugins/hello.wasm", None),
-        ("caller", "fixtures/caller.wasm", Some("hello.*")),
+        (
+            "caller",
+            "fixtures/caller.wasm",
+            Some(["hello.*", "caller.*"]),
+        ),
     ] {
         let path = dist.join(file);
         let bytes = tokio::fs::read(&path)
             .await
             .unwrap_or_else(|e| panic!("{}: {e} (scripts/build makes it)", path.display()));
         let grants = Grants {
-            tool_calls: grant.map(|p| ToolCallGrant::new(&[p.to_owned()])),
+            tool_calls: grant.map(|p| ToolCallGrant::new(&p.map(str::to_owned))),
             ..Grants::default()
         };
         let loaded = registry
