@@ -28,10 +28,37 @@ def anyio_backend():
     return "asyncio"
 
 
+def warm_cache() -> tuple[list[Path], Path | None]:
+    """What scripts/build compiled into the default compile cache
+    (`wasm-mcp warm --plugins dist/plugins`), and the key its artifacts
+    are signed with (a host loads only artifacts its key signed). The
+    cache keys each artifact by component and engine: one this binary
+    cannot use is never loaded."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wasm-mcp"
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    key = state / "wasm-mcp" / "cache.key"
+    if not base.is_dir() or not key.is_file():
+        return [], None
+    return sorted(base.glob("*.cwasm")), key
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory):
-    """One compiled-component cache for the whole run, so each plugin compiles once."""
-    return tmp_path_factory.mktemp("cache")
+    """One compiled-component cache for the whole run, so each plugin compiles
+    once. It starts with the example and real plugins scripts/build already
+    compiled (and their key, in the run's state folder), so a test's host
+    serves those at once instead of compiling them again: each Python or
+    JavaScript one takes a CPU-minute. Tests of compiling use caches of
+    their own."""
+    cache = tmp_path_factory.mktemp("cache")
+    artifacts, key = warm_cache()
+    if key is not None:
+        keys = cache / "state" / "wasm-mcp"
+        keys.mkdir(parents=True, mode=0o700)
+        shutil.copy2(key, keys / "cache.key")
+        for artifact in artifacts:
+            shutil.copy2(artifact, cache / artifact.name)
+    return cache
 
 
 @pytest.fixture(scope="session")
