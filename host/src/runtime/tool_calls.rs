@@ -92,6 +92,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
                 let state = store.data_mut();
                 state.tool_call_use.made += 1;
                 state.tool_call_use.moved += name.len() + arguments.len();
+                let named = name.clone();
                 let call = ToolCall {
                     name,
                     arguments,
@@ -114,7 +115,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
                             text.len(),
                             state.room()
                         );
-                        state.context.tool_call_refused("", &message);
+                        state.context.tool_call_refused(&named, &message);
                         Err(refused(message))
                     }
                     Ok(text) => {
