@@ -189,6 +189,19 @@ def test_calls_nest_no_deeper_than_every_plugin_on_the_way_allows(tmp_path, host
         host.close()
 
 
+def test_a_tool_that_runs_only_as_a_task_is_refused_inside(tmp_path, host_env):
+    folder = folder_with(tmp_path, extra=["caller"])
+    shutil.copy(FIXTURES.parent / "conformance" / "conformance.wasm", folder / "conformance.wasm")
+    host = stdio_host(tmp_path, host_env, folder, '[plugins.caller]\ncall_tools = ["conformance.*"]\n')
+    try:
+        refused = via(host, name="failing_job")
+        assert refused["ok"] == 0, refused
+        assert refused["error"]["message"] == (
+            "tool failing_job runs only as a task, which a tool called from a plugin never becomes"), refused
+    finally:
+        host.close()
+
+
 def audit_lines(path, want, timeout=10.0):
     """The audit log's lines once `want(lines)` holds (waiting up to
     `timeout` for the writer thread)."""
