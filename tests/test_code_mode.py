@@ -10,17 +10,12 @@ a script calling code again, a long script as a task on both task wires."""
 
 import json
 import shutil
-import threading
 import time
-
-import pytest
 
 from conftest import FIXTURES, PLUGINS, RawHost, modern_meta
 from test_access import bearer, idp, start  # noqa: F401 (idp is a fixture)
 from test_http_transport import BASE_HEADERS, modern, request
 from test_tasks import modern_post, modern_result
-
-CODE = PLUGINS / "code.wasm"
 
 
 def folder_with(tmp_path, *names, extra=()):
