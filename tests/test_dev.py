@@ -99,6 +99,7 @@ def test_the_examples_carry_the_helpers_as_shipped():
     for example, helper in [("wordcount-python/wasm_mcp.py", "sdk-python/wasm_mcp.py"),
                             ("slow-python/wasm_mcp.py", "sdk-python/wasm_mcp.py"),
                             ("memory-python/wasm_mcp.py", "sdk-python/wasm_mcp.py"),
+                            ("code-python/wasm_mcp.py", "sdk-python/wasm_mcp.py"),
                             ("shout-js/wasm-mcp.js", "sdk-js/wasm-mcp.js"),
                             ("kv-js/wasm-mcp.js", "sdk-js/wasm-mcp.js")]:
         assert (ROOT / "plugins" / example).read_text() == (ROOT / helper).read_text(), example

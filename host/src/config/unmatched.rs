@@ -151,8 +151,15 @@ pub fn findings(config: &Config, text: Option<&str>, offered: &[Offered]) -> Vec
             if tools.iter().any(|full| glob_matches(pattern, full)) {
                 continue;
             }
+            // Whether it matches changes as the plugin it names comes and
+            // goes: a reload of that plugin shows it again, as a profile's.
+            let named = pattern
+                .split_once('.')
+                .map(|(p, _)| p)
+                .filter(|p| !p.contains('*'))
+                .map(str::to_owned);
             found.push(Finding {
-                plugin: Some(name.clone()),
+                plugin: named,
                 line: line(&["plugins", name, "call_tools"]),
                 text: format!(
                     "plugins.{name}.call_tools: {pattern:?} matches no tool of the plugins \
@@ -319,7 +326,8 @@ exclude = [\"*.nothing\"]
             ),
             "{texts:#?}"
         );
-        assert_eq!(found[0].plugin.as_deref(), Some("code"));
+        // Told again when the plugin it names loads or goes.
+        assert_eq!(found[0].plugin.as_deref(), Some("filesytem"));
     }
 
     #[test]

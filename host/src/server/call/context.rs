@@ -105,8 +105,6 @@ pub(crate) struct RequestScope {
     pub questions: Questions,
     /// Whether the call may go on as a task.
     pub task_role: TaskRole,
-    /// How the plugin calls tools, when it was granted that.
-    pub tool_caller: Option<Arc<dyn ToolCaller>>,
 }
 
 impl RequestScope {
@@ -121,6 +119,7 @@ impl RequestScope {
         questions: Questions,
         task_role: TaskRole,
     ) -> Arc<Self> {
+        link.call_tools_through(request.tool_caller.clone());
         Arc::new(RequestScope {
             plugin: plugin.to_owned(),
             link,
@@ -135,7 +134,6 @@ impl RequestScope {
             missing_capability: Mutex::default(),
             questions,
             task_role,
-            tool_caller: request.tool_caller.clone(),
         })
     }
 
@@ -256,17 +254,15 @@ impl CallContext for RequestScope {
     }
 
     fn search_tools(&self, grant: &ToolCallGrant, query: &str, limit: usize) -> Vec<ToolInfo> {
-        match &self.tool_caller {
+        match self.link.tool_caller() {
             Some(caller) => caller.search(grant, query, limit),
             None => Vec::new(),
         }
     }
 
     fn call_tool(&self, call: ToolCall) -> BoxFuture<Result<String, ToolCallError>> {
-        match &self.tool_caller {
-            Some(caller) => caller
-                .clone()
-                .call(call, self.cancelled.clone(), self.link.outbox()),
+        match self.link.tool_caller() {
+            Some(caller) => caller.call(call, self.cancelled.clone(), self.link.outbox()),
             None => Box::pin(async {
                 Err(ToolCallError {
                     code: crate::protocol::ErrorCode::InvalidRequest.code() as i32,
@@ -277,7 +273,7 @@ impl CallContext for RequestScope {
     }
 
     fn tool_call_refused(&self, name: &str, message: &str) {
-        match &self.tool_caller {
+        match self.link.tool_caller() {
             Some(caller) => caller.refused(name, message),
             None => {
                 tracing::warn!(plugin = %self.plugin, tool = name, "tool call refused: {message}")

@@ -1,7 +1,9 @@
 //! Where a running call's messages go: the stream of the request serving
 //! it now (a parked call is re-linked to its retry; a 2025-11-25 task's
-//! to a `tasks/result` stream while one is open).
+//! to a `tasks/result` stream while one is open); and for whom its tool
+//! calls are made (code mode): the request serving it now.
 
+use super::ToolCaller;
 use crate::server::Outbox;
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -30,6 +32,10 @@ pub struct Link {
     /// For such a task, whether the client knows of it yet and the
     /// `tasks/result` stream open now: its questions wait for either.
     client: watch::Sender<TaskClient>,
+    /// How the plugin calls tools for the request serving the call now
+    /// (a resumed call calls them with its retry's credentials), when it
+    /// was granted that.
+    tool_caller: Mutex<Option<Arc<dyn ToolCaller>>>,
 }
 
 impl Link {
@@ -51,6 +57,7 @@ impl Link {
             out: Mutex::new(out),
             cancel,
             related_task,
+            tool_caller: Mutex::default(),
         };
         (Arc::new(link), cancelled)
     }
@@ -63,6 +70,17 @@ impl Link {
     /// Sends messages to `out` from now on.
     pub fn relink(&self, out: Outbox) {
         *self.out.lock() = out;
+    }
+
+    /// How the plugin calls tools now, if it may.
+    pub(crate) fn tool_caller(&self) -> Option<Arc<dyn ToolCaller>> {
+        self.tool_caller.lock().clone()
+    }
+
+    /// Makes the plugin's tool calls through `caller` (that of the request
+    /// serving the call) from now on.
+    pub(crate) fn call_tools_through(&self, caller: Option<Arc<dyn ToolCaller>>) {
+        *self.tool_caller.lock() = caller;
     }
 
     /// Sends a task's messages to `out` (a `tasks/result` stream) until

@@ -263,6 +263,7 @@ where
                     execution,
                     binding,
                     &request.reply,
+                    request.tool_caller.clone(),
                     request.cancelled.clone(),
                     escalation,
                 )

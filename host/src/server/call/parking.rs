@@ -10,7 +10,7 @@
 //! which frees its instance.
 
 use super::waiting::{WaitSlot, Waiting};
-use super::{CallEvent, Execution, InputRequired, Reply, Round};
+use super::{CallEvent, Execution, InputRequired, Reply, Round, ToolCaller};
 use crate::protocol::{random_id, RpcError};
 use crate::server::Outbox;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -241,7 +241,8 @@ impl Parking {
         Ok(Some(parked.execution))
     }
 
-    /// Runs `execution` for the request whose stream is `reply`, until it
+    /// Runs `execution` for the request whose stream is `reply` (and whose
+    /// credentials its tool calls carry: `tool_caller`), until it
     /// finishes, asks questions (parked; an input-required reply), the
     /// request is cancelled (dropped; nothing is sent), or, when
     /// `escalation` is given, the plugin asks to go on as a task or is
@@ -251,6 +252,7 @@ impl Parking {
         mut execution: Execution,
         binding: Binding<'_>,
         reply: &Outbox,
+        tool_caller: Option<Arc<dyn ToolCaller>>,
         cancel: CancellationToken,
         escalation: Option<Duration>,
     ) -> Result<Reply, RpcError> {
@@ -261,6 +263,7 @@ impl Parking {
             BecomeTask,
         }
         execution.link.relink(reply.clone());
+        execution.link.call_tools_through(tool_caller);
         let threshold = tokio::time::sleep(escalation.unwrap_or(Duration::MAX));
         tokio::pin!(threshold);
         // The call runs first (it is polled here, not on a task of its own);

@@ -8,12 +8,16 @@ use crate::protocol::Params;
 use crate::protocol::{ErrorCode, Method, ResultType, RpcError};
 use crate::registry::{schema_limits, Catalogue, ToolEntry};
 use crate::runtime::tools::TaskSupport;
+use crate::runtime::LoadedPlugin;
 use crate::server::access::Item;
-use crate::server::call::{self, call_plugin, tool_answer, Reply, Run, Target};
+use crate::server::call::{
+    self, call_plugin, tool_answer, Ended, Reply, RequestScope, Run, Target,
+};
 use crate::server::convert;
 use crate::server::search;
 use crate::server::tasks::{NewTask, Rerun, Wire};
 use serde_json::{json, Map, Value};
+use std::future::Future;
 use std::sync::Arc;
 
 /// Schema problems reported for one call, at most.
@@ -38,20 +42,11 @@ pub(super) async fn call(request: &Request<'_>, catalogue: &Arc<Catalogue>) -> A
         Admitted::Run(entry) => entry,
         Admitted::Answered(answered) => return answered,
     };
-    let argument_tool_errors = request.era.argument_errors_are_tool_errors();
     let plan = plan_tool(request, name, entry.tool.task_support).await?;
     let rerun = rerunnable(request, entry, name, arguments);
-    let plugin = entry.plugin.clone();
-    let tool = entry.tool.name.clone();
-    let text = arguments.to_string();
-    let stateless = request.era.is_stateless();
-    let target = Target {
-        method: Method::CallTool,
-        name,
-        arguments,
-    };
-    let call =
-        move |context| call_plugin(plugin, context, tool, text, stateless, argument_tool_errors);
+    let target = target(name, arguments);
+    let run = ToolRun::new(request, entry, arguments);
+    let call = move |context| run.start(context);
     let mut asked = request.call_request();
     asked.tool_caller = tool_calls::caller_for(request, entry, &[], u32::MAX, None);
     let plugin = entry.plugin.name();
@@ -161,20 +156,54 @@ pub(super) async fn call_from_plugin(
     asked.asking = call::Asking::Never("a tool called from a plugin cannot ask the client");
     asked.progress_token = None;
     asked.tool_caller = from.next(request, entry);
-    let plugin = entry.plugin.clone();
-    let tool = entry.tool.name.clone();
-    let text = arguments.to_string();
-    let stateless = request.era.is_stateless();
-    let argument_tool_errors = request.era.argument_errors_are_tool_errors();
-    let target = Target {
+    let run = ToolRun::new(request, entry, arguments);
+    let call = move |context| run.start(context);
+    let target = target(name, arguments);
+    let reply = call::run(asked, entry.plugin.name(), target, Run::Inline, call).await?;
+    from_call(tool_answer(reply))
+}
+
+/// What the call log and parking know a call of tool `name` by.
+fn target<'a>(name: &'a str, arguments: &'a Value) -> Target<'a> {
+    Target {
         method: Method::CallTool,
         name,
         arguments,
-    };
-    let call =
-        move |context| call_plugin(plugin, context, tool, text, stateless, argument_tool_errors);
-    let reply = call::run(asked, entry.plugin.name(), target, Run::Inline, call).await?;
-    from_call(tool_answer(reply))
+    }
+}
+
+/// A call of a tool, ready to run in a call's context: its plugin, the
+/// plugin's own name for it, its arguments as JSON text, and what the
+/// request's revision makes of a missing capability or bad arguments.
+struct ToolRun {
+    plugin: Arc<LoadedPlugin>,
+    tool: String,
+    arguments: String,
+    stateless: bool,
+    argument_tool_errors: bool,
+}
+
+impl ToolRun {
+    fn new(request: &Request<'_>, entry: &ToolEntry, arguments: &Value) -> Self {
+        ToolRun {
+            plugin: entry.plugin.clone(),
+            tool: entry.tool.name.clone(),
+            arguments: arguments.to_string(),
+            stateless: request.era.is_stateless(),
+            argument_tool_errors: request.era.argument_errors_are_tool_errors(),
+        }
+    }
+
+    fn start(self, context: Arc<RequestScope>) -> impl Future<Output = Ended> + Send + 'static {
+        call_plugin(
+            self.plugin,
+            context,
+            self.tool,
+            self.arguments,
+            self.stateless,
+            self.argument_tool_errors,
+        )
+    }
 }
 
 /// The answer to a 2026-07-28 request for `tool` whose call came to
