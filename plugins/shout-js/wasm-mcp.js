@@ -26,7 +26,15 @@
 // cancel and goes on as a task at once with the host's imports
 // (`progress`, `isCancelled`, `continueAsTask` from
 // "wasm-mcp:plugin/host@0.1.0"). A resource template's
-// `{name}` matches one path segment (up to the next `/`).
+// `{name}` matches one path segment (up to the next `/`). `meta` (an
+// object) sets a tool's `_meta`.
+//
+// MCP Apps (interactive HTML views, extension `io.modelcontextprotocol/ui`)
+// take a line each: `plugin.view("ui://files/tree", "tree", html)` serves
+// the view (a resource: export `resources` too), and a tool's
+// `{ view: "ui://files/tree" }` names it as the tool's view;
+// `{ viewOnly: true }` keeps a tool for the views alone (the model is not
+// offered it; a view still calls it).
 //
 // `Bucket` is the plugin's key-value store (wasi:keyvalue), where the
 // operator grants it (`[plugins.NAME] keyvalue = true`):
@@ -121,6 +129,34 @@ function decoded(segment) {
 /** The most suggestions the host passes on. */
 const MAX_COMPLETIONS = 100;
 
+/** The MIME type of an MCP Apps view (SEP-1865), exactly. */
+export const VIEW_MIME_TYPE = "text/html;profile=mcp-app";
+
+function viewUri(uri, what) {
+  if (typeof uri !== "string" || !uri.startsWith("ui://")) {
+    throw new Error(`${what} is a ui:// URI, not ${JSON.stringify(uri)}`);
+  }
+  return uri;
+}
+
+function isObject(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** A tool's `_meta` as JSON text (or undefined): `meta`, with
+ * `ui.resourceUri` (the view) and `ui.visibility` (["app"] when view-only)
+ * merged into its `ui`. */
+function toolMeta(meta, view, viewOnly) {
+  if (meta !== undefined && !isObject(meta)) throw new Error("a tool's meta is an object");
+  if (view === undefined && !viewOnly) return meta === undefined ? undefined : JSON.stringify(meta);
+  const merged = { ...meta };
+  const ui = isObject(merged.ui) ? { ...merged.ui } : {};
+  if (view !== undefined) ui.resourceUri = viewUri(view, "a tool's view");
+  if (viewOnly) ui.visibility = ["app"];
+  merged.ui = ui;
+  return JSON.stringify(merged);
+}
+
 /** What `taskSupport` may be. */
 const TASK_SUPPORT = ["forbidden", "optional", "required"];
 
@@ -136,12 +172,22 @@ export class Plugin {
    * (with the defaults of those left out). `options`: `title`,
    * `outputSchema` (a JSON Schema object), `annotations` (`title`,
    * `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`),
-   * `taskSupport` ("forbidden", the default, "optional" or "required"). */
+   * `taskSupport` ("forbidden", the default, "optional" or "required"),
+   * `meta` (the tool's `_meta`, an object). MCP Apps: `view` names the
+   * tool's interactive view, the `ui://` URI of a view this plugin serves
+   * (`plugin.view`), as `_meta.ui.resourceUri`; `viewOnly: true` makes the
+   * tool the views' alone (`_meta.ui.visibility = ["app"]`: not offered to
+   * the model, still called by a view). Both are merged into `meta.ui`:
+   *
+   *   plugin.tool("show_tree", "Shows the tree", args, run, { view: "ui://files/tree" });
+   *   plugin.tool("expand", "Expands a folder", args, run, { viewOnly: true });
+   */
   tool(name, description, args, run, options = {}) {
-    const { title, outputSchema, annotations, taskSupport = "forbidden" } = options;
+    const { title, outputSchema, annotations, taskSupport = "forbidden", meta, view, viewOnly = false } = options;
     if (!TASK_SUPPORT.includes(taskSupport)) {
       throw new Error(`taskSupport is one of ${TASK_SUPPORT.join(", ")}, not ${JSON.stringify(taskSupport)}`);
     }
+    const toolMetaText = toolMeta(meta, view, viewOnly);
     this.#tools.set(name, {
       entry: {
         name,
@@ -152,6 +198,7 @@ export class Plugin {
         annotations: annotations === undefined ? undefined : { ...annotations },
         taskSupport,
         icons: [],
+        meta: toolMetaText,
       },
       run,
       defaults: defaultsOf(args),
@@ -162,6 +209,35 @@ export class Plugin {
   /** Adds the resource at `uri`: `read()` returns its text (or bytes). */
   resource(uri, name, description, read, mimeType = "text/plain") {
     this.#resources.set(uri, { entry: { uri, name, description, mimeType, icons: [] }, read });
+    return this;
+  }
+
+  /** Serves an MCP Apps view: the resource at `uri` (a `ui://` URI), named
+   * `name`, whose MIME type is `text/html;profile=mcp-app` and whose
+   * contents are `html` (the page, a string, or a function returning it at
+   * each read). `options`: `title`, `description`, and `ui`, the view's
+   * `_meta.ui` (an object), set on the listed resource and on the contents
+   * a read returns: `csp` (`connectDomains`, `resourceDomains`,
+   * `frameDomains`, `baseUriDomains`: arrays of origins), `permissions`
+   * (`camera`, `microphone`, `geolocation`, `clipboardWrite`: each `{}`),
+   * `domain`, `prefersBorder`. A tool shows it with `{ view: uri }`.
+   *
+   *   plugin.view("ui://files/tree", "tree", html,
+   *     { ui: { csp: { connectDomains: ["https://api.example.com"] } } });
+   */
+  view(uri, name, html, options = {}) {
+    viewUri(uri, "a view's URI");
+    const { title, description, ui } = options;
+    if (ui !== undefined && !isObject(ui)) throw new Error("a view's ui is an object");
+    if (typeof html !== "string" && typeof html !== "function") {
+      throw new Error("a view's html is a string or a function returning one");
+    }
+    const meta = ui === undefined ? undefined : JSON.stringify({ ui });
+    this.#resources.set(uri, {
+      entry: { uri, name, title, description, mimeType: VIEW_MIME_TYPE, icons: [], meta },
+      read: typeof html === "function" ? html : () => html,
+      contentsMeta: meta,
+    });
     return this;
   }
 
@@ -248,6 +324,7 @@ export class Plugin {
             uri,
             mimeType: resource.entry.mimeType,
             body: body instanceof Uint8Array ? { tag: "blob", val: body } : { tag: "text", val: String(body) },
+            meta: resource.contentsMeta,
           },
         ];
       },

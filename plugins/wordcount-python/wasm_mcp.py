@@ -34,7 +34,15 @@ notices a cancel and goes on as a task at once with the host's imports
 tool returns a str (text), anything JSON can hold (text and structured
 content) or `result(...)` (its own text beside structured content); an
 exception becomes a tool error with its message (a `ToolError`'s message
-alone, else prefixed with the exception's type).
+alone, else prefixed with the exception's type). `meta=` sets a tool's
+`_meta` (a dict).
+
+MCP Apps (interactive HTML views, extension `io.modelcontextprotocol/ui`)
+take a line each: `plugin.view("ui://files/tree", html)` serves the view
+(a resource; export `Resources = plugin.Resources`), and
+`@plugin.tool(view="ui://files/tree")` names it as a tool's view;
+`view_only=True` keeps a tool for the views alone (the model is not
+offered it; a view still calls it).
 
 `KeyValue.open()` is the plugin's key-value store (wasi:keyvalue), when
 the host grants it: get, set, delete, increment, compare-and-swap
@@ -71,8 +79,35 @@ completions = _exported("completions")
 # The most suggestions the host passes on.
 MAX_COMPLETIONS = 100
 
+# The MIME type of an MCP Apps view (SEP-1865), exactly.
+VIEW_MIME_TYPE = "text/html;profile=mcp-app"
+
 # `task_support=` values, and the TaskSupport case each names.
 _TASK_SUPPORT = {"forbidden": "FORBIDDEN", "optional": "OPTIONAL", "required": "REQUIRED"}
+
+
+def _view_uri(uri, what: str) -> str:
+    if not isinstance(uri, str) or not uri.startswith("ui://"):
+        raise ValueError(f"{what} is a ui:// URI, not {uri!r}")
+    return uri
+
+
+def _tool_meta(meta: dict | None, view: str | None, view_only: bool) -> str | None:
+    """A tool's `_meta` as JSON text: `meta`, with `ui.resourceUri` (the
+    view) and `ui.visibility` (["app"] when view-only) merged into its
+    `ui`."""
+    if meta is not None and not isinstance(meta, dict):
+        raise TypeError(f"meta is a dict, not {type(meta).__name__}")
+    if view is None and not view_only:
+        return None if meta is None else json.dumps(meta)
+    meta = dict(meta or {})
+    ui = dict(meta.get("ui") or {})
+    if view is not None:
+        ui["resourceUri"] = _view_uri(view, "view=")
+    if view_only:
+        ui["visibility"] = ["app"]
+    meta["ui"] = ui
+    return json.dumps(meta)
 
 
 def _template_matcher(uri_template: str):
@@ -230,6 +265,7 @@ class Plugin:
     def __init__(self):
         self._tools = {}
         self._resources = {}
+        self._contents_meta = {}  # uri: the `_meta` of what a read returns
         self._templates = []
         self._prompts = {}
         self._completers = {}
@@ -264,9 +300,11 @@ class Plugin:
                     return [entry for entry, _, _ in plugin._templates]
 
                 def read_resource(self, uri: str) -> list[types.ResourceContents]:
+                    meta = None
                     if uri in plugin._resources:
                         entry, func = plugin._resources[uri]
                         body = func()
+                        meta = plugin._contents_meta.get(uri)
                     else:
                         for entry, match, func in plugin._templates:
                             variables = match(uri)
@@ -276,7 +314,7 @@ class Plugin:
                         else:
                             raise Err(types.Error_NotFound(f"no resource {uri}"))
                     body = types.ResourceBody_Blob(body) if isinstance(body, bytes) else types.ResourceBody_Text(body)
-                    return [types.ResourceContents(uri=uri, mime_type=entry.mime_type, body=body, meta=None)]
+                    return [types.ResourceContents(uri=uri, mime_type=entry.mime_type, body=body, meta=meta)]
             self.Resources = _Resources
 
         if prompts is not None:
@@ -314,13 +352,29 @@ class Plugin:
     def tool(self, func=None, *, name: str | None = None, description: str | None = None,
              title: str | None = None, annotations: dict | None = None,
              input_schema: dict | None = None, output_schema: dict | None = None,
-             task_support: str = "forbidden"):
-        """Makes `func` a tool (`@plugin.tool` or `@plugin.tool(name=...)`)."""
+             task_support: str = "forbidden", meta: dict | None = None,
+             view: str | None = None, view_only: bool = False):
+        """Makes `func` a tool (`@plugin.tool` or `@plugin.tool(name=...)`).
+
+        `meta=` is the tool's `_meta` (a dict). MCP Apps: `view=` names
+        the tool's interactive view, the `ui://` URI of a view this plugin
+        serves (`plugin.view`), as `_meta.ui.resourceUri`; `view_only=True`
+        makes the tool the views' alone (`_meta.ui.visibility = ["app"]`:
+        not offered to the model, still called by a view). Both are merged
+        into `meta`'s `ui`:
+
+            @plugin.tool(view="ui://files/tree")
+            def show_tree(path: str) -> dict: ...
+
+            @plugin.tool(view_only=True)
+            def expand(path: str) -> dict: ...
+        """
 
         _require(tools, "tools")
         support = _TASK_SUPPORT.get(task_support)
         if support is None:
             raise ValueError(f"task_support is one of {', '.join(_TASK_SUPPORT)}, not {task_support!r}")
+        tool_meta = _tool_meta(meta, view, view_only)
 
         def register(func):
             doc, _ = _doc(func)
@@ -339,7 +393,7 @@ class Plugin:
                 annotations=hints,
                 task_support=getattr(tools.TaskSupport, support),
                 icons=[],
-                meta=None,
+                meta=tool_meta,
             )
             self._tools[entry.name] = (entry, func)
             return func
@@ -359,9 +413,41 @@ class Plugin:
                 mime_type=mime_type, size=None, annotations=None, icons=[], meta=None,
             )
             self._resources[uri] = (entry, func)
+            self._contents_meta.pop(uri, None)
             return func
 
         return register
+
+    def view(self, uri: str, html, *, name: str | None = None, title: str | None = None,
+             description: str | None = None, ui: dict | None = None) -> None:
+        """Serves an MCP Apps view: the resource at `uri` (a `ui://` URI)
+        whose MIME type is `text/html;profile=mcp-app` and whose contents
+        are `html` (the page, a str, or a function returning it at each
+        read). `ui` (a dict) is the view's `_meta.ui`, set on the listed
+        resource and on the contents a read returns: `csp`
+        (`connectDomains`, `resourceDomains`, `frameDomains`,
+        `baseUriDomains`: lists of origins), `permissions` (`camera`,
+        `microphone`, `geolocation`, `clipboardWrite`: each `{}`),
+        `domain`, `prefersBorder`. `name` defaults to the URI's last
+        segment. A tool shows it with `@plugin.tool(view=uri)`.
+
+            plugin.view("ui://files/tree", HTML, name="tree",
+                        ui={"csp": {"connectDomains": ["https://api.example.com"]}})
+        """
+        _require(resources, "resources")
+        _view_uri(uri, "a view's URI")
+        if ui is not None and not isinstance(ui, dict):
+            raise TypeError(f"ui is a dict, not {type(ui).__name__}")
+        if not isinstance(html, str) and not callable(html):
+            raise TypeError(f"a view's html is a str or a function returning one, not {type(html).__name__}")
+        meta = None if ui is None else json.dumps({"ui": ui})
+        entry = resources.Resource(
+            uri=uri, name=name or uri.rstrip("/").rsplit("/", 1)[-1] or uri, title=title,
+            description=description, mime_type=VIEW_MIME_TYPE, size=None, annotations=None,
+            icons=[], meta=meta,
+        )
+        self._resources[uri] = (entry, html if callable(html) else (lambda: html))
+        self._contents_meta[uri] = meta
 
     def template(self, uri_template: str, *, name: str | None = None, mime_type: str | None = "text/plain"):
         """Makes `func(**variables)` (returning str, or bytes) the resources

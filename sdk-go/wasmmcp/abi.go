@@ -4,7 +4,9 @@ package wasmmcp
 // (wasm-mcp:plugin/tools@0.1.0), written out once here so that a plugin
 // is plain Go: `list-tools` returns a list of `tool` records, `call-tool`
 // takes two strings and returns `result<call-result, error>`. Offsets
-// and sizes are those of the records in wit/plugin.wit.
+// and sizes are those of the records in wit/plugin.wit. The `resources`
+// interface serves the views (ServeView); a component built for a world
+// without it (tools-plugin) leaves those exports out.
 
 import "unsafe"
 
@@ -40,8 +42,10 @@ var (
 
 // Sizes of the records, in bytes.
 const (
-	toolSize    = 100
-	contentSize = 144
+	toolSize             = 100
+	contentSize          = 144
+	resourceSize         = 144
+	resourceContentsSize = 44
 )
 
 // block returns zeroed memory of `size` bytes, 8-aligned, kept alive.
@@ -109,7 +113,8 @@ func listTools() uint32 {
 			putOptionBool(base, 72, a.idempotent)
 			putOptionBool(base, 74, a.openWorld)
 		}
-		// task-support: forbidden (0); icons: none; meta: none.
+		// task-support: forbidden (0); icons: none.
+		putOptionString(base, 88, t.metaText)
 	}
 	returnArea[0] = address(list)
 	returnArea[1] = uint32(len(registered))
@@ -137,5 +142,56 @@ func callTool(namePtr, nameLen, argumentsPtr, argumentsLen uint32) uint32 {
 	if result.isError {
 		putU8(area, 24, 1)
 	}
+	return address(area)
+}
+
+// The views, as `resource` records: the URI, name, MIME type and
+// `_meta`; no title, description, size, annotations or icons.
+//
+//go:wasmexport wasm-mcp:plugin/resources@0.1.0#list-resources
+func listResources() uint32 {
+	list := block(resourceSize * len(views))
+	for i, v := range views {
+		base := unsafe.Add(list, i*resourceSize)
+		putString(base, 0, v.uri)
+		putString(base, 8, v.name)
+		mime := ViewMIMEType
+		putOptionString(base, 40, &mime)
+		putOptionString(base, 128, v.meta)
+	}
+	returnArea[0] = address(list)
+	returnArea[1] = uint32(len(views))
+	return address(unsafe.Pointer(&returnArea))
+}
+
+//go:wasmexport wasm-mcp:plugin/resources@0.1.0#list-resource-templates
+func listResourceTemplates() uint32 {
+	returnArea[0] = 0
+	returnArea[1] = 0
+	return address(unsafe.Pointer(&returnArea))
+}
+
+//go:wasmexport wasm-mcp:plugin/resources@0.1.0#read-resource
+func readResource(uriPtr, uriLen uint32) uint32 {
+	returnArea = [10]uint32{}
+	area := unsafe.Pointer(&returnArea)
+	uri := argument(uriPtr, uriLen)
+	v, ok := viewByURI[uri]
+	if !ok {
+		// result::err(error::not-found (1)).
+		putU8(area, 0, 1)
+		putU8(area, 4, 1)
+		putString(area, 8, "no resource "+uri)
+		return address(area)
+	}
+	contents := block(resourceContentsSize)
+	putString(contents, 0, v.uri)
+	mime := ViewMIMEType
+	putOptionString(contents, 8, &mime)
+	// resource-body::text (0) with the text at 24.
+	putString(contents, 24, v.html)
+	putOptionString(contents, 32, v.meta)
+	putU32(area, 4, address(contents))
+	putU32(area, 8, 1)
 	return address(area)
 }

@@ -21,6 +21,18 @@
 // made from a struct's type; `Result` sets the text and the structured
 // content apart. A returned error (or a panic) becomes a tool error whose
 // text is its message, for the model to read.
+//
+// MCP Apps (interactive HTML views, extension `io.modelcontextprotocol/ui`)
+// take a line each: ServeView serves a view, the View option names it as
+// a tool's view, and ViewOnly keeps a tool for the views alone:
+//
+//	wasmmcp.ServeView("ui://files/tree", "tree", treeHTML)
+//	wasmmcp.Tool("show_tree", "Shows a folder as a tree.", showTree, wasmmcp.View("ui://files/tree"))
+//	wasmmcp.Tool("expand", "Lists a folder, for the tree view.", expand, wasmmcp.ViewOnly())
+//
+// A plugin that serves a view exports the contract's resources too: build
+// it against the world wasm-mcp:plugin/tools-resources-plugin (the
+// `--world` of build.sh's `wasm-tools component embed`).
 package wasmmcp
 
 import (
@@ -62,6 +74,41 @@ func OpenWorld() Option { return hint(func(a *annotations) **bool { return &a.op
 // OutputSchema sets the JSON Schema of the structured content outright.
 func OutputSchema(schema string) Option { return func(t *tool) { t.outputSchema = &schema } }
 
+// Meta sets keys of the tool's `_meta`; View and ViewOnly merge theirs
+// into its "ui" (a map[string]any there, when given).
+func Meta(meta map[string]any) Option {
+	return func(t *tool) {
+		for key, value := range meta {
+			if key == "ui" {
+				if ui, ok := value.(map[string]any); ok {
+					for k, v := range ui {
+						t.ui()[k] = v
+					}
+					continue
+				}
+			}
+			t.metaMap()[key] = value
+		}
+	}
+}
+
+// View names the tool's interactive view (MCP Apps): the `ui://` URI of
+// a view the plugin serves with ServeView, as `_meta.ui.resourceUri`.
+func View(uri string) Option {
+	return func(t *tool) {
+		if !strings.HasPrefix(uri, "ui://") {
+			panic(fmt.Sprintf("wasmmcp: tool %q: its view is a ui:// URI, not %q", t.name, uri))
+		}
+		t.ui()["resourceUri"] = uri
+	}
+}
+
+// ViewOnly makes the tool the views' alone (MCP Apps: `_meta.ui.visibility`
+// is ["app"]): the model is not offered it; a view still calls it.
+func ViewOnly() Option {
+	return func(t *tool) { t.ui()["visibility"] = []string{"app"} }
+}
+
 func hint(field func(*annotations) **bool) Option {
 	return func(t *tool) {
 		yes := true
@@ -78,9 +125,28 @@ type tool struct {
 	name, description, inputSchema string
 	title, outputSchema            *string
 	annotations                    *annotations
+	meta                           map[string]any // the tool's `_meta`, nil: none
+	metaText                       *string        // meta as JSON
 	function                       reflect.Value
 	arguments                      reflect.Type // nil: the function takes none
 	defaults                       map[string]json.RawMessage
+}
+
+func (t *tool) metaMap() map[string]any {
+	if t.meta == nil {
+		t.meta = map[string]any{}
+	}
+	return t.meta
+}
+
+// ui is the tool's `_meta.ui`, made when missing.
+func (t *tool) ui() map[string]any {
+	ui, ok := t.metaMap()["ui"].(map[string]any)
+	if !ok {
+		ui = map[string]any{}
+		t.meta["ui"] = ui
+	}
+	return ui
 }
 
 func (t *tool) hints() *annotations {
@@ -133,8 +199,95 @@ func Tool(name, description string, function any, options ...Option) {
 	for _, option := range options {
 		option(t)
 	}
+	if t.meta != nil {
+		text := encode(t.meta)
+		t.metaText = &text
+	}
 	registered = append(registered, t)
 	byName[name] = t
+}
+
+// ViewMIMEType is the MIME type of an MCP Apps view (SEP-1865), exactly.
+const ViewMIMEType = "text/html;profile=mcp-app"
+
+// ViewUI is a view's `_meta.ui` (MCP Apps): what the host's sandbox of
+// the view allows it. Every field is optional.
+type ViewUI struct {
+	// CSP lists the origins the view may reach.
+	CSP *CSP `json:"csp,omitempty"`
+	// Permissions are the browser permissions the view asks for.
+	Permissions *Permissions `json:"permissions,omitempty"`
+	// Domain is the origin the view asks to run on.
+	Domain string `json:"domain,omitempty"`
+	// PrefersBorder asks the client to draw (true) or not draw (false) a
+	// border around the view.
+	PrefersBorder *bool `json:"prefersBorder,omitempty"`
+}
+
+// CSP is the origins a view may reach, each list for one directive.
+type CSP struct {
+	ConnectDomains  []string `json:"connectDomains,omitempty"`
+	ResourceDomains []string `json:"resourceDomains,omitempty"`
+	FrameDomains    []string `json:"frameDomains,omitempty"`
+	BaseURIDomains  []string `json:"baseUriDomains,omitempty"`
+}
+
+// Permissions are the browser permissions a view asks for: each true one
+// is written `{}`.
+type Permissions struct {
+	Camera, Microphone, Geolocation, ClipboardWrite bool
+}
+
+// MarshalJSON writes each permission asked for as `"name": {}`.
+func (p Permissions) MarshalJSON() ([]byte, error) {
+	asked := map[string]struct{}{}
+	for name, yes := range map[string]bool{"camera": p.Camera, "microphone": p.Microphone,
+		"geolocation": p.Geolocation, "clipboardWrite": p.ClipboardWrite} {
+		if yes {
+			asked[name] = struct{}{}
+		}
+	}
+	return json.Marshal(asked)
+}
+
+type view struct {
+	uri, name, html string
+	meta            *string // `_meta` of the resource and of its contents
+}
+
+var (
+	views     []*view
+	viewByURI = map[string]*view{}
+)
+
+// ServeView serves an MCP Apps view: the resource at `uri` (a `ui://`
+// URI), named `name`, whose MIME type is `text/html;profile=mcp-app` and
+// whose contents are `html`. `ui` (at most one) is the view's `_meta.ui`,
+// set on the listed resource and on the contents a read returns. A tool
+// shows it with the View option. The plugin must export the contract's
+// resources (the world wasm-mcp:plugin/tools-resources-plugin). It panics
+// on a URI that is not `ui://`, or served twice.
+//
+//	wasmmcp.ServeView("ui://files/tree", "tree", treeHTML, wasmmcp.ViewUI{
+//		CSP: &wasmmcp.CSP{ConnectDomains: []string{"https://api.example.com"}},
+//	})
+func ServeView(uri, name, html string, ui ...ViewUI) {
+	if !strings.HasPrefix(uri, "ui://") {
+		panic(fmt.Sprintf("wasmmcp: a view's URI is a ui:// URI, not %q", uri))
+	}
+	if _, taken := viewByURI[uri]; taken {
+		panic(fmt.Sprintf("wasmmcp: two views at %q", uri))
+	}
+	if len(ui) > 1 {
+		panic(fmt.Sprintf("wasmmcp: view %q: one ViewUI at most", uri))
+	}
+	v := &view{uri: uri, name: name, html: html}
+	if len(ui) == 1 {
+		text := encode(map[string]any{"ui": ui[0]})
+		v.meta = &text
+	}
+	views = append(views, v)
+	viewByURI[uri] = v
 }
 
 // fields makes the properties of a struct's exported fields, and the
