@@ -498,6 +498,7 @@ pub(super) fn check_limits(section: &str, limits: &LimitsSection) -> Result<()> 
             ("max_concurrent_calls", limits.max_concurrent_calls as u64),
             ("max_result_items", limits.max_result_items as u64),
             ("max_message_kb", limits.max_message_kb as u64),
+            ("max_view_kb", limits.max_view_kb as u64),
             ("notifications_per_sec", limits.notifications_per_sec as u64),
             ("load_timeout_ms", limits.load_timeout_ms),
             ("max_blocking_threads", limits.max_blocking_threads as u64),

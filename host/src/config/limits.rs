@@ -67,6 +67,10 @@ pub struct LimitsSection {
     /// withheld, though the tool ran). A client's call bounds every tool
     /// call made for it, those of the tools it calls included.
     pub tool_call_mb: usize,
+    /// The largest view (an MCP Apps `ui://` resource of type
+    /// `text/html;profile=mcp-app`) a read may return, in KiB; a read of a
+    /// larger one is refused.
+    pub max_view_kb: usize,
 }
 
 impl Default for LimitsSection {
@@ -94,6 +98,7 @@ impl Default for LimitsSection {
             tool_calls: 100,
             tool_call_depth: 2,
             tool_call_mb: 16,
+            max_view_kb: 4096,
         }
     }
 }
@@ -171,6 +176,8 @@ pub struct LimitsOverride {
     pub tool_call_depth: Option<u32>,
     /// See [`LimitsSection::tool_call_mb`].
     pub tool_call_mb: Option<usize>,
+    /// See [`LimitsSection::max_view_kb`].
+    pub max_view_kb: Option<usize>,
 }
 
 impl LimitsSection {
@@ -205,6 +212,7 @@ impl LimitsSection {
             tool_calls: over.tool_calls.unwrap_or(self.tool_calls),
             tool_call_depth: over.tool_call_depth.unwrap_or(self.tool_call_depth),
             tool_call_mb: over.tool_call_mb.unwrap_or(self.tool_call_mb),
+            max_view_kb: over.max_view_kb.unwrap_or(self.max_view_kb),
         }
     }
 

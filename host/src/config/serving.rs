@@ -357,11 +357,15 @@ fn sizes(config: &Config, note: &mut impl FnMut(&[&str], String)) {
                 1024,
             );
         }
+    add(&["limits", "max_view_kb"], l.max_view_kb as u64, 1024);
     }
     for (keys, value, per_mb) in sizes {
         if value > MAX_MB * per_mb {
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
             note(
+        if let Some(kb) = l.max_view_kb {
+            add(&["plugins", name, "limits", "max_view_kb"], kb as u64, 1024);
+        }
                 &keys,
                 format!("must be at most {} (1 TiB)", MAX_MB * per_mb),
             );

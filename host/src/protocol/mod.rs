@@ -57,6 +57,11 @@ pub mod meta {
     pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
     /// The tasks extension of 2026-07-28 (`capabilities.extensions`).
     pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+    /// The MCP Apps extension (`capabilities.extensions`): tools with
+    /// interactive views.
+    pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
+    /// The MIME type of an MCP Apps view.
+    pub const UI_MIME_TYPE: &str = "text/html;profile=mcp-app";
 
     /// The value of [`RELATED_TASK`]: the task a message belongs to.
     #[derive(Debug, Clone, serde::Serialize)]

@@ -38,6 +38,9 @@ pub struct ToolEntry {
     pub header_parameters: Arc<[HeaderParameter]>,
     /// The output schema, if the tool has a readable one.
     pub output_schema: Option<Arc<serde_json::Value>>,
+    /// Whether the model sees it: false for a tool its `_meta.ui` says is
+    /// for its view only (listed to no one, callable as any other).
+    pub for_model: bool,
 }
 
 /// A fixed-URI resource as offered to clients.
@@ -180,6 +183,7 @@ impl Catalogue {
                 validator,
                 schema_bound,
                 output_schema,
+                for_model: super::views::for_model(&tool.meta),
             });
         }
     }

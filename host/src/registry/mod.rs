@@ -5,6 +5,7 @@ mod catalogue;
 pub mod pagination;
 pub mod schema_limits;
 mod uri_template;
+pub mod views;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -109,6 +110,8 @@ impl Registry {
             .list()
             .await
             .with_context(|| format!("listing what plugin {} offers", plugin.name()))?;
+        views::check(&listing)
+            .with_context(|| format!("plugin {} offers a view wrongly", plugin.name()))?;
         Ok(PluginEntry {
             plugin,
             listing: Arc::new(listing),

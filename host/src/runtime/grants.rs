@@ -230,6 +230,8 @@ pub struct Limits {
     pub tool_call_depth: u32,
     /// Bytes of arguments and results one call's tool calls may move.
     pub tool_call_bytes: usize,
+    /// The largest view a resource read may return, in bytes.
+    pub max_view_bytes: usize,
 }
 
 impl Default for Limits {
@@ -266,6 +268,7 @@ impl From<&crate::config::LimitsSection> for Limits {
             tool_calls: section.tool_calls,
             tool_call_depth: section.tool_call_depth,
             tool_call_bytes: section.tool_call_mb << 20,
+            max_view_bytes: section.max_view_kb << 10,
         }
     }
 }

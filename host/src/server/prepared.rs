@@ -118,14 +118,15 @@ fn texts<T>(items: &[T], render: impl Fn(&T) -> Value) -> Vec<Box<RawValue>> {
 /// when offered): all of them; those without a search tool's name; or,
 /// with search only, the tools of plugins granted `call_tools` (code mode:
 /// a model finds tools with `search_tools` and calls many in one script).
+///
+/// A tool for its view only (MCP Apps) is never listed.
 fn listed_tools(catalogue: &Catalogue, search: ToolSearch) -> Vec<&ToolEntry> {
+    let for_model = || catalogue.tools.iter().filter(|t| t.for_model);
     match search {
-        ToolSearch::Off => catalogue.tools.iter().collect(),
+        ToolSearch::Off => for_model().collect(),
         ToolSearch::Offered => {
-            let (shadowed, listed): (Vec<_>, Vec<_>) = catalogue
-                .tools
-                .iter()
-                .partition(|t| search::is_reserved(&t.name));
+            let (shadowed, listed): (Vec<_>, Vec<_>) =
+                for_model().partition(|t| search::is_reserved(&t.name));
             for tool in shadowed {
                 tracing::warn!(
                     plugin = tool.plugin.name(),
@@ -136,9 +137,7 @@ fn listed_tools(catalogue: &Catalogue, search: ToolSearch) -> Vec<&ToolEntry> {
             }
             listed
         }
-        ToolSearch::Only => catalogue
-            .tools
-            .iter()
+        ToolSearch::Only => for_model()
             .filter(|t| t.plugin.grants().tool_calls.is_some() && !search::is_reserved(&t.name))
             .collect(),
     }

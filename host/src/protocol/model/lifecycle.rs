@@ -70,6 +70,22 @@ pub struct SkillsExtension {
     pub directory_read: bool,
 }
 
+/// The MCP Apps extension's options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiExtension {
+    /// The view types served (`meta::UI_MIME_TYPE`).
+    pub mime_types: [&'static str; 1],
+}
+
+impl Default for UiExtension {
+    fn default() -> Self {
+        UiExtension {
+            mime_types: [crate::protocol::meta::UI_MIME_TYPE],
+        }
+    }
+}
+
 /// The extensions offered, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Extensions {
@@ -82,6 +98,9 @@ pub struct Extensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub tasks: Option<Empty>,
+    /// MCP Apps (`meta::UI_EXTENSION`).
+    #[serde(rename = "io.modelcontextprotocol/ui")]
+    pub ui: UiExtension,
 }
 
 /// What the server offers.
@@ -147,9 +166,11 @@ mod tests {
                 directory_read: true,
             },
             tasks: Some(Empty {}),
+            ui: UiExtension::default(),
         };
         let json = crate::protocol::model::to_json(&extensions);
         assert!(json.get(crate::skills::EXTENSION).is_some(), "{json}");
         assert!(json.get(meta::TASKS_EXTENSION).is_some(), "{json}");
+        assert_eq!(json[meta::UI_EXTENSION]["mimeTypes"][0], meta::UI_MIME_TYPE);
     }
 }

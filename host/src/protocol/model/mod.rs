@@ -15,7 +15,7 @@ mod tasks;
 pub use envelope::{CacheScope, Caching, Envelope, Enveloped, ServerInfoMeta};
 pub use lifecycle::{
     DiscoverResult, Empty, Extensions, InitializeResult, ListCapability, ResourcesCapability,
-    ServerCapabilities, ServerInfo, SkillsExtension, TaskRequests, TasksCapability,
+    ServerCapabilities, ServerInfo, SkillsExtension, UiExtension, TaskRequests, TasksCapability,
     ToolTaskRequests,
 };
 pub use skills::{

@@ -5,7 +5,7 @@ use super::Request;
 use super::{Answer, Answered};
 use crate::protocol::model::{
     to_json, DiscoverResult, Empty, Extensions, InitializeResult, ListCapability,
-    ResourcesCapability, ServerCapabilities, SkillsExtension, TasksCapability,
+    ResourcesCapability, ServerCapabilities, SkillsExtension, TasksCapability, UiExtension,
 };
 use crate::protocol::params::{self, Params};
 use crate::protocol::{negotiate_handshake, ErrorCode, Revision, RpcError};
@@ -102,6 +102,9 @@ fn capabilities(era: &Era) -> ServerCapabilities {
                 directory_read: true,
             },
             tasks: (task_wire == Some(Wire::Stateless)).then_some(Empty {}),
+            // Views (MCP Apps) likewise: a plugin that brings one may load
+            // after a client connected.
+            ui: UiExtension::default(),
         },
     }
 }

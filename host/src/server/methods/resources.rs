@@ -1,6 +1,7 @@
 //! `resources/list`, `resources/templates/list`, `resources/read`, and
 //! the handshake's `resources/subscribe` and `resources/unsubscribe`.
 
+use crate::registry::views;
 use super::{clip, invalid, unless_late, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
 use super::{from_call, Answer, Answered};
 use crate::protocol::model::{to_json, Empty};
@@ -82,9 +83,13 @@ pub(super) async fn read(request: &Request<'_>, catalogue: &Catalogue) -> Answer
     };
     let call = move |context: Arc<RequestScope>| async move {
         let outcome = match plugin.read_resource(context, &target).await {
-            Ok(Ok(contents)) => {
-                let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
-                within_result_limit(&plugin, result)
+            Ok(Ok(mut contents)) => {
+                let max_view = plugin.grants().limits.max_view_bytes;
+                views::check_read(plugin.name(), max_view, &mut contents)
+                    .and_then(|()| {
+                        let result = json!({ "contents": contents.iter().map(convert::resource_contents).collect::<Vec<_>>() });
+                        within_result_limit(&plugin, result)
+                    })
                     .map(Done::Result)
                     .map_err(RpcError::internal)
             }

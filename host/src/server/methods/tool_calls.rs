@@ -373,7 +373,8 @@ impl ToolCaller for PluginCaller {
         let callable = |i: usize| {
             let entry = &catalogue.tools[i];
             let item = Item::tool(entry.plugin.name(), &entry.tool);
-            !search::is_reserved(&entry.name)
+            entry.for_model
+                && !search::is_reserved(&entry.name)
                 && grant.allows(entry.plugin.name(), &entry.tool.name)
                 && !self.chain.iter().any(|p| p == entry.plugin.name())
                 && view

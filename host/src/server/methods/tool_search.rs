@@ -54,7 +54,8 @@ fn search_tools(
     let view = policy.view(request.caller);
     let visible = |i: usize| {
         let tool = &catalogue.tools[i];
-        !search::is_reserved(&tool.name)
+        tool.for_model
+            && !search::is_reserved(&tool.name)
             && view.as_ref().is_none_or(|view| {
                 let item = Item::tool(tool.plugin.name(), &tool.tool);
                 view.sees(&policy.rule(&item), &item)

@@ -143,6 +143,16 @@ pub(super) async fn call_from_plugin(
         Admitted::Run(entry) => entry,
         Admitted::Answered(answered) => return answered,
     };
+    if !entry.for_model {
+        return Err(RpcError::new(
+            ErrorCode::MethodNotFound,
+            format!(
+                "tool {} is for its view only (its _meta.ui.visibility), and a plugin calls \
+                 tools for the model",
+                clip(name)
+            ),
+        ));
+    }
     if entry.tool.task_support == TaskSupport::Required {
         return Err(RpcError::new(
             ErrorCode::MethodNotFound,
