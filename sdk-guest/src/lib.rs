@@ -57,7 +57,7 @@ pub use content::{audio, embedded, image, text, Content, ResourceContents};
 pub use plugin::Plugin;
 pub use prompt::Prompt;
 pub use prompt::{assistant, user, IntoMessages, PromptMessage};
-pub use resource::{IntoContents, Resource, Template, UriVars};
+pub use resource::{IntoContents, Resource, Template, UriVars, VIEW_MIME_TYPE};
 pub use tool::{
     error_result, CallResult, IntoCallResult, Structured, TaskSupport, Tool, ToolAnnotations,
 };

@@ -52,6 +52,13 @@ impl Plugin {
         self.add_resource(Resource::new(uri, name, f).mime_type(mime_type))
     }
 
+    /// Adds an interactive view (MCP Apps) at `uri`, a `ui://` URI: the
+    /// HTML page `html` ([`Resource::view`]). A tool shows it with
+    /// [`Tool::view`](crate::Tool::view).
+    pub fn view(self, uri: &str, name: &str, html: &str) -> Self {
+        self.add_resource(Resource::view(uri, name, html))
+    }
+
     /// Adds a resource built with [`Resource::new`] and its setters.
     pub fn add_resource(mut self, resource: Resource) -> Self {
         self.resources.push(resource);

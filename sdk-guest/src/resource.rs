@@ -112,7 +112,39 @@ impl Resource {
         self.meta.title = Some(title.into());
         self
     }
+
+    /// An interactive view (MCP Apps) at `uri`, a `ui://` URI, named
+    /// `name`: the HTML page `html`, of type [`VIEW_MIME_TYPE`]. A tool
+    /// names it with [`Tool::view`](crate::Tool::view); a client that
+    /// renders views shows it in a sandboxed frame.
+    pub fn view(uri: impl Into<String>, name: impl Into<String>, html: impl Into<String>) -> Self {
+        let html: String = html.into();
+        Resource::new(uri, name, move |_| Ok::<_, String>(html.clone())).mime_type(VIEW_MIME_TYPE)
+    }
+
+    /// Sets the view's `_meta.ui`, on the listed resource and on what a
+    /// read returns: its content security policy (`csp`:
+    /// `connectDomains`, `resourceDomains`, `frameDomains`,
+    /// `baseUriDomains`, lists of origins), the `permissions` it asks for
+    /// (`camera`, `microphone`, `geolocation`, `clipboardWrite`, each
+    /// `{}`), `prefersBorder`. The host refuses a malformed one.
+    pub fn ui(mut self, ui: serde_json::Value) -> Self {
+        let meta = serde_json::json!({ "ui": ui }).to_string();
+        self.meta.meta = Some(meta.clone());
+        let read = std::mem::replace(&mut self.read, Box::new(|_, _| Ok(Vec::new())));
+        self.read = Box::new(move |uri, vars| {
+            let mut contents = read(uri, vars)?;
+            for c in &mut contents {
+                c.meta.get_or_insert_with(|| meta.clone());
+            }
+            Ok(contents)
+        });
+        self
+    }
 }
+
+/// The MIME type of an MCP Apps view.
+pub const VIEW_MIME_TYPE: &str = "text/html;profile=mcp-app";
 
 /// A family of resources named by a URI template such as `notes://{id}`.
 pub struct Template {

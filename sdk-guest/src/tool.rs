@@ -290,9 +290,59 @@ impl Tool {
         self
     }
 
-    /// Sets `_meta` on the tool's description.
-    pub fn meta(mut self, meta: Value) -> Self {
+    /// Sets `_meta` on the tool's description (a view set by
+    /// [`Tool::view`] or [`Tool::view_only`] is kept).
+    pub fn meta(self, meta: Value) -> Self {
+        let ui = self.meta_object().remove("ui");
+        let mut meta = match meta {
+            Value::Object(map) => map,
+            other => return self.set_meta(other),
+        };
+        if let Some(ui) = ui {
+            meta.entry("ui").or_insert(ui);
+        }
+        self.set_meta(Value::Object(meta))
+    }
+
+    /// Names the tool's interactive view (MCP Apps): `uri` is a `ui://`
+    /// resource this plugin serves, such as one added by
+    /// [`Plugin::view`](crate::Plugin::view). A client that renders views
+    /// shows it with the tool's result.
+    pub fn view(self, uri: impl Into<String>) -> Self {
+        self.set_ui("resourceUri", Value::String(uri.into()))
+    }
+
+    /// Makes the tool one for views only (MCP Apps `visibility: ["app"]`):
+    /// the host does not list it to the model, and a view calls it.
+    pub fn view_only(self) -> Self {
+        self.set_ui("visibility", serde_json::json!(["app"]))
+    }
+
+    /// The tool's `_meta`, as an object (empty when unset or not one).
+    fn meta_object(&self) -> serde_json::Map<String, Value> {
+        match self.meta.meta.as_deref().map(serde_json::from_str) {
+            Some(Ok(Value::Object(map))) => map,
+            _ => serde_json::Map::new(),
+        }
+    }
+
+    fn set_meta(mut self, meta: Value) -> Self {
         self.meta.meta = Some(meta.to_string());
         self
+    }
+
+    /// Sets `_meta.ui.<key>`, keeping the rest of `_meta`.
+    fn set_ui(self, key: &str, value: Value) -> Self {
+        let mut meta = self.meta_object();
+        let ui = meta
+            .entry("ui")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if !ui.is_object() {
+            *ui = Value::Object(serde_json::Map::new());
+        }
+        if let Value::Object(ui) = ui {
+            ui.insert(key.into(), value);
+        }
+        self.set_meta(Value::Object(meta))
     }
 }

@@ -710,8 +710,51 @@ macro_rules! schemas {
     };
 }
 
+/// The view of `directory_tree` (MCP Apps).
+const TREE_VIEW: &str = "ui://filesystem/tree";
+
+/// The most of a file `preview_file` shows, in bytes.
+const PREVIEW_BYTES: u64 = 4096;
+
+#[derive(Deserialize, JsonSchema)]
+struct Preview {
+    /// The file, as `directory_tree` names it.
+    path: String,
+}
+
+/// The start of a file, for the tree view: at most [`PREVIEW_BYTES`],
+/// read no further.
+fn preview_file(roots: &Roots, args: Preview) -> Answer {
+    let path = roots.resolve(&args.path)?;
+    let file = fs::File::open(&path).map_err(|e| text::io_error(&e, "open", &path))?;
+    let mut bytes = Vec::new();
+    file.take(PREVIEW_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| text::io_error(&e, "read", &path))?;
+    let more = bytes.len() as u64 > PREVIEW_BYTES;
+    bytes.truncate(PREVIEW_BYTES as usize);
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if more {
+        text.push_str("\n…");
+    }
+    Ok(text)
+}
+
 fn plugin() -> Plugin {
-    meta::TOOLS.iter().fold(Plugin::new(), |plugin, tool| {
+    // The tree's view and the tool only it calls: not listed to the model,
+    // so the tools listed stay those of the reference server.
+    let viewed = Plugin::new()
+        .view(TREE_VIEW, "directory-tree", include_str!("tree.html"))
+        .add_tool(
+            Tool::new("preview_file", |args: Preview| {
+                text_result(preview_file(&Roots(roots::granted()), args))
+            })
+            .title("Preview File")
+            .description("The first 4 KiB of a file, for the directory tree's view.")
+            .read_only()
+            .view_only(),
+        );
+    meta::TOOLS.iter().fold(viewed, |plugin, tool| {
         let (input, output) = schemas!(
             tool.name,
             "read_file",
@@ -731,8 +774,13 @@ fn plugin() -> Plugin {
         );
         let [read_only_hint, destructive_hint, idempotent_hint, open_world_hint] = tool.hints;
         let name = tool.name;
+        let described = Tool::new(name, move |args: Value| run(name, args));
+        let described = match name {
+            "directory_tree" => described.view(TREE_VIEW),
+            _ => described,
+        };
         plugin.add_tool(
-            Tool::new(name, move |args: Value| run(name, args))
+            described
                 .title(tool.title)
                 .description(tool.description)
                 .input_schema_with(input)
