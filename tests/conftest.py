@@ -42,6 +42,22 @@ def warm_cache() -> tuple[list[Path], Path | None]:
     return sorted(base.glob("*.cwasm")), key
 
 
+# What tests made for people to look at (screenshots), named at the end of
+# the run.
+ARTIFACTS: list[str] = []
+
+
+@pytest.fixture
+def artifacts() -> list[str]:
+    """Where a test notes a file it made for people to look at."""
+    return ARTIFACTS
+
+
+def pytest_terminal_summary(terminalreporter):
+    for artifact in ARTIFACTS:
+        terminalreporter.write_line(f"made: {artifact}")
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory):
     """One compiled-component cache for the whole run, so each plugin compiles

@@ -53,6 +53,8 @@ def check_promise(by_revision: dict) -> None:
         assert caps["prompts"] == {"listChanged": True}
         assert caps["tools"] == {"listChanged": True}
         assert "io.modelcontextprotocol/skills" in caps["extensions"]
+        # Views too (MCP Apps): a plugin may bring one after the client came.
+        assert caps["extensions"]["io.modelcontextprotocol/ui"] == {"mimeTypes": ["text/html;profile=mcp-app"]}
 
 
 def stdio_discover(host: RawHost) -> dict:

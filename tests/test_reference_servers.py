@@ -383,6 +383,9 @@ async def test_filesystem_matches_server_filesystem(tmp_path, cache_dir):
     async with mine as a, theirs as b:
         listed_a = {t.name: described(t) for t in (await a.list_tools()).tools}
         listed_b = {t.name: described(t) for t in (await b.list_tools()).tools}
+        # Ours names an interactive view of the tree (MCP Apps), which a
+        # client that renders views shows (tests/test_views.py).
+        assert listed_a["directory_tree"].pop("_meta") == {"ui": {"resourceUri": "ui://filesystem/tree"}}
         assert listed_a == listed_b
 
         differences = {}
