@@ -143,7 +143,9 @@ fn check_resource_uri(uri: &Value, resources: &[resources::Resource]) -> Result<
             "resourceUri {shown} names a resource of type {}, not {MIME_TYPE}",
             crate::text::head(mime, 100)
         ),
-        None => bail!("resourceUri {shown} names a resource with no MIME type (a view's is {MIME_TYPE})"),
+        None => bail!(
+            "resourceUri {shown} names a resource with no MIME type (a view's is {MIME_TYPE})"
+        ),
     }
 }
 
@@ -280,7 +282,9 @@ fn is_origin(origin: &str) -> bool {
                     && label.len() <= 63
                     && !label.starts_with('-')
                     && !label.ends_with('-')
-                    && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
             })
     };
     let path_ok = !path.contains('*') && !path.contains("..");
@@ -298,8 +302,7 @@ pub fn check_read(
 ) -> std::result::Result<(), String> {
     use crate::runtime::types::ResourceBody;
     for c in contents {
-        let is_view =
-            c.uri.starts_with(SCHEME) || c.mime_type.as_deref().is_some_and(is_view_type);
+        let is_view = c.uri.starts_with(SCHEME) || c.mime_type.as_deref().is_some_and(is_view_type);
         if !is_view {
             continue;
         }
@@ -308,7 +311,12 @@ pub fn check_read(
             ResourceBody::Blob(bytes) => bytes.len(),
         };
         if size > max_bytes {
-            tracing::warn!(plugin, uri = crate::text::head(&c.uri, 200), size, "a view over the limit");
+            tracing::warn!(
+                plugin,
+                uri = crate::text::head(&c.uri, 200),
+                size,
+                "a view over the limit"
+            );
             return Err(format!(
                 "the view {} is {} KiB, over this plugin's limit of {} KiB (max_view_kb)",
                 crate::text::head(&c.uri, 200),
@@ -399,9 +407,18 @@ mod tests {
         let flat = json!({ "ui/resourceUri": "ui://files/tree" });
         check(&listing(vec![tool(flat)], views())).unwrap();
 
-        let other = refusal(json!({ "ui": { "resourceUri": "ui://other/view" } }), views());
-        assert!(other.contains("names no resource this plugin lists"), "{other}");
-        let http = refusal(json!({ "ui": { "resourceUri": "https://x/view" } }), views());
+        let other = refusal(
+            json!({ "ui": { "resourceUri": "ui://other/view" } }),
+            views(),
+        );
+        assert!(
+            other.contains("names no resource this plugin lists"),
+            "{other}"
+        );
+        let http = refusal(
+            json!({ "ui": { "resourceUri": "https://x/view" } }),
+            views(),
+        );
         assert!(http.contains("is not a ui:// URI"), "{http}");
         let number = refusal(json!({ "ui": { "resourceUri": 7 } }), views());
         assert!(number.contains("not a string"), "{number}");
@@ -419,12 +436,24 @@ mod tests {
     #[test]
     fn visibility_is_model_or_app_once_each() {
         let views = || vec![view("ui://v", Some("text/html; profile=mcp-app"), None)];
-        for bad in [json!([]), json!(["user"]), json!("app"), json!(["app", "app"])] {
-            let why = refusal(json!({ "ui": { "resourceUri": "ui://v", "visibility": bad } }), views());
+        for bad in [
+            json!([]),
+            json!(["user"]),
+            json!("app"),
+            json!(["app", "app"]),
+        ] {
+            let why = refusal(
+                json!({ "ui": { "resourceUri": "ui://v", "visibility": bad } }),
+                views(),
+            );
             assert!(why.contains("visibility"), "{why}");
         }
-        assert!(!for_model(&Some(json!({"ui": {"visibility": ["app"]}}).to_string())));
-        assert!(for_model(&Some(json!({"ui": {"visibility": ["app", "model"]}}).to_string())));
+        assert!(!for_model(&Some(
+            json!({"ui": {"visibility": ["app"]}}).to_string()
+        )));
+        assert!(for_model(&Some(
+            json!({"ui": {"visibility": ["app", "model"]}}).to_string()
+        )));
         assert!(for_model(&Some(json!({"ui": {}}).to_string())));
         assert!(for_model(&None));
     }
@@ -456,13 +485,16 @@ mod tests {
         ] {
             assert!(check_view_meta(&bad).is_err(), "{bad}");
         }
-        let many: Vec<String> = (0..65).map(|i| format!("https://h{i}.example.com")).collect();
+        let many: Vec<String> = (0..65)
+            .map(|i| format!("https://h{i}.example.com"))
+            .collect();
         assert!(check_view_meta(&json!({ "csp": { "connectDomains": many } })).is_err());
     }
 
     #[test]
     fn a_malformed_view_policy_is_left_out_of_what_is_read() {
-        let mut meta = Some(json!({ "ui": { "csp": { "connectDomains": ["x y"] } }, "k": 1 }).to_string());
+        let mut meta =
+            Some(json!({ "ui": { "csp": { "connectDomains": ["x y"] } }, "k": 1 }).to_string());
         contents_meta("p", "ui://v", &mut meta);
         assert_eq!(meta.as_deref(), Some("{\"k\":1}"));
         let kept = json!({ "ui": { "csp": { "connectDomains": ["https://a.com"] } } }).to_string();
@@ -473,7 +505,11 @@ mod tests {
 
     #[test]
     fn a_listed_view_with_a_malformed_policy_refuses_the_plugin() {
-        let bad = view("ui://v", Some(MIME_TYPE), Some(json!({ "ui": { "csp": { "connectDomains": [1] } } })));
+        let bad = view(
+            "ui://v",
+            Some(MIME_TYPE),
+            Some(json!({ "ui": { "csp": { "connectDomains": [1] } } })),
+        );
         let why = format!("{:#}", check(&listing(Vec::new(), vec![bad])).unwrap_err());
         assert!(why.starts_with("resource ui://v: its _meta.ui"), "{why}");
     }

@@ -15,8 +15,8 @@ mod tasks;
 pub use envelope::{CacheScope, Caching, Envelope, Enveloped, ServerInfoMeta};
 pub use lifecycle::{
     DiscoverResult, Empty, Extensions, InitializeResult, ListCapability, ResourcesCapability,
-    ServerCapabilities, ServerInfo, SkillsExtension, UiExtension, TaskRequests, TasksCapability,
-    ToolTaskRequests,
+    ServerCapabilities, ServerInfo, SkillsExtension, TaskRequests, TasksCapability,
+    ToolTaskRequests, UiExtension,
 };
 pub use skills::{
     DirectoryChild, GetSkillResult, ListSkillsResult, ReadDirectoryResult, SkillFileInfo, SkillInfo,

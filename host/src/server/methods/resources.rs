@@ -1,12 +1,12 @@
 //! `resources/list`, `resources/templates/list`, `resources/read`, and
 //! the handshake's `resources/subscribe` and `resources/unsubscribe`.
 
-use crate::registry::views;
 use super::{clip, invalid, unless_late, Request, MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
 use super::{from_call, Answer, Answered};
 use crate::protocol::model::{to_json, Empty};
 use crate::protocol::params::{self, Params};
 use crate::protocol::{Method, RpcError};
+use crate::registry::views;
 use crate::registry::{Catalogue, ResourceEntry};
 use crate::runtime::types;
 use crate::server::access::Item;
