@@ -108,7 +108,7 @@ def test_a_view_named_wrongly_refuses_its_plugin_saying_why(tmp_path, cache_dir,
     }
     cases = {"foreign": "foreign", "notui": "not-ui", "wrongtype": "wrong-type", "badcsp": "bad-csp"}
     host = views_host(tmp_path, cache_dir, host_env,
-                      {name: {"VIEW_CASE": case} for name, case in cases.items()} | {"fine": {}})
+                      {name: {"VIEW_CASE": case} for name, case in cases.items()} | {"fine": {}, "later": {}})
     try:
         host.initialize()
         for name, reason in reasons.items():
@@ -116,8 +116,13 @@ def test_a_view_named_wrongly_refuses_its_plugin_saying_why(tmp_path, cache_dir,
             line = next(line for line in log.splitlines() if reason in line)
             assert f"plugin {name} offers a view wrongly" in line, line
         host.wait_for_log('plugin added plugin="fine"')
-        tools = [t["name"] for t in host.request("tools/list")["result"]["tools"]]
-        assert tools == ["show"], tools
+        host.wait_for_log('plugin added plugin="later"')
+        tools = {t["name"]: t for t in host.request("tools/list")["result"]["tools"]}
+        assert list(tools) == ["show", "later.show"], list(tools)
+        # Two plugins list the same view: the first serves it, and the
+        # second's tool shows none rather than the first's.
+        assert tools["show"]["_meta"] == {"ui": {"resourceUri": "ui://views/panel"}}
+        assert "resourceUri" not in tools["later.show"].get("_meta", {}).get("ui", {}), tools["later.show"]
         uris = [r["uri"] for r in host.request("resources/list")["result"]["resources"]]
         assert uris == ["ui://views/panel"]
     finally:

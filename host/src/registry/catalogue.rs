@@ -173,10 +173,22 @@ impl Catalogue {
                 .as_deref()
                 .and_then(|s| serde_json::from_str(s).ok())
                 .map(Arc::new);
+            let mut tool = tool.clone();
+            // Its view is its own plugin's (checked at load) unless an
+            // earlier plugin serves that URI: then it has none here.
+            if let Some(view) = super::views::view_of(&tool.meta) {
+                if let Some(&i) = self.resource_index.get(&view) {
+                    tracing::warn!(
+                        plugin = plugin.name(), tool = %tool.name,
+                        "the tool's view {view} is not shown: plugin {} already serves that URI",
+                        self.resources[i].plugin.name()
+                    );
+                    tool.meta = super::views::without_view(&tool.meta);
+                }
+            }
             self.tool_index.insert(name.clone(), self.tools.len());
             self.tools.push(ToolEntry {
                 name,
-                tool: tool.clone(),
                 plugin: plugin.clone(),
                 header_parameters: header_parameters(&input_schema).into(),
                 input_schema,
@@ -184,6 +196,7 @@ impl Catalogue {
                 schema_bound,
                 output_schema,
                 for_model: super::views::for_model(&tool.meta),
+                tool,
             });
         }
     }

@@ -68,6 +68,27 @@ pub fn for_model(meta: &Option<String>) -> bool {
     }
 }
 
+/// The view a tool whose `_meta` is `meta` names, if any.
+pub fn view_of(meta: &Option<String>) -> Option<String> {
+    let meta = object(meta)?;
+    let nested = meta.get("ui").and_then(|ui| ui.get("resourceUri"));
+    nested
+        .or_else(|| meta.get(FLAT_RESOURCE_URI))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// `meta` without the view it names (its other `_meta`, visibility
+/// included, kept).
+pub fn without_view(meta: &Option<String>) -> Option<String> {
+    let mut meta = object(meta)?;
+    meta.remove(FLAT_RESOURCE_URI);
+    if let Some(Value::Object(ui)) = meta.get_mut("ui") {
+        ui.remove("resourceUri");
+    }
+    Some(Value::Object(meta).to_string())
+}
+
 /// Checks what `listing`'s tools and resources say of views: an error
 /// naming the tool or resource and what is wrong refuses the plugin.
 pub fn check(listing: &Listing) -> Result<()> {
@@ -431,6 +452,24 @@ mod tests {
         let typed = refusal(json!({ "ui": { "resourceUri": "ui://files/tree" } }), text);
         assert!(typed.contains("not text/html;profile=mcp-app"), "{typed}");
         assert!(typed.starts_with("tool show: its view"), "{typed}");
+    }
+
+    #[test]
+    fn a_view_is_found_and_taken_off() {
+        let meta = Some(
+            json!({ "ui": { "resourceUri": "ui://a", "visibility": ["app"] }, "k": 1 }).to_string(),
+        );
+        assert_eq!(view_of(&meta).as_deref(), Some("ui://a"));
+        let flat = Some(json!({ "ui/resourceUri": "ui://b" }).to_string());
+        assert_eq!(view_of(&flat).as_deref(), Some("ui://b"));
+        let off = without_view(&meta);
+        assert_eq!(view_of(&off), None);
+        assert_eq!(
+            off.unwrap(),
+            json!({ "ui": { "visibility": ["app"] }, "k": 1 }).to_string()
+        );
+        assert_eq!(view_of(&without_view(&flat)), None);
+        assert_eq!(view_of(&None), None);
     }
 
     #[test]
