@@ -143,3 +143,36 @@ def test_an_oversized_view_is_refused(tmp_path, cache_dir, host_env):
         assert shown["result"]["content"][0]["text"] == "shown"
     finally:
         host.close()
+
+
+def test_the_access_rules_cover_views_and_view_only_tools(tmp_path, cache_dir, http_host_factory, host_env):
+    """A view is a resource and a view-only tool a tool: a profile that
+    leaves them out offers neither, on every path to them."""
+    from test_http_transport import BASE_HEADERS, request
+    from conftest import modern_meta
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(FIXTURES / "views.wasm", plugins / "views.wasm")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[server]\ncache_dir = "{cache_dir}"\n\n'
+                      '[profiles.blind]\ninclude = ["views.show"]\npath = "/blind"\n')
+    host = http_host_factory(plugins, ["--config", str(config)], host_env)
+
+    def ask(path, method, params):
+        name = params.get("name") or params.get("uri")
+        headers = dict(BASE_HEADERS, **{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name})
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": dict(params, _meta=modern_meta())}
+        reply = request(host, "POST", body, headers, path=path)
+        assert reply.status in (200, 404), reply.raw
+        return json.loads(reply.raw) if reply.raw.startswith(b"{") else reply.json()[-1]
+
+    read = {"uri": "ui://views/panel"}
+    poke = {"name": "poke", "arguments": {}}
+    show = {"name": "show", "arguments": {}}
+    assert "result" in ask("/mcp", "resources/read", read)
+    assert ask("/mcp", "tools/call", poke)["result"]["content"][0]["text"] == "poked"
+    assert ask("/blind", "tools/call", show)["result"]["content"][0]["text"] == "shown"
+    for method, params in [("resources/read", read), ("tools/call", poke)]:
+        refused = ask("/blind", method, params)
+        assert "error" in refused and "result" not in refused, refused
