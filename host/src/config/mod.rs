@@ -3,6 +3,7 @@
 //! policy that grants a plugin what it asks for and the config allows.
 
 mod access;
+pub mod card;
 mod check;
 mod cluster;
 pub mod defaults;
@@ -335,6 +336,19 @@ pub struct ServerSection {
     /// for or definitions differ from its entry is not served. Never
     /// enforced under `dev`.
     pub lock: Option<PathBuf>,
+    /// The name its server card gives it: `NAMESPACE/NAME` in reverse-DNS
+    /// form (`com.example/tools`); each profile's card adds `-PROFILE`.
+    /// Not the `serverInfo` name, which stays `wasm-mcp`.
+    pub name: String,
+    /// What its server card says it offers, in 1 to 100 characters.
+    pub description: String,
+    /// A web page its server card links to (`http://` or `https://`).
+    pub website: Option<String>,
+    /// Icons its server card shows (`[[server.icons]]`, at most 8): each a
+    /// `src` (an `https:` URL, or a `data:` URI of at most 64 KiB) and, if
+    /// known, its `mime_type`, `sizes` (`48x48`, `any`) and `theme`
+    /// (`light` or `dark`).
+    pub icons: Vec<card::IconSection>,
 }
 
 impl Default for ServerSection {
@@ -368,6 +382,10 @@ impl Default for ServerSection {
             calls_per_sec_per_principal: 0.0,
             tool_search: ToolSearchSetting::default(),
             lock: None,
+            name: card::DEFAULT_NAME.to_owned(),
+            description: card::DEFAULT_DESCRIPTION.to_owned(),
+            website: None,
+            icons: Vec::new(),
         }
     }
 }
@@ -608,6 +626,7 @@ impl Config {
         };
         keep(check::server(&config.server));
         keep(check::lock(&mut config.server, base));
+        keep(card::check(&config));
         keep(check_limits("limits", &config.limits));
         keep(check::open_roots(&mut config.roots, base, text, files));
         keep(check::plugins(&mut config, text, base));

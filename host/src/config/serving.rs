@@ -60,7 +60,8 @@ pub(super) fn check(config: &Config, text: &str) -> Result<()> {
 }
 
 /// The profiles' paths: plain, and none served already (by the host, the
-/// endpoint, or another profile).
+/// endpoint, another profile, or a server card), each with a server card
+/// path of its own.
 fn routes(config: &Config, note: &mut impl FnMut(&[&str], String)) {
     let main = config.http.path.as_str();
     // `{`, `}`, `*` and a missing `/` are [http]'s own check's.
@@ -71,8 +72,19 @@ fn routes(config: &Config, note: &mut impl FnMut(&[&str], String)) {
         );
     }
     let mut taken: Vec<(String, String)> = Vec::new();
-    for name in config.profiles.keys() {
+    // Each endpoint's server card is served at its path then /server-card.
+    let cards: Vec<(String, String)> = std::iter::once((main.to_owned(), "[http] path".into()))
+        .chain(
+            config
+                .profiles
+                .keys()
+                .map(|name| (profile_path(config, name), format!("profile {name}"))),
+        )
+        .map(|(path, whose)| (super::card::card_path(&path), whose))
+        .collect();
+    for (index, name) in config.profiles.keys().enumerate() {
         let path = profile_path(config, name);
+        let card = &cards[index + 1].0;
         let written = config.profiles[name].path.is_some();
         let (keys, how): (Vec<&str>, &str) = match &config.profiles[name].path {
             Some(_) => (vec!["profiles", name, "path"], ""),
@@ -97,11 +109,17 @@ fn routes(config: &Config, note: &mut impl FnMut(&[&str], String)) {
                 HOST_PATHS[..HOST_PATHS.len() - 1].join(", "),
                 HOST_PATHS[HOST_PATHS.len() - 1]
             ))
+        } else if let Some((_, whose)) = cards.iter().find(|(card, _)| *card == path) {
+            Some(format!("is {whose}'s server card path"))
+        } else if let Some((_, other)) = taken.iter().find(|(p, _)| *p == path) {
+            Some(format!("is profile {other}'s path too"))
         } else {
-            taken
+            cards[..=index]
                 .iter()
-                .find(|(p, _)| *p == path)
-                .map(|(_, other)| format!("is profile {other}'s path too"))
+                .find(|(other, _)| other == card)
+                .map(|(_, whose)| {
+                    format!("has the server card path {card} of {whose} (a / at its end aside)")
+                })
         };
         if let Some(clash) = clash {
             note(&keys, format!("its path {path}{how} {clash}"));
