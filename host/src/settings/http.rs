@@ -3,8 +3,8 @@
 use crate::config::{AuthSection, Config, HttpSection, JwtSection};
 use crate::transport::http::tls::TlsFiles;
 use crate::transport::http::{
-    check_jwks_url, Auth, ConnectionLimits, Guard, HttpOptions, JwksSource, JwtCheck, Location,
-    SessionLimits,
+    check_jwks_url, Auth, CardOptions, ConnectionLimits, Guard, HttpOptions, Icon, JwksSource,
+    JwtCheck, Location, SessionLimits,
 };
 use anyhow::{Context as _, Result};
 use std::net::SocketAddr;
@@ -59,7 +59,9 @@ pub fn http_options(
         }),
         _ => None,
     };
+    let card = card_options(config, auth.as_ref());
     Ok(HttpOptions {
+        card,
         tls,
         profile_paths,
         profile_claim,
@@ -92,6 +94,32 @@ pub fn http_options(
             .is_some()
             .then(|| secs(config.cluster.drain_secs)),
     })
+}
+
+/// What the server cards say: `[server] name`, `description`, `website`
+/// and `icons`, and the main endpoint's public URL when the config names
+/// one (`auth`'s resource, else `[http] public_url`).
+fn card_options(config: &Config, auth: Option<&Auth>) -> CardOptions {
+    let server = &config.server;
+    CardOptions {
+        name: server.name.clone(),
+        description: server.description.clone(),
+        website: server.website.clone(),
+        icons: server
+            .icons
+            .iter()
+            .map(|icon| Icon {
+                src: icon.src.clone(),
+                mime_type: icon.mime_type.clone(),
+                sizes: icon.sizes.clone(),
+                theme: icon.theme.map(|t| t.as_str()),
+            })
+            .collect(),
+        public_url: auth
+            .map(|auth| auth.metadata.resource.clone())
+            .or_else(|| config.http.public_url.clone()),
+        ..CardOptions::default()
+    }
 }
 
 /// `[http.auth]`: the tokens (from the config and the environment), the

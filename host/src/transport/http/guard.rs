@@ -51,16 +51,7 @@ impl Guard {
     pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         let bad = |why: String| (StatusCode::BAD_REQUEST, why);
         let forbidden = |why: String| (StatusCode::FORBIDDEN, why);
-        let host = headers
-            .get(http::header::HOST)
-            .ok_or_else(|| bad("no Host header".into()))?
-            .to_str()
-            .map_err(|_| bad("unreadable Host header".into()))?;
-        let name =
-            host_name(host).ok_or_else(|| bad(format!("malformed Host {}", quoted(host))))?;
-        if !self.host_allowed(&name) {
-            return Err(forbidden(format!("Host {} is not allowed", quoted(host))));
-        }
+        self.host(headers)?;
         if let Some(origin) = headers.get(http::header::ORIGIN) {
             let origin = origin
                 .to_str()
@@ -73,6 +64,25 @@ impl Guard {
             }
         }
         Ok(())
+    }
+
+    /// The request's `Host` (`host[:port]`, as sent), if it is readable
+    /// and allowed; its `Origin` is not looked at (public metadata, such as
+    /// the server cards, is for any page to read).
+    pub(super) fn host<'h>(&self, headers: &'h HeaderMap) -> Result<&'h str, Refusal> {
+        let bad = |why: String| (StatusCode::BAD_REQUEST, why);
+        let host = headers
+            .get(http::header::HOST)
+            .ok_or_else(|| bad("no Host header".into()))?
+            .to_str()
+            .map_err(|_| bad("unreadable Host header".into()))?;
+        let name =
+            host_name(host).ok_or_else(|| bad(format!("malformed Host {}", quoted(host))))?;
+        if !self.host_allowed(&name) {
+            let why = format!("Host {} is not allowed", quoted(host));
+            return Err((StatusCode::FORBIDDEN, why));
+        }
+        Ok(host)
     }
 
     fn host_allowed(&self, name: &str) -> bool {
@@ -157,6 +167,10 @@ mod tests {
             .is_err());
         let refused = guard.check(&HeaderMap::new()).unwrap_err();
         assert_eq!(refused.0, StatusCode::BAD_REQUEST);
+        // The host alone: any origin passes, a foreign host does not.
+        let foreign = headers("localhost:3000", Some("http://evil.example.com"));
+        assert_eq!(guard.host(&foreign), Ok("localhost:3000"));
+        assert!(guard.host(&headers("evil.example.com", None)).is_err());
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! Streamable HTTP (axum): one MCP endpoint for every revision (sessions
 //! for the handshake revisions, none for the stateless one), the
-//! deprecated HTTP+SSE transport behind a flag, and what keeps the
-//! endpoint safe to expose: Host/Origin checks, bearer authentication, a
-//! body limit and configurable CORS.
+//! deprecated HTTP+SSE transport behind a flag, the server cards, and
+//! what keeps the endpoint safe to expose: Host/Origin checks, bearer
+//! authentication, a body limit and configurable CORS.
 
 mod answer;
 mod auth;
+pub mod card;
 mod endpoint;
 mod event_log;
 mod guard;
@@ -21,6 +22,7 @@ mod tests;
 pub mod tls;
 
 pub use auth::{check_jwks_url, Auth, JwksSource, JwtCheck, Location, Reason};
+pub use card::{CardOptions, Icon};
 pub use guard::Guard;
 pub use listener::ConnectionLimits;
 pub use sessions::SessionLimits;
@@ -82,6 +84,8 @@ pub struct HttpOptions {
     /// The token claim naming a caller's tenant (`[tenancy] claim`); a
     /// token without it is refused. `None`: its `sub`.
     pub tenant_claim: Option<String>,
+    /// What the server cards say.
+    pub card: CardOptions,
 }
 
 impl Default for HttpOptions {
@@ -105,6 +109,7 @@ impl Default for HttpOptions {
             profile_claim: None,
             tenant_claim: None,
             tls: None,
+            card: CardOptions::default(),
         }
     }
 }
@@ -284,6 +289,7 @@ pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
     sessions.start_expiry(&server, options.session_idle);
     sessions.follow_ended(&server);
     let cors = cors_layer(&options.guard.allowed_origins);
+    let guard = options.guard.clone();
     let app = Arc::new(App {
         server,
         sessions,
@@ -305,10 +311,12 @@ pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
                 .get(endpoint::get)
                 .delete(endpoint::delete),
         );
+    let mut profiles = Vec::new();
     for (path, name) in &options.profile_paths {
         let Some(profile) = app.server.policy().profile(name) else {
             continue;
         };
+        profiles.push((path.clone(), profile.clone()));
         let post = move |state, headers, body| {
             endpoint::post_in(state, headers, body, Some(profile.clone()))
         };
@@ -337,6 +345,18 @@ pub fn router(server: Arc<Server>, options: HttpOptions) -> (Router, Arc<App>) {
     if let Some(cors) = cors {
         router = router.layer(cors);
     }
+    // The cards have CORS of their own (any origin may read them), so they
+    // join after the endpoint's.
+    let cards = card::Cards::new(
+        app.server.clone(),
+        guard,
+        options.card,
+        options.tls.is_some(),
+        app.auth.as_ref().map(|auth| auth.metadata_url.clone()),
+        &options.path,
+        profiles,
+    );
+    let router = router.merge(cards.routes());
     (router, app)
 }
 
