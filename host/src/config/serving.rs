@@ -363,10 +363,14 @@ fn sizes(config: &Config, note: &mut impl FnMut(&[&str], String)) {
     let l = &config.limits;
     add(&["limits", "max_result_mb"], l.max_result_mb as u64, 1);
     add(&["limits", "max_message_kb"], l.max_message_kb as u64, 1024);
+    add(&["limits", "max_view_kb"], l.max_view_kb as u64, 1024);
     for (name, plugin) in &config.plugins {
         let l = &plugin.limits;
         if let Some(mb) = l.max_result_mb {
             add(&["plugins", name, "limits", "max_result_mb"], mb as u64, 1);
+        }
+        if let Some(kb) = l.max_view_kb {
+            add(&["plugins", name, "limits", "max_view_kb"], kb as u64, 1024);
         }
         if let Some(kb) = l.max_message_kb {
             add(
@@ -375,15 +379,11 @@ fn sizes(config: &Config, note: &mut impl FnMut(&[&str], String)) {
                 1024,
             );
         }
-    add(&["limits", "max_view_kb"], l.max_view_kb as u64, 1024);
     }
     for (keys, value, per_mb) in sizes {
         if value > MAX_MB * per_mb {
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
             note(
-        if let Some(kb) = l.max_view_kb {
-            add(&["plugins", name, "limits", "max_view_kb"], kb as u64, 1024);
-        }
                 &keys,
                 format!("must be at most {} (1 TiB)", MAX_MB * per_mb),
             );
