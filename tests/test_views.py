@@ -176,3 +176,8 @@ def test_the_access_rules_cover_views_and_view_only_tools(tmp_path, cache_dir, h
     for method, params in [("resources/read", read), ("tools/call", poke)]:
         refused = ask("/blind", method, params)
         assert "error" in refused and "result" not in refused, refused
+    # The server cards name what each endpoint lists: never a view-only tool.
+    for path in ("/mcp", "/blind"):
+        card = request(host, "GET", path=f"{path}/server-card")
+        assert card.status == 200, card.raw
+        assert json.loads(card.raw)["_meta"]["dev.wasm-mcp/offers"]["tools"] == ["show"], card.raw

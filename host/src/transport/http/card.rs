@@ -309,7 +309,8 @@ impl Cards {
     }
 
     /// The plugins and tools (sorted) a caller without a token may list
-    /// on an endpoint serving `profile`.
+    /// on an endpoint serving `profile` (every tool it may call, with tool
+    /// search too).
     fn offers(&self, profile: Option<&Arc<Profile>>) -> Value {
         let catalogue = self.server.registry().catalogue();
         let mut caller = (*Caller::anonymous()).clone();
@@ -320,7 +321,8 @@ impl Cards {
         let sees = |item: &Item<'_>| policy.check(&caller, item, "").is_ok();
         let mut plugins = BTreeSet::new();
         let mut tools = BTreeSet::new();
-        for entry in &catalogue.tools {
+        // A tool for its view only (MCP Apps) is listed to no one.
+        for entry in catalogue.tools.iter().filter(|t| t.for_model) {
             if sees(&Item::tool(entry.plugin.name(), &entry.tool)) {
                 tools.insert(entry.name.as_str());
                 plugins.insert(entry.plugin.name());
