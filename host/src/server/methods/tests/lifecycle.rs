@@ -12,7 +12,10 @@ fn expected_capabilities(revision: Revision) -> Value {
         "resources": { "subscribe": true, "listChanged": true },
         "prompts": { "listChanged": true },
         "completions": {},
-        "extensions": { crate::skills::EXTENSION: { "directoryRead": true } },
+        "extensions": {
+            crate::skills::EXTENSION: { "directoryRead": true },
+            meta::UI_EXTENSION: { "mimeTypes": [meta::UI_MIME_TYPE] },
+        },
     });
     if !revision.is_stateless() {
         caps["logging"] = json!({});
