@@ -4,7 +4,9 @@ and scheduler, which bench-callgrind.py's instruction count cannot see:
 kernel time (sockets, page faults, madvise, TLB shootdowns), threads waking
 each other, time spent waiting. Two builds of this repository, BEFORE and
 AFTER, are compared with each other and with a bare axum JSON echo (the
-floor, peer-bench's `perf-peers echo`) under the same load in the same run.
+floor, peer-bench's `perf-peers echo`) and with rmcp serving the same tool
+natively (`perf-peers rmcp-http`, the issue's yardstick) under the same load
+in the same run.
 Needs wrk (Debian's: `apt-get install -y wrk`; ../shared/peer-bench/setup.sh
 installs it) and perf-peers (built by that setup.sh).
 
@@ -23,9 +25,9 @@ as peer-bench sends them), driven by wrk (2 threads, 1 at c=1) at 1, 8 and
                 born in it counts from zero
   p50, p99 us   wrk --latency (client side, includes wrk's own scheduling)
 
-Rounds alternate (before, after, echo; reversed every other round), each
+Rounds alternate (before, after, rmcp, echo; reversed every other round), each
 point of a round back to back. The table gives medians over rounds, and
-after/before and after/echo as medians of the per-round ratios (adjacent
+after/before, after/rmcp and after/echo as medians of the per-round ratios (adjacent
 measurements, so slow drifts of the machine's load cancel).
 
     ../shared/peer-bench/setup.sh      # once: builds perf-peers (the echo), installs wrk
@@ -213,13 +215,14 @@ def median_ratio(runs: dict, a: str, b: str, conns: int, key: str) -> float:
 
 
 def table(runs: dict, connections: list[int]) -> str:
-    lines = ["| figure | conns | before | after | echo | after÷before | after÷echo |",
-             "|---|--:|--:|--:|--:|--:|--:|"]
+    lines = ["| figure | conns | before | after | rmcp | echo | after÷before | after÷rmcp | after÷echo |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for key, label, fmt in FIGURES:
         for c in connections:
             med = {s: fmt.format(statistics.median(r[key] for r in runs[s][c])) for s in runs}
-            lines.append(f"| {label} | {c} | {med['before']} | {med['after']} | {med['echo']} | "
+            lines.append(f"| {label} | {c} | {med['before']} | {med['after']} | {med['rmcp']} | {med['echo']} | "
                          f"{median_ratio(runs, 'after', 'before', c, key):.3f} | "
+                         f"{median_ratio(runs, 'after', 'rmcp', c, key):.2f} | "
                          f"{median_ratio(runs, 'after', 'echo', c, key):.2f} |")
     return "\n".join(lines)
 
@@ -255,6 +258,8 @@ def main() -> None:
         try:
             servers["before"] = start_host("before", args.before.resolve(), tmp)
             servers["after"] = start_host("after", args.after.resolve(), tmp)
+            port = free_port()
+            servers["rmcp"] = Server("rmcp", [str(args.peers), "rmcp-http", f"127.0.0.1:{port}"], port)
             port = free_port()
             servers["echo"] = Server("echo", [str(args.peers), "echo", f"127.0.0.1:{port}"], port)
             for name, server in servers.items():
