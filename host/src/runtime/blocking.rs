@@ -9,8 +9,10 @@
 //! block only its own threads, at most `max_blocking_threads` of them, and
 //! never the host's or another plugin's.
 
+use super::ticker::Ticker;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::runtime::{Handle, Runtime};
 
@@ -18,11 +20,17 @@ use tokio::runtime::{Handle, Runtime};
 /// sockets the plugin's WASI work registers) and a capped blocking pool.
 pub(super) struct BlockingPool {
     runtime: Option<Runtime>,
+    ticker: Arc<Ticker>,
 }
 
 impl BlockingPool {
-    /// A pool for `plugin` of at most `max_threads` blocking threads.
-    pub(super) fn new(plugin: &str, max_threads: usize) -> std::io::Result<Self> {
+    /// A pool for `plugin` of at most `max_threads` blocking threads,
+    /// whose polls keep `ticker` ticking.
+    pub(super) fn new(
+        plugin: &str,
+        max_threads: usize,
+        ticker: Arc<Ticker>,
+    ) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .max_blocking_threads(max_threads.max(1))
@@ -31,13 +39,16 @@ impl BlockingPool {
             .build()?;
         Ok(BlockingPool {
             runtime: Some(runtime),
+            ticker,
         })
     }
 
-    /// `future`, polled with this pool's runtime as the ambient one.
+    /// `future`, polled with this pool's runtime as the ambient one and
+    /// the epoch ticker ticking: plugin code runs only inside such polls.
     pub(super) fn run<F: Future>(&self, future: F) -> InPool<F> {
         InPool {
             handle: self.handle().clone(),
+            ticker: self.ticker.clone(),
             inner: Box::pin(future),
         }
     }
@@ -62,6 +73,7 @@ impl Drop for BlockingPool {
 /// A future polled inside a plugin's runtime context.
 pub(super) struct InPool<F> {
     handle: Handle,
+    ticker: Arc<Ticker>,
     inner: Pin<Box<F>>,
 }
 
@@ -70,6 +82,7 @@ impl<F: Future> Future for InPool<F> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = &mut *self;
         let _ambient = this.handle.enter();
+        let _ticking = this.ticker.running();
         this.inner.as_mut().poll(cx)
     }
 }
@@ -80,7 +93,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn stuck_blocking_work_holds_only_the_pool_it_ran_in() {
-        let pool = BlockingPool::new("test", 2).unwrap();
+        let pool = BlockingPool::new("test", 2, Ticker::new()).unwrap();
         let spawn_in_pool = |job: Box<dyn FnOnce() -> u32 + Send>| {
             let _ambient = pool.handle().enter();
             tokio::task::spawn_blocking(job)

@@ -4,17 +4,12 @@
 use super::cache::{ArtifactCache, ComponentSource};
 use super::grants::{Grants, Limits};
 use super::plugin::LoadedPlugin;
+use super::ticker::Ticker;
 use super::tier::Tier;
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
-
-/// How often the epoch advances; the granularity of deadlines and of the
-/// cooperative yields that keep a busy plugin from starving other tasks.
-pub(super) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// Settings of the runtime.
 #[derive(Debug, Clone)]
@@ -48,7 +43,7 @@ pub struct Runtime {
     quick: Option<Tier>,
     cache: ArtifactCache,
     pub(super) config: RuntimeConfig,
-    ticker_stop: Arc<AtomicBool>,
+    ticker: Arc<Ticker>,
 }
 
 impl Runtime {
@@ -93,10 +88,12 @@ impl Runtime {
         // The pool has room for as many instances as there are slots; the
         // baseline tier allocates on demand but takes the same slots.
         let instances = super::slots::Slots::new(config.max_instances as usize);
+        let ticker = Ticker::new();
         let optimized = Tier::new(
             Strategy::Cranelift,
             InstanceAllocationStrategy::Pooling(pool),
             instances.clone(),
+            ticker.clone(),
         )
         .with_context(|| {
             format!(
@@ -112,29 +109,17 @@ impl Runtime {
             Strategy::Winch,
             InstanceAllocationStrategy::OnDemand,
             instances,
+            ticker.clone(),
         )
         .map_err(|e| tracing::debug!("no baseline compiler: {e:#}"))
         .ok();
 
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        {
-            let engines: Vec<Engine> = [Some(&optimized), quick.as_ref()]
-                .into_iter()
-                .flatten()
-                .map(|t| t.engine.clone())
-                .collect();
-            let stop = ticker_stop.clone();
-            std::thread::Builder::new()
-                .name("epoch-ticker".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(EPOCH_TICK);
-                        for engine in &engines {
-                            engine.increment_epoch();
-                        }
-                    }
-                })?;
-        }
+        let engines: Vec<Engine> = [Some(&optimized), quick.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|t| t.engine.clone())
+            .collect();
+        ticker.start(engines)?;
 
         let cache = ArtifactCache::new(
             &optimized.engine,
@@ -146,7 +131,7 @@ impl Runtime {
             quick,
             cache,
             config,
-            ticker_stop,
+            ticker,
         }))
     }
 
@@ -241,6 +226,6 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
+        self.ticker.stop();
     }
 }

@@ -27,6 +27,7 @@ mod slots;
 mod spare;
 mod state;
 mod tenant_dirs;
+mod ticker;
 mod tier;
 mod tool_calls;
 mod wait_clock;

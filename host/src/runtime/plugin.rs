@@ -108,7 +108,11 @@ impl LoadedPlugin {
                  and no function that can be served as a tool"
             );
         }
-        let pool = BlockingPool::new(&name, grants.limits.max_blocking_threads)?;
+        let pool = BlockingPool::new(
+            &name,
+            grants.limits.max_blocking_threads,
+            tier.ticker.clone(),
+        )?;
         let limits = &grants.limits;
         let warm = Warm::new(limits.calls_per_instance, limits.max_concurrent_calls);
         let idle = Arc::new(Quiet {

@@ -4,6 +4,7 @@
 use super::bindings;
 use super::slots::Slots;
 use super::state::CallState;
+use super::ticker::Ticker;
 use anyhow::Result;
 use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
@@ -16,6 +17,8 @@ pub(super) struct Tier {
     /// The instances that may be alive at once, shared by every tier
     /// (`[server] max_instances`).
     pub(super) instances: Arc<Slots>,
+    /// The epoch ticker every tier shares.
+    pub(super) ticker: Arc<Ticker>,
 }
 
 impl Tier {
@@ -25,6 +28,7 @@ impl Tier {
         strategy: Strategy,
         allocation: InstanceAllocationStrategy,
         instances: Arc<Slots>,
+        ticker: Arc<Ticker>,
     ) -> Result<Self> {
         // The baseline compiler builds each component on the thread that
         // asks: at startup many compile at once, and in the shared thread
@@ -57,6 +61,7 @@ impl Tier {
             engine,
             linker,
             instances,
+            ticker,
         })
     }
 }
