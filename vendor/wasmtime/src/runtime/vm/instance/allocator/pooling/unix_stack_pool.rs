@@ -24,6 +24,11 @@ pub struct StackPool {
     index_allocator: SimpleIndexAllocator,
     async_stack_zeroing: bool,
     async_stack_keep_resident: HostAlignedByteCount,
+    /// Whether each stack's guard page is in place yet: it is made on the
+    /// stack's first allocation, not up front for every stack (wasm-mcp's
+    /// change: 1 000 `mprotect`s at startup, a few ms and 2 000 VMAs, for
+    /// stacks most hosts never use).
+    guarded: Box<[core::sync::atomic::AtomicBool]>,
 }
 
 impl StackPool {
@@ -33,8 +38,6 @@ impl StackPool {
     }
 
     pub fn new(config: &PoolingAllocationConfig) -> Result<Self> {
-        use rustix::mm::{MprotectFlags, mprotect};
-
         let page_size = HostAlignedByteCount::host_page_size();
 
         // Add a page to the stack size for the guard page when using fiber stacks
@@ -55,25 +58,6 @@ impl StackPool {
         let mapping = Mmap::accessible_reserved(allocation_size, allocation_size)
             .context("failed to create stack pool mapping")?;
 
-        // Set up the stack guard pages.
-        if !allocation_size.is_zero() {
-            unsafe {
-                for i in 0..max_stacks {
-                    // Safety: i < max_stacks and we've already checked that
-                    // stack_size * max_stacks is valid.
-                    let offset = stack_size.unchecked_mul(i);
-                    // Make the stack guard page inaccessible.
-                    let bottom_of_stack = mapping.as_ptr().add(offset.byte_count()).cast_mut();
-                    mprotect(
-                        bottom_of_stack.cast(),
-                        page_size.byte_count(),
-                        MprotectFlags::empty(),
-                    )
-                    .context("failed to protect stack guard page")?;
-                }
-            }
-        }
-
         Ok(Self {
             mapping,
             stack_size,
@@ -84,6 +68,9 @@ impl StackPool {
                 config.async_stack_keep_resident,
             )?,
             index_allocator: SimpleIndexAllocator::new(config.limits.total_stacks)?,
+            guarded: (0..max_stacks)
+                .map(|_| core::sync::atomic::AtomicBool::new(false))
+                .collect(),
         })
     }
 
@@ -105,6 +92,32 @@ impl StackPool {
             .index();
 
         assert!(index < self.max_stacks);
+
+        // The index is this allocation's alone until it is deallocated, so
+        // no other thread sets up the same guard page meanwhile.
+        let guarded = &self.guarded[index];
+        if !guarded.load(core::sync::atomic::Ordering::Acquire) {
+            use rustix::mm::{MprotectFlags, mprotect};
+            // Safety: index < max_stacks, and stack_size * max_stacks was
+            // checked to be valid; the guard page is no stack's memory.
+            let protected = unsafe {
+                let bottom_of_stack = self
+                    .mapping
+                    .as_ptr()
+                    .add(self.stack_size.unchecked_mul(index).byte_count())
+                    .cast_mut();
+                mprotect(
+                    bottom_of_stack.cast(),
+                    self.page_size.byte_count(),
+                    MprotectFlags::empty(),
+                )
+            };
+            if let Err(error) = protected {
+                self.index_allocator.free(SlotId(index as u32), 0);
+                return Err(error).context("failed to protect stack guard page");
+            }
+            guarded.store(true, core::sync::atomic::Ordering::Release);
+        }
 
         unsafe {
             // Remove the guard page from the size
