@@ -75,6 +75,8 @@ pub async fn serve_folder(
     tokio::task::spawn_blocking(move || std::fs::read_dir(&readable).map(drop))
         .await?
         .with_context(|| format!("the plugin folder {} cannot be read", dir.display()))?;
+    // On another core while the engine starts (about 2 ms here).
+    tokio::task::spawn_blocking(crate::registry::warm_schema_checks);
     let runtime = Runtime::new(settings::runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime));
     let policy = Policy::new(config.clone())?;

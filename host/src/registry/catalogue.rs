@@ -415,6 +415,14 @@ pub enum InputSchemaError {
     Invalid(String),
 }
 
+/// Compiles, once per process, what checking any input schema needs
+/// first: the meta-schema of the default draft (2020-12), which every
+/// schema is checked against. The host runs this beside its engine's
+/// start, so the first plugin's listing does not wait for it.
+pub fn warm_schema_checks() {
+    let _ = compile_input_schema(r#"{"type": "object"}"#);
+}
+
 /// An input schema parsed, checked against the bounds of
 /// [`super::schema_limits`] and compiled, with what checking arguments
 /// against it may cost; it must describe an object. It is read in the

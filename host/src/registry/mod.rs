@@ -11,8 +11,8 @@ pub mod views;
 pub(crate) mod tests;
 
 pub use catalogue::{
-    compile_input_schema, Catalogue, InputSchemaError, PluginEntry, PromptEntry, ResourceEntry,
-    SkillEntry, TemplateEntry, ToolEntry,
+    compile_input_schema, warm_schema_checks, Catalogue, InputSchemaError, PluginEntry,
+    PromptEntry, ResourceEntry, SkillEntry, TemplateEntry, ToolEntry,
 };
 pub use uri_template::UriTemplate;
 
