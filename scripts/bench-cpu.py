@@ -30,7 +30,7 @@ point of a round back to back. The table gives medians over rounds, and
 after/before, after/rmcp and after/echo as medians of the per-round ratios (adjacent
 measurements, so slow drifts of the machine's load cancel).
 
-    ../shared/peer-bench/setup.sh      # once: builds perf-peers (the echo), installs wrk
+    ../shared/peer-bench/setup.sh      # once: builds perf-peers (rmcp and the echo), installs wrk
     git worktree add /tmp/before REV && (cd /tmp/before && cargo build --release)
     mkdir -p /tmp/before/dist/plugins && cp dist/plugins/hello.wasm /tmp/before/dist/plugins/
                                        # or build hello there (scripts/build) if it changed
