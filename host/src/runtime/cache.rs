@@ -128,6 +128,7 @@ impl ArtifactCache {
     pub(super) fn load(&self, engine: &Engine, source: &ComponentSource) -> Result<Component> {
         let bytes = &source.bytes;
         let Some(path) = self.path_of(source) else {
+            super::tier::lower_compile_priority();
             return Ok(Component::new(engine, bytes)?);
         };
         match self.read_genuine(&path) {
@@ -147,6 +148,7 @@ impl ArtifactCache {
                 tracing::warn!(path = %path.display(), "ignoring untrusted cache entry: {e:#}")
             }
         }
+        super::tier::lower_compile_priority();
         let started = std::time::Instant::now();
         let component = Component::new(engine, bytes)?;
         let compiled = started.elapsed();

@@ -49,7 +49,6 @@ pub struct Runtime {
 impl Runtime {
     /// Builds the engine and starts the epoch ticker.
     pub fn new(config: RuntimeConfig) -> Result<Arc<Self>> {
-        super::tier::lower_compile_priority();
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(config.max_instances)
             .total_core_instances(config.max_instances * 4)

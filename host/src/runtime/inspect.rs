@@ -15,6 +15,7 @@ pub struct ComponentDescription {
 
 /// Compiles `bytes` (without caching) and lists its imports and exports.
 pub fn describe(runtime: &Runtime, bytes: &[u8]) -> anyhow::Result<ComponentDescription> {
+    super::tier::lower_compile_priority();
     let component = Component::new(runtime.engine(), bytes)?;
     let ty = component.component_type();
     let engine = runtime.engine();

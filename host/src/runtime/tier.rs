@@ -70,8 +70,9 @@ impl Tier {
 /// wasmtime compiles functions in parallel) at a lower priority than the
 /// rest of the host, so that an optimised build made in the background
 /// (after a baseline build already serves) never slows the calls being
-/// served. Once per process, before the first compile; a pool built before
-/// stays as it is.
+/// served. Once per process, just before the first compile with the
+/// optimising compiler (a host whose plugins all come from the compile
+/// cache never starts these threads); a pool built before stays as it is.
 pub(super) fn lower_compile_priority() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
