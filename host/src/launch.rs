@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::registry::Registry;
 use crate::reload::{self, folder::wasm_files, FolderWatch, Loader, Policy};
 use crate::runtime::Runtime;
-use crate::server::{Notices, Server};
+use crate::server::{Backends, Notices, Server};
 use crate::settings;
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;
@@ -77,6 +77,13 @@ pub async fn serve_folder(
         .with_context(|| format!("the plugin folder {} cannot be read", dir.display()))?;
     // On another core while the engine starts (about 2 ms here).
     tokio::task::spawn_blocking(crate::registry::warm_schema_checks);
+    let mut options = settings::server_options(&config, notices);
+    // A host on its own opens its tasks store (an SQLite file) on a
+    // blocking thread while the engine starts; a replica's stores are shared.
+    let opening_local = config.state.url.is_none().then(|| {
+        let options = options.clone();
+        tokio::task::spawn_blocking(move || Backends::local(&options))
+    });
     let runtime = Runtime::new(settings::runtime_config(&config))?;
     let registry = Arc::new(Registry::new(runtime));
     let policy = Policy::new(config.clone())?;
@@ -96,7 +103,6 @@ pub async fn serve_folder(
             "the plugin folder holds no plugin component (*.wasm): nothing is served until one is added"
         );
     }
-    let mut options = settings::server_options(&config, notices);
     let audit = config.audit.clone();
     options.audit = tokio::task::spawn_blocking(move || crate::server::audit::Audit::open(&audit))
         .await??
@@ -110,10 +116,15 @@ pub async fn serve_folder(
     };
     let lock = crate::lock::configured(&config).await?;
     let loader = Loader::locked(registry.clone(), policy, lock);
-    let server = match shared {
-        Some(shared) => Server::with_backends(registry, options, shared),
-        None => Server::new(registry, options),
+    let backends = match (shared, opening_local) {
+        (Some(shared), _) => shared,
+        (None, Some(opening)) => opening.await?,
+        (None, None) => {
+            let options = options.clone();
+            tokio::task::spawn_blocking(move || Backends::local(&options)).await?
+        }
     };
+    let server = Server::with_backends(registry, options, backends);
     if let Some(served) = served {
         let _ = served.set(server.clone());
     }
