@@ -40,7 +40,9 @@ impl Default for RuntimeConfig {
 /// The engines, their linkers and the artifact cache, shared by every plugin.
 pub struct Runtime {
     optimized: Tier,
-    quick: Option<Tier>,
+    /// The baseline compiler's tier, built on its first use (`None` inside:
+    /// this machine has no baseline compiler).
+    quick: std::sync::OnceLock<Option<Tier>>,
     cache: ArtifactCache,
     pub(super) config: RuntimeConfig,
     ticker: Arc<Ticker>,
@@ -91,7 +93,7 @@ impl Runtime {
         let optimized = Tier::new(
             Strategy::Cranelift,
             InstanceAllocationStrategy::Pooling(pool),
-            instances.clone(),
+            instances,
             ticker.clone(),
         )
         .with_context(|| {
@@ -101,24 +103,7 @@ impl Runtime {
                 config.max_instances
             )
         })?;
-        // The baseline compiler, for reloads: a few times faster to compile,
-        // slower to run; its instances are few and short-lived, so they are
-        // allocated on demand.
-        let quick = Tier::new(
-            Strategy::Winch,
-            InstanceAllocationStrategy::OnDemand,
-            instances,
-            ticker.clone(),
-        )
-        .map_err(|e| tracing::debug!("no baseline compiler: {e:#}"))
-        .ok();
-
-        let engines: Vec<Engine> = [Some(&optimized), quick.as_ref()]
-            .into_iter()
-            .flatten()
-            .map(|t| t.engine.clone())
-            .collect();
-        ticker.start(engines)?;
+        ticker.start(vec![optimized.engine.clone()])?;
 
         let cache = ArtifactCache::new(
             &optimized.engine,
@@ -127,11 +112,34 @@ impl Runtime {
         );
         Ok(Arc::new(Runtime {
             optimized,
-            quick,
+            quick: std::sync::OnceLock::new(),
             cache,
             config,
             ticker,
         }))
+    }
+
+    /// The baseline compiler's tier, for reloads: a few times faster to
+    /// compile, slower to run; its instances are few and short-lived, so
+    /// they are allocated on demand (from the same slots). Built on first
+    /// use (a host that never compiles a new component never builds it);
+    /// `None` where this machine has no baseline compiler. CPU-heavy the
+    /// first time: call it on a blocking thread.
+    fn quick(&self) -> Option<&Tier> {
+        self.quick
+            .get_or_init(|| {
+                let tier = Tier::new(
+                    Strategy::Winch,
+                    InstanceAllocationStrategy::OnDemand,
+                    self.optimized.instances.clone(),
+                    self.ticker.clone(),
+                )
+                .map_err(|e| tracing::debug!("no baseline compiler: {e:#}"))
+                .ok()?;
+                self.ticker.add(tier.engine.clone());
+                Some(tier)
+            })
+            .as_ref()
     }
 
     /// Compiles (or loads from the cache) and links a component. CPU-heavy:
@@ -143,12 +151,7 @@ impl Runtime {
         source: ComponentSource,
         grants: Grants,
     ) -> Result<Arc<LoadedPlugin>> {
-        anyhow::ensure!(
-            grants.limits.memory_bytes <= self.config.max_memory_bytes,
-            "its memory limit ({} MiB) is above the host's largest ({} MiB)",
-            grants.limits.memory_bytes >> 20,
-            self.config.max_memory_bytes >> 20
-        );
+        self.check_memory_limit(&grants)?;
         source.check_header()?;
         let this = self.clone();
         let name: Arc<str> = name.into();
@@ -173,16 +176,31 @@ impl Runtime {
         source: ComponentSource,
         grants: Grants,
     ) -> Result<Arc<LoadedPlugin>> {
-        if self.quick.is_none() || self.cache.contains(&source) {
+        if self.cache.contains(&source) {
             return self.load(name, source, grants).await;
         }
+        self.check_memory_limit(&grants)?;
         source.check_header()?;
         let this = self.clone();
         let name: Arc<str> = name.into();
         let span = tracing::debug_span!("plugin.compile", plugin = %name, compiler = "baseline");
         tokio::task::spawn_blocking(move || {
             let _compiling = span.enter();
-            let tier = this.quick.as_ref().expect("checked above");
+            let Some(tier) = this.quick() else {
+                // No baseline compiler here: the optimising one builds it.
+                let tier = &this.optimized;
+                let component = this.cache.load(&tier.engine, &source)?;
+                let hash = source.hash.clone();
+                return LoadedPlugin::link(
+                    tier,
+                    name,
+                    component,
+                    source.bytes(),
+                    hash,
+                    grants,
+                    false,
+                );
+            };
             let started = std::time::Instant::now();
             let component = wasmtime::component::Component::new(&tier.engine, source.bytes())?;
             tracing::debug!(
@@ -193,6 +211,17 @@ impl Runtime {
             LoadedPlugin::link(tier, name, component, source.bytes(), hash, grants, true)
         })
         .await?
+    }
+
+    /// Refuses grants whose memory limit is above a memory slot's size.
+    fn check_memory_limit(&self, grants: &Grants) -> Result<()> {
+        anyhow::ensure!(
+            grants.limits.memory_bytes <= self.config.max_memory_bytes,
+            "its memory limit ({} MiB) is above the host's largest ({} MiB)",
+            grants.limits.memory_bytes >> 20,
+            self.config.max_memory_bytes >> 20
+        );
+        Ok(())
     }
 
     /// The wasmtime engine of optimised code.

@@ -32,6 +32,9 @@ pub(super) struct Ticker {
     running: AtomicUsize,
     /// Whether a poll started since the ticker last looked.
     started: AtomicBool,
+    /// The engines whose epochs it advances (a tier built on demand joins
+    /// them: [`Ticker::add`]).
+    engines: parking_lot::Mutex<Vec<Engine>>,
     /// The ticker's thread, once started.
     thread: OnceLock<Thread>,
     stop: AtomicBool,
@@ -59,14 +62,21 @@ impl Ticker {
     /// Starts the thread that advances `engines`' epochs; it ends when
     /// [`Ticker::stop`] is called.
     pub(super) fn start(self: &Arc<Self>, engines: Vec<Engine>) -> std::io::Result<()> {
+        self.engines.lock().extend(engines);
         let this = self.clone();
         let handle = std::thread::Builder::new()
             .name("epoch-ticker".into())
-            .spawn(move || this.tick(&engines))?;
+            .spawn(move || this.tick())?;
         let _ = self.thread.set(handle.thread().clone());
         // A poll that began before the handle was set did not wake it.
         handle.thread().unpark();
         Ok(())
+    }
+
+    /// Advances `engine`'s epoch too, from the next tick on. Call it before
+    /// any store of `engine` runs code.
+    pub(super) fn add(&self, engine: Engine) {
+        self.engines.lock().push(engine);
     }
 
     /// Ends the thread (at its next tick or wake-up).
@@ -92,11 +102,11 @@ impl Ticker {
         Running(self)
     }
 
-    fn tick(&self, engines: &[Engine]) {
+    fn tick(&self) {
         let mut quiet = 0;
         while !self.stop.load(Ordering::SeqCst) {
             std::thread::sleep(EPOCH_TICK);
-            for engine in engines {
+            for engine in self.engines.lock().iter() {
                 engine.increment_epoch();
             }
             self.ticks.fetch_add(1, Ordering::Relaxed);
@@ -159,6 +169,53 @@ mod tests {
             std::thread::sleep(EPOCH_TICK * 4);
             ticker.ticks() == before
         });
+    }
+
+    /// `(module (func (export "f") (loop (br 0))))`
+    const ENDLESS_LOOP: &[u8] = &[
+        0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // header
+        0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type () -> ()
+        0x03, 0x02, 0x01, 0x00, // one function of that type
+        0x07, 0x05, 0x01, 0x01, b'f', 0x00, 0x00, // exported as "f"
+        0x0a, 0x09, 0x01, 0x07, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b, // loop br 0
+    ];
+
+    #[test]
+    fn an_engine_added_after_the_start_is_ticked_too() {
+        let ticker = Ticker::new();
+        ticker.start(vec![Engine::default()]).unwrap();
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).unwrap();
+        ticker.add(engine.clone());
+        let module = wasmtime::Module::new(&engine, ENDLESS_LOOP).unwrap();
+        let mut store = wasmtime::Store::new(&engine, ());
+        store.set_epoch_deadline(2);
+        let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
+        let endless = instance.get_typed_func::<(), ()>(&mut store, "f").unwrap();
+        // Should the ticker not advance it, the loop still ends (and the
+        // test fails) after 10 s.
+        let watchdog_fired = Arc::new(AtomicBool::new(false));
+        let (fired, watched) = (watchdog_fired.clone(), engine.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(10));
+            fired.store(true, Ordering::SeqCst);
+            for _ in 0..3 {
+                watched.increment_epoch();
+            }
+        });
+        let running = ticker.running();
+        let error = endless.call(&mut store, ()).unwrap_err();
+        drop(running);
+        assert_eq!(
+            error.downcast_ref::<wasmtime::Trap>(),
+            Some(&wasmtime::Trap::Interrupt)
+        );
+        assert!(
+            !watchdog_fired.load(Ordering::SeqCst),
+            "the ticker did not advance the added engine's epoch within 10 s"
+        );
+        ticker.stop();
     }
 
     #[test]
