@@ -116,12 +116,13 @@ pub async fn serve_folder(
     };
     let lock = crate::lock::configured(&config).await?;
     let loader = Loader::locked(registry.clone(), policy, lock);
-    let backends = match (shared, opening_local) {
-        (Some(shared), _) => shared,
-        (None, Some(opening)) => opening.await?,
-        (None, None) => {
-            let options = options.clone();
-            tokio::task::spawn_blocking(move || Backends::local(&options)).await?
+    let backends = match shared {
+        Some(shared) => shared,
+        // `connect` gives none exactly when `[state] url` is unset.
+        None => {
+            opening_local
+                .context("a host on its own must have opened its stores")?
+                .await?
         }
     };
     let server = Server::with_backends(registry, options, backends);

@@ -128,8 +128,7 @@ impl ArtifactCache {
     pub(super) fn load(&self, engine: &Engine, source: &ComponentSource) -> Result<Component> {
         let bytes = &source.bytes;
         let Some(path) = self.path_of(source) else {
-            super::tier::lower_compile_priority();
-            return Ok(Component::new(engine, bytes)?);
+            return super::tier::compile_optimized(engine, bytes);
         };
         match self.read_genuine(&path) {
             Ok(Some(artifact)) => {
@@ -148,9 +147,8 @@ impl ArtifactCache {
                 tracing::warn!(path = %path.display(), "ignoring untrusted cache entry: {e:#}")
             }
         }
-        super::tier::lower_compile_priority();
         let started = std::time::Instant::now();
-        let component = Component::new(engine, bytes)?;
+        let component = super::tier::compile_optimized(engine, bytes)?;
         let compiled = started.elapsed();
         if let Err(e) = self.store(&path, &component) {
             tracing::warn!(path = %path.display(), "could not cache the compiled component: {e:#}");

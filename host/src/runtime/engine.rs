@@ -158,12 +158,22 @@ impl Runtime {
         let span = tracing::debug_span!("plugin.compile", plugin = %name, compiler = "optimizing");
         tokio::task::spawn_blocking(move || {
             let _compiling = span.enter();
-            let tier = &this.optimized;
-            let component = this.cache.load(&tier.engine, &source)?;
-            let hash = source.hash.clone();
-            LoadedPlugin::link(tier, name, component, source.bytes(), hash, grants, false)
+            this.build_optimized(name, &source, grants)
         })
         .await?
+    }
+
+    /// [`Runtime::load`]'s work, on the blocking thread it runs on.
+    fn build_optimized(
+        &self,
+        name: Arc<str>,
+        source: &ComponentSource,
+        grants: Grants,
+    ) -> Result<Arc<LoadedPlugin>> {
+        let tier = &self.optimized;
+        let component = self.cache.load(&tier.engine, source)?;
+        let hash = source.hash.clone();
+        LoadedPlugin::link(tier, name, component, source.bytes(), hash, grants, false)
     }
 
     /// Like [`Runtime::load`], but quick to be ready: a component compiled
@@ -188,18 +198,7 @@ impl Runtime {
             let _compiling = span.enter();
             let Some(tier) = this.quick() else {
                 // No baseline compiler here: the optimising one builds it.
-                let tier = &this.optimized;
-                let component = this.cache.load(&tier.engine, &source)?;
-                let hash = source.hash.clone();
-                return LoadedPlugin::link(
-                    tier,
-                    name,
-                    component,
-                    source.bytes(),
-                    hash,
-                    grants,
-                    false,
-                );
+                return this.build_optimized(name, &source, grants);
             };
             let started = std::time::Instant::now();
             let component = wasmtime::component::Component::new(&tier.engine, source.bytes())?;

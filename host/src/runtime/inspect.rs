@@ -2,7 +2,6 @@
 
 use super::engine::Runtime;
 use wasmtime::component::types::{ComponentExtern, ComponentItem};
-use wasmtime::component::Component;
 
 /// The imports and exports of a component, by name.
 #[derive(Debug, Clone, Default)]
@@ -15,8 +14,7 @@ pub struct ComponentDescription {
 
 /// Compiles `bytes` (without caching) and lists its imports and exports.
 pub fn describe(runtime: &Runtime, bytes: &[u8]) -> anyhow::Result<ComponentDescription> {
-    super::tier::lower_compile_priority();
-    let component = Component::new(runtime.engine(), bytes)?;
+    let component = super::tier::compile_optimized(runtime.engine(), bytes)?;
     let ty = component.component_type();
     let engine = runtime.engine();
     let name = |(name, item): (&str, ComponentExtern<'_>)| match item.ty {

@@ -7,7 +7,7 @@ use super::state::CallState;
 use super::ticker::Ticker;
 use anyhow::Result;
 use std::sync::Arc;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, Strategy};
 
 /// One compiler's engine and the linker that instantiates what it compiled.
@@ -66,6 +66,13 @@ impl Tier {
     }
 }
 
+/// Compiles `bytes` with `engine` (the optimising tier's), its compiler
+/// threads at a lower priority ([`lower_compile_priority`]).
+pub(super) fn compile_optimized(engine: &Engine, bytes: &[u8]) -> Result<Component> {
+    lower_compile_priority();
+    Ok(Component::new(engine, bytes)?)
+}
+
 /// Runs the optimising compiler's threads (rayon's global pool, on which
 /// wasmtime compiles functions in parallel) at a lower priority than the
 /// rest of the host, so that an optimised build made in the background
@@ -73,7 +80,7 @@ impl Tier {
 /// served. Once per process, just before the first compile with the
 /// optimising compiler (a host whose plugins all come from the compile
 /// cache never starts these threads); a pool built before stays as it is.
-pub(super) fn lower_compile_priority() {
+fn lower_compile_priority() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rayon::ThreadPoolBuilder::new()
