@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use ring::hmac;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -17,10 +17,11 @@ use wasmtime::component::Component;
 use wasmtime::Engine;
 
 /// A component's bytes and their SHA-256, which names it in the cache and
-/// tells a changed file from a rewritten identical one.
+/// tells a changed file from a rewritten identical one. Cloned without
+/// copying the bytes.
 #[derive(Clone)]
 pub struct ComponentSource {
-    bytes: Vec<u8>,
+    bytes: std::sync::Arc<Vec<u8>>,
     pub(super) hash: String,
 }
 
@@ -28,7 +29,10 @@ impl ComponentSource {
     /// Wraps the bytes of a component file.
     pub fn new(bytes: Vec<u8>) -> Self {
         let hash = hex(&Sha256::digest(&bytes));
-        ComponentSource { bytes, hash }
+        ComponentSource {
+            bytes: std::sync::Arc::new(bytes),
+            hash,
+        }
     }
 
     /// The SHA-256 of the bytes, in hex.
@@ -131,11 +135,11 @@ impl ArtifactCache {
             return super::tier::compile_optimized(engine, bytes);
         };
         match self.read_genuine(&path) {
-            Ok(Some(artifact)) => {
+            Ok(Some(signed)) => {
                 // SAFETY: the bytes carry this host's HMAC over their name and
                 // contents, so `Component::serialize` of an engine with the
                 // same compatibility hash (part of the name) wrote them.
-                match unsafe { Component::deserialize(engine, &artifact) } {
+                match unsafe { Component::deserialize(engine, signed.artifact()) } {
                     Ok(component) => return Ok(component),
                     Err(e) => {
                         tracing::warn!(path = %path.display(), "ignoring unusable cache entry: {e:#}")
@@ -161,9 +165,11 @@ impl ArtifactCache {
         Ok(component)
     }
 
-    /// The artifact at `path` without its tag, if present and genuine.
-    fn read_genuine(&self, path: &Path) -> Result<Option<Vec<u8>>> {
-        let file = match std::fs::OpenOptions::new()
+    /// The artifact at `path` without its tag, if present and genuine. It
+    /// is read once, straight into the message its tag covers (an artifact
+    /// is hundreds of KiB to MiBs: each copy costs its page faults).
+    fn read_genuine(&self, path: &Path) -> Result<Option<Signed>> {
+        let mut file = match std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
@@ -178,12 +184,27 @@ impl ArtifactCache {
             files::owned_and_private(&meta),
             "it belongs to another user or others may change it"
         );
-        let mut bytes = files::read_capped(file, meta.len(), MAX_ARTIFACT_BYTES)?;
-        anyhow::ensure!(bytes.len() >= TAG_LEN, "too short to carry a tag");
-        let artifact = bytes.split_off(TAG_LEN);
-        hmac::verify(&self.key, &signed(path, &artifact), &bytes)
+        let mut tag = [0u8; TAG_LEN];
+        file.read_exact(&mut tag).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => anyhow::anyhow!("too short to carry a tag"),
+            _ => e.into(),
+        })?;
+        let expected = meta.len().saturating_sub(TAG_LEN as u64);
+        let mut message = signed_prefix(path, expected.min(MAX_ARTIFACT_BYTES) as usize);
+        let artifact_at = message.len();
+        file.take(MAX_ARTIFACT_BYTES + 1)
+            .read_to_end(&mut message)?;
+        let size = (message.len() - artifact_at) as u64;
+        anyhow::ensure!(
+            size <= MAX_ARTIFACT_BYTES,
+            "over the limit of {MAX_ARTIFACT_BYTES} bytes"
+        );
+        hmac::verify(&self.key, &message, &tag)
             .map_err(|_| anyhow::anyhow!("its tag does not match: not written by this host"))?;
-        Ok(Some(artifact))
+        Ok(Some(Signed {
+            message,
+            artifact_at,
+        }))
     }
 
     fn store(&self, path: &Path, component: &Component) -> Result<()> {
@@ -192,18 +213,26 @@ impl ArtifactCache {
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".{}-{seq}.tmp", std::process::id()));
         let artifact = component.serialize()?;
-        let tag = hmac::sign(&self.key, &signed(path, &artifact));
+        self.write_signed(path, &tmp, &artifact)
+    }
+
+    /// Writes `artifact` with its tag to `tmp`, then moves it to `path`.
+    fn write_signed(&self, path: &Path, tmp: &Path, artifact: &[u8]) -> Result<()> {
+        let mut tag = hmac::Context::with_key(&self.key);
+        tag.update(&signed_prefix(path, 0));
+        tag.update(artifact);
+        let tag = tag.sign();
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&tmp)?;
+            .open(tmp)?;
         let written = file
             .write_all(tag.as_ref())
-            .and_then(|()| file.write_all(&artifact))
-            .and_then(|()| std::fs::rename(&tmp, path));
+            .and_then(|()| file.write_all(artifact))
+            .and_then(|()| std::fs::rename(tmp, path));
         if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+            let _ = std::fs::remove_file(tmp);
         }
         Ok(written?)
     }
@@ -211,14 +240,26 @@ impl ArtifactCache {
 
 const TAG_LEN: usize = 32;
 
-/// What an artifact's tag covers: its file name and its bytes.
-fn signed(path: &Path, artifact: &[u8]) -> Vec<u8> {
+/// What an artifact's tag covers is its file name, a zero byte, then its
+/// bytes: the first two, with room for `room` bytes more.
+fn signed_prefix(path: &Path, room: usize) -> Vec<u8> {
     let name = path.file_name().map(|n| n.as_bytes()).unwrap_or_default();
-    let mut message = Vec::with_capacity(name.len() + 1 + artifact.len());
+    let mut message = Vec::with_capacity(name.len() + 1 + room);
     message.extend_from_slice(name);
     message.push(0);
-    message.extend_from_slice(artifact);
     message
+}
+
+/// An artifact read back with what its tag covers.
+struct Signed {
+    message: Vec<u8>,
+    artifact_at: usize,
+}
+
+impl Signed {
+    fn artifact(&self) -> &[u8] {
+        &self.message[self.artifact_at..]
+    }
 }
 
 /// Makes `dir` (0700) if needed; it must be a folder of this user that no
@@ -281,4 +322,50 @@ fn random_key() -> Result<hmac::Key> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_artifact_reads_back_only_whole_and_with_its_own_tag() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ArtifactCache::new(
+            &Engine::default(),
+            Some(dir.path().join("cache")),
+            Some(&dir.path().join("cache.key")),
+        );
+        let path = dir.path().join("cache").join("abc-0123.cwasm");
+        let tmp = dir.path().join("cache").join(".abc.tmp");
+        let artifact: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        cache.write_signed(&path, &tmp, &artifact).unwrap();
+        let read = cache.read_genuine(&path).unwrap().unwrap();
+        assert_eq!(read.artifact(), &artifact[..]);
+
+        // The tag covers the name: the same bytes under another name are refused.
+        let renamed = dir.path().join("cache").join("abd-0123.cwasm");
+        std::fs::copy(&path, &renamed).unwrap();
+        let error = cache.read_genuine(&renamed).err().unwrap().to_string();
+        assert!(error.contains("tag does not match"), "{error}");
+
+        // One byte changed anywhere, or a byte cut off, is refused.
+        let mut bytes = std::fs::read(&path).unwrap();
+        for at in [0, TAG_LEN, bytes.len() - 1] {
+            bytes[at] ^= 1;
+            std::fs::write(&path, &bytes).unwrap();
+            assert!(cache.read_genuine(&path).is_err(), "byte {at} changed");
+            bytes[at] ^= 1;
+        }
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(cache.read_genuine(&path).is_err());
+        std::fs::write(&path, &bytes[..TAG_LEN - 1]).unwrap();
+        let error = cache.read_genuine(&path).err().unwrap().to_string();
+        assert!(error.contains("too short"), "{error}");
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(cache.read_genuine(&path).unwrap().is_some());
+
+        std::fs::remove_file(&path).unwrap();
+        assert!(cache.read_genuine(&path).unwrap().is_none());
+    }
 }
