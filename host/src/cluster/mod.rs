@@ -84,7 +84,7 @@ pub async fn connect(
     Ok(Some(Backends {
         bus: PgBus::start(pool.clone(), target, replica),
         tasks: Box::new(tasks),
-        tasks_failed: false,
+        tasks_failed: Arc::default(),
         sessions: Arc::new(PgSessions::new(pool.clone(), max_sessions, timeout)),
         keyvalue: Some(Arc::new(PgKeyValue::once_reached(
             pool.clone(),

@@ -44,6 +44,7 @@ pub use plain::{custom_section_bytes, has_package_docs, Docs as PlainDocs, Plain
 pub use plugin::{CallError, Exports, Listing, LoadedPlugin};
 pub use slots::answer_first;
 pub use tenant_dirs::TenantDirs;
+pub use tier::lower_this_thread;
 
 /// The contract's `completions` interface types.
 pub use bindings::exports::wasm_mcp::plugin::completions;

@@ -90,13 +90,15 @@ fn lower_compile_priority() {
     });
 }
 
-/// Nice 10 for the calling thread alone (Linux gives each thread its own).
+/// Nice 10 for the calling thread alone (Linux gives each thread its own):
+/// for a thread of its own doing work nothing waits for yet.
 #[cfg(target_os = "linux")]
-fn lower_this_thread() {
+pub fn lower_this_thread() {
     // SAFETY: two system calls on this thread's own id, no memory passed.
     let tid = unsafe { libc::gettid() };
     let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) };
 }
 
+/// Nice 10 where a thread has its own priority (Linux); elsewhere nothing.
 #[cfg(not(target_os = "linux"))]
-fn lower_this_thread() {}
+pub fn lower_this_thread() {}

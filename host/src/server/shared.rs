@@ -21,8 +21,9 @@ pub struct Backends {
     pub bus: Arc<dyn Bus>,
     /// The tasks store.
     pub tasks: Box<dyn tasks::TaskStore>,
-    /// Whether `tasks` is a stand-in for a store that did not open.
-    pub tasks_failed: bool,
+    /// Set if `tasks` is a stand-in for a store that did not open (it may
+    /// still be opening).
+    pub tasks_failed: Arc<std::sync::atomic::AtomicBool>,
     /// The handshake sessions store.
     pub sessions: Arc<dyn SessionStore>,
     /// Where the sessions' SSE events are kept for other hosts to replay

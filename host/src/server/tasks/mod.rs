@@ -39,6 +39,7 @@ use crate::protocol::model::{Task, TaskView};
 use crate::protocol::{random_id, RpcError};
 use live::LiveTasks;
 use serde_json::{Map, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -48,8 +49,8 @@ pub struct Tasks {
     live: LiveTasks,
     options: TaskOptions,
     events: Arc<dyn Bus>,
-    /// The configured store did not open (tasks are kept in memory).
-    store_failed: bool,
+    /// Set if the configured store did not open (tasks are kept in memory).
+    store_failed: Arc<AtomicBool>,
     /// This host's name among replicas sharing the store: the prefix of
     /// the ids of the tasks it makes.
     replica: Option<String>,
@@ -79,33 +80,23 @@ pub(super) fn store_error(error: anyhow::Error) -> RpcError {
     StoreError::of(error).into()
 }
 
-/// Opens the SQLite store `options` name (falling back to memory, with an
-/// error in the log, when it cannot be opened: then `true`).
-pub fn open_sqlite(options: &TaskOptions) -> (Box<dyn TaskStore>, bool) {
-    let instance = random_id();
-    let (store, failed) = match Sqlite::open(options.store.as_deref(), &instance) {
-        Ok(store) => (store, false),
-        Err(error) => {
-            tracing::error!(
-                "cannot open the tasks store: {error:#}; tasks are kept in memory and will not survive a restart"
-            );
-            let memory = Sqlite::open(None, &instance).expect("an in-memory database opens");
-            (memory, true)
-        }
-    };
-    if let Some(path) = &options.store {
-        tracing::debug!(store = %path.display(), "tasks store open");
-    }
+/// Opens the SQLite store `options` name, on a thread of its own (see
+/// [`Sqlite::open_in_background`]): the store at once, and a flag set if it
+/// did not open (tasks are then kept in memory).
+pub fn open_sqlite(options: &TaskOptions) -> (Box<dyn TaskStore>, Arc<AtomicBool>) {
+    let failed = Arc::new(AtomicBool::new(false));
+    let store = Sqlite::open_in_background(options.store.clone(), random_id(), failed.clone());
     (Box::new(store), failed)
 }
 
 impl Tasks {
-    /// The tasks kept in `store` (`store_failed`: a stand-in for one that
-    /// did not open), by host `replica` among others sharing it. [`sweep`]
-    /// deletes expired tasks; [`tend`] keeps the running ones held.
+    /// The tasks kept in `store` (`store_failed`: set if it is a stand-in
+    /// for one that did not open), by host `replica` among others sharing
+    /// it. [`sweep`] deletes expired tasks; [`tend`] keeps the running ones
+    /// held.
     pub fn new(
         store: Box<dyn TaskStore>,
-        store_failed: bool,
+        store_failed: Arc<AtomicBool>,
         options: TaskOptions,
         events: Arc<dyn Bus>,
         replica: Option<String>,
@@ -143,9 +134,10 @@ impl Tasks {
     }
 
     /// Whether the configured store failed to open, so that tasks are kept
-    /// in memory only.
+    /// in memory only. (While it opens, it has not failed: what needs it
+    /// waits for it.)
     pub fn store_failed(&self) -> bool {
-        self.store_failed
+        self.store_failed.load(Ordering::Acquire)
     }
 
     /// Where tasks are kept.

@@ -9,18 +9,58 @@ use anyhow::{Context as _, Result};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// The SQLite store as a [`TaskStore`]: one connection, used by one query
-/// at a time, each on a blocking thread.
-pub struct Sqlite(Arc<Mutex<Store>>);
+/// at a time, each on a blocking thread. It may still be opening (see
+/// [`Sqlite::open_in_background`]): a query waits for it.
+pub struct Sqlite(Arc<OnceLock<Option<Mutex<Store>>>>);
 
 impl Sqlite {
     /// Opens (or creates) the store at `path` (in memory when `None`) for
     /// host `instance`, failing the tasks of hosts that died.
     pub fn open(path: Option<&Path>, instance: &str) -> Result<Self> {
-        Ok(Sqlite(Arc::new(Mutex::new(Store::open(path, instance)?))))
+        let store = Mutex::new(Store::open(path, instance)?);
+        Ok(Sqlite(Arc::new(OnceLock::from(Some(store)))))
+    }
+
+    /// [`Sqlite::open`] on a thread of its own, so a host starts serving
+    /// without waiting for the file (an SQLite open, its schema, failing
+    /// the tasks of hosts that died: a few ms). A store that does not open
+    /// is replaced by one in memory, with an error in the log, and sets
+    /// `failed`.
+    pub fn open_in_background(
+        path: Option<PathBuf>,
+        instance: String,
+        failed: Arc<AtomicBool>,
+    ) -> Self {
+        let cell = Arc::new(OnceLock::new());
+        let fill = |cell: Arc<OnceLock<_>>,
+                    failed: Arc<AtomicBool>,
+                    path: Option<PathBuf>,
+                    instance: String| {
+            move || {
+                let opened =
+                    std::panic::catch_unwind(|| open_or_memory(path.as_deref(), &instance));
+                let (store, fell_back) = opened.unwrap_or((None, true));
+                failed.store(fell_back, Ordering::Release);
+                let _ = cell.set(store.map(Mutex::new));
+            }
+        };
+        let work = fill(cell.clone(), failed.clone(), path.clone(), instance.clone());
+        let spawned = std::thread::Builder::new()
+            .name("tasks-store".into())
+            .spawn(move || {
+                // Nothing waits for it yet: behind the plugins' first load.
+                crate::runtime::lower_this_thread();
+                work();
+            });
+        if spawned.is_err() {
+            fill(cell.clone(), failed, path, instance)();
+        }
+        Sqlite(cell)
     }
 
     async fn run<T: Send + 'static>(
@@ -28,9 +68,37 @@ impl Sqlite {
         query: impl FnOnce(&Store) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let store = self.0.clone();
-        tokio::task::spawn_blocking(move || query(&store.lock()).map_err(classify))
-            .await
-            .context("the tasks store's thread failed")?
+        tokio::task::spawn_blocking(move || {
+            let store = store
+                .wait()
+                .as_ref()
+                .context("the tasks store did not open, even in memory")?;
+            query(&store.lock()).map_err(classify)
+        })
+        .await
+        .context("the tasks store's thread failed")?
+    }
+}
+
+/// The store at `path`, or one in memory if it does not open (then
+/// `true`); none if neither opens.
+fn open_or_memory(path: Option<&Path>, instance: &str) -> (Option<Store>, bool) {
+    match Store::open(path, instance) {
+        Ok(store) => {
+            if let Some(path) = path {
+                tracing::debug!(store = %path.display(), "tasks store open");
+            }
+            (Some(store), false)
+        }
+        Err(error) => {
+            tracing::error!(
+                "cannot open the tasks store: {error:#}; tasks are kept in memory and will not survive a restart"
+            );
+            let memory = Store::open(None, instance)
+                .map_err(|e| tracing::error!("nor can one in memory: {e:#}"))
+                .ok();
+            (memory, true)
+        }
     }
 }
 
