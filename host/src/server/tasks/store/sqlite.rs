@@ -37,19 +37,11 @@ impl Sqlite {
         failed: Arc<AtomicBool>,
     ) -> Self {
         let cell = Arc::new(OnceLock::new());
-        let fill = |cell: Arc<OnceLock<_>>,
-                    failed: Arc<AtomicBool>,
-                    path: Option<PathBuf>,
-                    instance: String| {
-            move || {
-                let opened =
-                    std::panic::catch_unwind(|| open_or_memory(path.as_deref(), &instance));
-                let (store, fell_back) = opened.unwrap_or((None, true));
-                failed.store(fell_back, Ordering::Release);
-                let _ = cell.set(store.map(Mutex::new));
-            }
+        let work = {
+            let (cell, failed) = (cell.clone(), failed.clone());
+            let (path, instance) = (path.clone(), instance.clone());
+            move || fill(&cell, &failed, path.as_deref(), &instance)
         };
-        let work = fill(cell.clone(), failed.clone(), path.clone(), instance.clone());
         let spawned = std::thread::Builder::new()
             .name("tasks-store".into())
             .spawn(move || {
@@ -58,7 +50,7 @@ impl Sqlite {
                 work();
             });
         if spawned.is_err() {
-            fill(cell.clone(), failed, path, instance)();
+            fill(&cell, &failed, path.as_deref(), &instance);
         }
         Sqlite(cell)
     }
@@ -78,6 +70,20 @@ impl Sqlite {
         .await
         .context("the tasks store's thread failed")?
     }
+}
+
+/// Opens the store at `path` into `cell` ([`open_or_memory`]), setting
+/// `failed` if it is a stand-in (or none).
+fn fill(
+    cell: &OnceLock<Option<Mutex<Store>>>,
+    failed: &AtomicBool,
+    path: Option<&Path>,
+    instance: &str,
+) {
+    let opened = std::panic::catch_unwind(|| open_or_memory(path, instance));
+    let (store, fell_back) = opened.unwrap_or((None, true));
+    failed.store(fell_back, Ordering::Release);
+    let _ = cell.set(store.map(Mutex::new));
 }
 
 /// The store at `path`, or one in memory if it does not open (then
