@@ -166,6 +166,9 @@ pub async fn serve_folder(
         // (and again, for the plugin concerned, after each reload).
         background.warn_unknown_items(loads.config(), None);
         drop(loading);
+        // What only start-up used goes back (the code and data it touched,
+        // the loading threads' heaps).
+        crate::trim::after_first_load();
         if let Some(watch) = watch {
             watch.run(background, loads).await;
         }

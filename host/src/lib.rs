@@ -28,3 +28,4 @@ pub mod tenant;
 pub mod text;
 pub mod traces;
 pub mod transport;
+pub mod trim;
