@@ -11,7 +11,7 @@ connection, and prints instructions per request for `tools/call greet` and
 `server/discover`. Each build's profile stays in OUT (callgrind_annotate it).
 
     scripts/bench-callgrind.py [--requests 500] [--out DIR] [--peers PERF_PEERS]
-                               [--config-extra TOML] [BINARY ...]
+                               [--config-extra TOML] [--hot-functions FILE] [BINARY ...]
 
 BINARY defaults to target/release/wasm-mcp. The first build is the
 baseline the others are given as ratios of. --peers adds rmcp's native
@@ -19,6 +19,14 @@ server from ../shared/peer-bench (its `perf-peers` binary). Needs valgrind
 (Debian's). --config-extra is added to every build's config, e.g.
 '[limits]\nspare_instance = "never"' (counts repeat within 1%, so two runs
 with different extras compare).
+
+--hot-functions FILE also writes the functions the first build ran while
+it served greet, tools/list and server/discover (every request from the
+first, so what a first request needs once is in), hottest first, by
+symbol name: the linker's ordering file, host/hot-functions.txt. Regenerate
+it with the release build after a toolchain or dependency update:
+
+    scripts/bench-callgrind.py --requests 50 --hot-functions host/hot-functions.txt
 """
 
 import argparse
@@ -42,6 +50,7 @@ META = {
 TARGETS = {
     "greet": ("tools/call", {"name": "greet", "arguments": {"name": "bench"}}, "Hello, bench!"),
     "discover": ("server/discover", {}, "supportedVersions"),
+    "list": ("tools/list", {}, "greet"),
 }
 
 
@@ -66,7 +75,7 @@ def request(conn: http.client.HTTPConnection, method: str, params: dict) -> str:
 
 
 def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, peer: bool,
-            extra: str = "") -> float:
+            extra: str = "", mangled: bool = False) -> float:
     method, params, expect = TARGETS[target]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -94,8 +103,8 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
             command = [str(binary), "serve", "--plugins", str(plugins), "--config", str(config),
                        "--http", f"127.0.0.1:{port}"]
         host = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={dump}",
-             *command],
+            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--demangle={'no' if mangled else 'yes'}",
+             f"--callgrind-out-file={dump}", *command],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             conn = None
@@ -129,6 +138,59 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
     return totals[0] / requests
 
 
+def self_costs(profile: Path, binary: Path) -> dict[str, int]:
+    """Instructions each function of `binary` ran itself, by its symbol
+    name, from a callgrind profile written with --demangle=no."""
+    names: dict[tuple[str, str], str] = {}
+    costs: dict[str, int] = {}
+    obj = fn = None
+    after_calls = False
+    for line in profile.read_text(errors="replace").splitlines():
+        match = re.match(r"^(c?)(ob|fn)=\((\d+)\)(?: (.*))?$", line)
+        if match:
+            called, kind, ident, name = match.groups()
+            if name is not None:
+                names[(kind, ident)] = name
+            if not called:
+                if kind == "ob":
+                    obj = names.get((kind, ident))
+                else:
+                    fn = names.get((kind, ident))
+            continue
+        if line.startswith("calls="):
+            after_calls = True  # the next cost line is the call's, not fn's own
+            continue
+        if line[:1].isdigit() or line[:1] in "+-*":
+            if after_calls:
+                after_calls = False
+            elif obj == str(binary) and fn:
+                fields = line.split()
+                if len(fields) >= 2:
+                    own = re.sub(r"'\d+$", "", fn)
+                    costs[own] = costs.get(own, 0) + int(fields[1])
+    return costs
+
+
+def write_hot_functions(path: Path, binary: Path, profiles: list[Path]) -> None:
+    """The functions `binary` ran while it served the measured requests,
+    hottest first, one symbol name a line: the linker's symbol ordering
+    file (see host/build.rs)."""
+    costs: dict[str, int] = {}
+    for profile in profiles:
+        for name, cost in self_costs(profile, binary).items():
+            costs[name] = costs.get(name, 0) + cost
+    hot = sorted((n for n, c in costs.items() if c > 0 and not n.startswith("0x")),
+                 key=lambda n: (-costs[n], n))
+    header = ("# The functions the host runs to serve requests, hottest first: the linker\n"
+              "# places them together at the start of the code (host/build.rs), so serving\n"
+              "# touches few pages of it. Written by scripts/bench-callgrind.py\n"
+              "# --hot-functions from HTTP tools/call greet, tools/list and server/discover.\n"
+              "# Names the build no longer has are skipped by the linker: regenerate after\n"
+              "# a toolchain or dependency update.\n")
+    path.write_text(header + "".join(n + "\n" for n in hot))
+    print(f"{len(hot)} functions written to {path}", file=sys.stderr)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("binaries", nargs="*", type=Path, default=[ROOT / "target/release/wasm-mcp"])
@@ -139,7 +201,14 @@ def main() -> None:
                         help="peer-bench's perf-peers binary: rmcp's native greet, measured the same way")
     parser.add_argument("--config-extra", default="", help="TOML added to each build's config")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "wasm-mcp-callgrind")
+    parser.add_argument("--hot-functions", type=Path, metavar="FILE",
+                        help="write the functions the first build ran to FILE, hottest first "
+                             "(host/hot-functions.txt); counts every request from the first, "
+                             "for the targets greet, list and discover")
     args = parser.parse_args()
+    if args.hot_functions:
+        args.targets = "greet,list,discover"
+        args.warmup = 0
     args.out.mkdir(parents=True, exist_ok=True)
     for old in args.out.glob("*.callgrind*"):
         old.unlink()
@@ -148,8 +217,13 @@ def main() -> None:
     if args.peers:
         runs.append((args.peers, True))
     for binary, peer in runs:
-        figures = {t: measure(binary.resolve(), t, args.requests, args.warmup, args.out, peer, args.config_extra)
+        mangled = bool(args.hot_functions) and base is None
+        figures = {t: measure(binary.resolve(), t, args.requests, args.warmup, args.out, peer, args.config_extra,
+                              mangled)
                    for t in args.targets.split(",")}
+        if mangled:
+            write_hot_functions(args.hot_functions, binary.resolve(),
+                                sorted(args.out.glob(f"{binary.parent.name}-{binary.name}-*.callgrind.*")))
         line = "  ".join(f"{t} {n:10.0f} instr/request" for t, n in figures.items())
         if base is None:
             base = figures
