@@ -23,8 +23,9 @@ with different extras compare).
 --hot-functions FILE also writes the functions the first build ran while
 it served greet, tools/list and server/discover (every request from the
 first, so what a first request needs once is in), hottest first, by
-symbol name: the linker's ordering file, host/hot-functions.txt. Regenerate
-it with the release build after a toolchain or dependency update:
+symbol name: host/hot-functions.txt, which the build links together
+(host/build.rs). Regenerate it with the release build after a toolchain or
+dependency update:
 
     scripts/bench-callgrind.py --requests 50 --hot-functions host/hot-functions.txt
 """
@@ -173,8 +174,8 @@ def self_costs(profile: Path, binary: Path) -> dict[str, int]:
 
 def write_hot_functions(path: Path, binary: Path, profiles: list[Path]) -> None:
     """The functions `binary` ran while it served the measured requests,
-    hottest first, one symbol name a line: the linker's symbol ordering
-    file (see host/build.rs)."""
+    hottest first, one symbol name a line: what host/build.rs links
+    together."""
     costs: dict[str, int] = {}
     for profile in profiles:
         for name, cost in self_costs(profile, binary).items():
@@ -185,7 +186,7 @@ def write_hot_functions(path: Path, binary: Path, profiles: list[Path]) -> None:
               "# places them together at the start of the code (host/build.rs), so serving\n"
               "# touches few pages of it. Written by scripts/bench-callgrind.py\n"
               "# --hot-functions from HTTP tools/call greet, tools/list and server/discover.\n"
-              "# Names the build no longer has are skipped by the linker: regenerate after\n"
+              "# Names the build no longer has match nothing: regenerate after\n"
               "# a toolchain or dependency update.\n")
     path.write_text(header + "".join(n + "\n" for n in hot))
     print(f"{len(hot)} functions written to {path}", file=sys.stderr)

@@ -18,12 +18,18 @@
 // Only Linux has `/proc/self/smaps`; the parsing is tested everywhere.
 #![cfg_attr(not(target_os = "linux"), allow(dead_code))]
 
-/// Releases what start-up alone used, on a thread of its own at a lower
-/// priority (it reads `/proc/self/smaps`, a blocking read); nothing waits
-/// for it.
+/// How long after the first load the pages go: the answers that waited for
+/// it go out first (dropping the pages of the code that writes them while
+/// it runs made the first `tools/list` ~1 ms later).
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Releases what start-up alone used, [`SETTLE`] from now, on a thread of
+/// its own at a lower priority (it reads `/proc/self/smaps`, a blocking
+/// read); nothing waits for it.
 pub fn after_first_load() {
     let _ = std::thread::Builder::new().name("trim".into()).spawn(|| {
         crate::runtime::lower_this_thread();
+        std::thread::sleep(SETTLE);
         let released = release_clean_file_pages();
         collect_free_memory();
         tracing::debug!(
