@@ -22,7 +22,8 @@ with different extras compare).
 
 --hot-functions FILE also writes the functions the first build ran while
 it served greet, tools/list and server/discover (every request from the
-first, so what a first request needs once is in), hottest first, by
+first, every other one on a new connection, so that what a first request
+and a new connection need once is in), hottest first, by
 symbol name: host/hot-functions.txt, which the build links together
 (host/build.rs). Regenerate it with the release build after a toolchain or
 dependency update:
@@ -33,12 +34,14 @@ dependency update:
 import argparse
 import http.client
 import json
+import os
 import re
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,6 +80,11 @@ def request(conn: http.client.HTTPConnection, method: str, params: dict) -> str:
 
 def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, peer: bool,
             extra: str = "", mangled: bool = False) -> float:
+    """Instructions per request. `mangled` (for --hot-functions) names
+    functions by symbol and counts from the very first MCP request, every
+    other one on a new connection, so that what a first request and a new
+    connection run once is counted too."""
+    first_counted = mangled and not peer
     method, params, expect = TARGETS[target]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -86,9 +94,12 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
         config = tmp / "config.toml"
         # Few pooled slots: valgrind runs the host slowly, and reserving
         # 1000 slots' address space under it takes long.
+        port, ops = free_port(), free_port()
+        # Where a first request is counted too, readiness is asked of the
+        # operations port instead, so that no MCP request runs uncounted.
+        readyz = f'[metrics]\nlisten = "127.0.0.1:{ops}"\n' if first_counted else ""
         config.write_text(f'[server]\ncache_dir = "{tmp / "cache"}"\nwatch = false\nmax_instances = 4\n'
-                          + extra.replace("\\n", "\n") + "\n")
-        port = free_port()
+                          + readyz + extra.replace("\\n", "\n") + "\n")
         dump = out / f"{binary.parent.name}-{binary.name}-{target}.callgrind"
         if peer:
             command = [str(binary), "rmcp-http", f"127.0.0.1:{port}"]
@@ -106,11 +117,27 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
         host = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--demangle={'no' if mangled else 'yes'}",
              f"--callgrind-out-file={dump}", *command],
+            # The host's pages stay: valgrind forgets a mapping's symbols
+            # once they are released.
+            env=dict(os.environ, WASM_MCP_NO_TRIM="1"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             conn = None
             deadline = time.monotonic() + 300
-            while True:
+            while first_counted:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{ops}/readyz", timeout=120) as ready:
+                        if ready.status == 200:
+                            # The start's own work done (the trim 0.5 s after the load).
+                            time.sleep(5)
+                            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline or host.poll() is not None:
+                    raise RuntimeError(f"{binary} was never ready under valgrind")
+                time.sleep(0.5)
+            while not first_counted:
                 try:
                     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
                     if expect in request(conn, method, params):
@@ -124,7 +151,10 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
                 request(conn, method, params)
             subprocess.run(["callgrind_control", "--instr=on", str(host.pid)], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for _ in range(requests):
+            for i in range(requests):
+                if first_counted and i % 2 == 0:
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
                 assert expect in request(conn, method, params)
             subprocess.run(["callgrind_control", "--dump", str(host.pid)], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -141,9 +171,11 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
 
 def self_costs(profile: Path, binary: Path) -> dict[str, int]:
     """Instructions each function of `binary` ran itself, by its symbol
-    name, from a callgrind profile written with --demangle=no."""
+    name, from a callgrind profile written with --demangle=no. Names are
+    compressed to "(id)" after their first mention, which may come after
+    a use: costs are kept by id and named at the end."""
     names: dict[tuple[str, str], str] = {}
-    costs: dict[str, int] = {}
+    costs: dict[tuple[str, str], int] = {}
     obj = fn = None
     after_calls = False
     for line in profile.read_text(errors="replace").splitlines():
@@ -154,9 +186,9 @@ def self_costs(profile: Path, binary: Path) -> dict[str, int]:
                 names[(kind, ident)] = name
             if not called:
                 if kind == "ob":
-                    obj = names.get((kind, ident))
+                    obj = ident
                 else:
-                    fn = names.get((kind, ident))
+                    fn = ident
             continue
         if line.startswith("calls="):
             after_calls = True  # the next cost line is the call's, not fn's own
@@ -164,12 +196,16 @@ def self_costs(profile: Path, binary: Path) -> dict[str, int]:
         if line[:1].isdigit() or line[:1] in "+-*":
             if after_calls:
                 after_calls = False
-            elif obj == str(binary) and fn:
+            elif obj is not None and fn is not None:
                 fields = line.split()
                 if len(fields) >= 2:
-                    own = re.sub(r"'\d+$", "", fn)
-                    costs[own] = costs.get(own, 0) + int(fields[1])
-    return costs
+                    costs[(obj, fn)] = costs.get((obj, fn), 0) + int(fields[1])
+    own: dict[str, int] = {}
+    for (obj, fn), cost in costs.items():
+        if names.get(("ob", obj)) == str(binary) and ("fn", fn) in names:
+            name = re.sub(r"'\d+$", "", names[("fn", fn)])
+            own[name] = own.get(name, 0) + cost
+    return own
 
 
 def write_hot_functions(path: Path, binary: Path, profiles: list[Path]) -> None:

@@ -242,7 +242,7 @@ def test_a_host_at_rest_with_one_plugin_keeps_under_15_mib_and_serving_does_not_
     page cache; a page needed again comes back with a minor fault) and the
     loading threads' heaps. The code that serves requests is linked in one
     place (host/hot-functions.txt), so serving brings back little of it.
-    About 9 MiB at rest here and 14 after a hundred calls, against ~30 when
+    About 9 MiB at rest here and 13 after a hundred calls, against ~30 when
     nothing was given back."""
     plugins = folder(tmp_path, "hello")
     subprocess.run([str(BINARY), "warm", "--plugins", str(plugins)], env=host_env, check=True,

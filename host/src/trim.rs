@@ -25,8 +25,12 @@ const SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Releases what start-up alone used, [`SETTLE`] from now, on a thread of
 /// its own at a lower priority (it reads `/proc/self/smaps`, a blocking
-/// read); nothing waits for it.
+/// read); nothing waits for it. Not with `WASM_MCP_NO_TRIM` set: valgrind,
+/// for one, forgets the executable's symbols once its pages are released.
 pub fn after_first_load() {
+    if std::env::var_os("WASM_MCP_NO_TRIM").is_some() {
+        return;
+    }
     let _ = std::thread::Builder::new().name("trim".into()).spawn(|| {
         crate::runtime::lower_this_thread();
         std::thread::sleep(SETTLE);
