@@ -23,10 +23,10 @@ with different extras compare).
 --hot-functions FILE also writes the functions the first build ran while
 it served greet, tools/list and server/discover (every request from the
 first, every other one on a new connection, so that what a first request
-and a new connection need once is in), hottest first, by
-symbol name: host/hot-functions.txt, which the build links together
-(host/build.rs). Regenerate it with the release build after a toolchain or
-dependency update:
+and a new connection need once is in; the counts printed then include
+that), hottest first, by symbol name: host/hot-functions.txt, which the
+build links together (host/build.rs). Regenerate it with the release
+build after a toolchain or dependency update:
 
     scripts/bench-callgrind.py --requests 50 --hot-functions host/hot-functions.txt
 """
@@ -92,12 +92,12 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
         plugins.mkdir()
         (plugins / "hello.wasm").write_bytes((ROOT / "dist/plugins/hello.wasm").read_bytes())
         config = tmp / "config.toml"
-        # Few pooled slots: valgrind runs the host slowly, and reserving
-        # 1000 slots' address space under it takes long.
         port, ops = free_port(), free_port()
         # Where a first request is counted too, readiness is asked of the
         # operations port instead, so that no MCP request runs uncounted.
         readyz = f'[metrics]\nlisten = "127.0.0.1:{ops}"\n' if first_counted else ""
+        # Few pooled slots: valgrind runs the host slowly, and reserving
+        # 1000 slots' address space under it takes long.
         config.write_text(f'[server]\ncache_dir = "{tmp / "cache"}"\nwatch = false\nmax_instances = 4\n'
                           + readyz + extra.replace("\\n", "\n") + "\n")
         dump = out / f"{binary.parent.name}-{binary.name}-{target}.callgrind"

@@ -23,7 +23,7 @@
 /// it runs made the first `tools/list` ~1 ms later).
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Releases what start-up alone used, [`SETTLE`] from now, on a thread of
+/// Releases what start-up alone used, half a second from now, on a thread of
 /// its own at a lower priority (it reads `/proc/self/smaps`, a blocking
 /// read); nothing waits for it. Not with `WASM_MCP_NO_TRIM` set: valgrind,
 /// for one, forgets the executable's symbols once its pages are released.
