@@ -176,6 +176,17 @@ class Cluster:
         if self.haproxy.poll() is None:
             self.haproxy.terminate()
             self.haproxy.wait(timeout=20)
+        # Every replica is told at once (each drains for 2 s once idle),
+        # then each is waited for.
+        running = [host for host in self.replicas.values() if host.proc.poll() is None]
+        for host in running:
+            host.proc.terminate()
+        for host in running:
+            try:
+                host.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                host.proc.kill()
+                raise
         for host in self.replicas.values():
             host.close()
 
