@@ -9,6 +9,9 @@ wire, sends WARMUP requests with instrumentation off, switches it on
 (callgrind_control), sends REQUESTS more one at a time on one keep-alive
 connection, and prints instructions per request for `tools/call greet` and
 `server/discover`. Each build's profile stays in OUT (callgrind_annotate it).
+The targets stdio-greet and stdio-list send theirs over stdio instead, in
+a session a client began with `initialize` (2025-11-25), as desktop clients
+do.
 
     scripts/bench-callgrind.py [--requests 500] [--out DIR] [--peers PERF_PEERS]
                                [--config-extra TOML] [--hot-functions FILE] [BINARY ...]
@@ -21,11 +24,12 @@ server from ../shared/peer-bench (its `perf-peers` binary). Needs valgrind
 with different extras compare).
 
 --hot-functions FILE also writes the functions the first build ran while
-it served greet, tools/list and server/discover (every request from the
-first, every other one on a new connection, so that what a first request
-and a new connection need once is in; the counts printed then include
-that), hottest first, by symbol name: host/hot-functions.txt, which the
-build links together (host/build.rs). Regenerate it with the release
+it served greet, tools/list and server/discover over HTTP (every request
+from the first, every other one on a new connection, so that what a first
+request and a new connection need once is in; the counts printed then
+include that) and greet and tools/list over stdio (from `initialize` on),
+hottest first, by symbol name: host/hot-functions.txt, which the build
+links together (host/build.rs). Regenerate it with the release
 build after a toolchain or dependency update:
 
     scripts/bench-callgrind.py --requests 50 --hot-functions host/hot-functions.txt
@@ -56,6 +60,37 @@ TARGETS = {
     "discover": ("server/discover", {}, "supportedVersions"),
     "list": ("tools/list", {}, "greet"),
 }
+# The same requests over stdio (a target named stdio-NAME), in a session.
+STDIO_REVISION = "2025-11-25"
+HOT_TARGETS = "greet,list,discover,stdio-greet,stdio-list"
+
+
+class Stdio:
+    """A stdio session with the host `process`: begun with `initialize` by
+    the first request (`begin`), then one request at a time."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.process = process
+        self.next_id = 0
+
+    def send(self, message: dict) -> None:
+        self.process.stdin.write((json.dumps(message) + "\n").encode())
+        self.process.stdin.flush()
+
+    def ask(self, method: str, params: dict) -> str:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{method}: the host closed stdout")
+            if json.loads(line).get("id") == self.next_id:
+                return line.decode()
+
+    def begin(self) -> None:
+        self.ask("initialize", {"protocolVersion": STDIO_REVISION, "capabilities": {},
+                                "clientInfo": {"name": "bench", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
 
 def free_port() -> int:
@@ -81,11 +116,13 @@ def request(conn: http.client.HTTPConnection, method: str, params: dict) -> str:
 def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, peer: bool,
             extra: str = "", mangled: bool = False) -> float:
     """Instructions per request. `mangled` (for --hot-functions) names
-    functions by symbol and counts from the very first MCP request, every
-    other one on a new connection, so that what a first request and a new
-    connection run once is counted too."""
+    functions by symbol and counts from the very first MCP request (over
+    HTTP every other one on a new connection, so that what a first request
+    and a new connection run once is counted too; over stdio from the
+    session's `initialize`)."""
     first_counted = mangled and not peer
-    method, params, expect = TARGETS[target]
+    stdio = target.startswith("stdio-")
+    method, params, expect = TARGETS[target.removeprefix("stdio-")]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         plugins = tmp / "plugins"
@@ -102,7 +139,7 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
                           + readyz + extra.replace("\\n", "\n") + "\n")
         dump = out / f"{binary.parent.name}-{binary.name}-{target}.callgrind"
         if peer:
-            command = [str(binary), "rmcp-http", f"127.0.0.1:{port}"]
+            command = [str(binary), "rmcp-stdio"] if stdio else [str(binary), "rmcp-http", f"127.0.0.1:{port}"]
         else:
             # Compiled into the cache beforehand, under valgrind too (the
             # CPU it emulates has other features, so a natively compiled
@@ -112,15 +149,18 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
             subprocess.run(["valgrind", "--tool=none", str(binary), "warm", "--plugins", str(plugins),
                             "--config", str(config)],
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
-            command = [str(binary), "serve", "--plugins", str(plugins), "--config", str(config),
-                       "--http", f"127.0.0.1:{port}"]
+            command = [str(binary), "serve", "--plugins", str(plugins), "--config", str(config)]
+            if not stdio:
+                command += ["--http", f"127.0.0.1:{port}"]
         host = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--demangle={'no' if mangled else 'yes'}",
              f"--callgrind-out-file={dump}", *command],
             # The host's pages stay: valgrind forgets a mapping's symbols
             # once they are released.
             env=dict(os.environ, WASM_MCP_NO_TRIM="1"),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdin=subprocess.PIPE if stdio else None,
+            stdout=subprocess.PIPE if stdio else subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        session = Stdio(host) if stdio else None
         try:
             conn = None
             deadline = time.monotonic() + 300
@@ -130,14 +170,18 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
                         if ready.status == 200:
                             # The start's own work done (the trim 0.5 s after the load).
                             time.sleep(5)
-                            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                            if not stdio:
+                                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
                             break
                 except OSError:
                     pass
                 if time.monotonic() > deadline or host.poll() is not None:
                     raise RuntimeError(f"{binary} was never ready under valgrind")
                 time.sleep(0.5)
-            while not first_counted:
+            if stdio and not first_counted:
+                # Over stdio, requests wait for the plugins' first load.
+                session.begin()
+            while not first_counted and not stdio:
                 try:
                     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
                     if expect in request(conn, method, params):
@@ -147,18 +191,26 @@ def measure(binary: Path, target: str, requests: int, warmup: int, out: Path, pe
                 if time.monotonic() > deadline or host.poll() is not None:
                     raise RuntimeError(f"{binary} did not answer {method} under valgrind")
                 time.sleep(0.5)
+
+            def ask() -> str:
+                return session.ask(method, params) if stdio else request(conn, method, params)
+
             for _ in range(warmup):
-                request(conn, method, params)
+                ask()
             subprocess.run(["callgrind_control", "--instr=on", str(host.pid)], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if stdio and first_counted:
+                session.begin()
             for i in range(requests):
-                if first_counted and i % 2 == 0:
+                if first_counted and not stdio and i % 2 == 0:
                     conn.close()
                     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-                assert expect in request(conn, method, params)
+                assert expect in ask()
             subprocess.run(["callgrind_control", "--dump", str(host.pid)], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         finally:
+            if stdio:
+                host.stdin.close()
             host.terminate()
             host.wait(timeout=120)
     # callgrind_control --dump writes DUMP.1 (the final dump at exit is DUMP).
@@ -221,7 +273,8 @@ def write_hot_functions(path: Path, binary: Path, profiles: list[Path]) -> None:
     header = ("# The functions the host runs to serve requests, hottest first: the linker\n"
               "# places them together at the start of the code (host/build.rs), so serving\n"
               "# touches few pages of it. Written by scripts/bench-callgrind.py\n"
-              "# --hot-functions from HTTP tools/call greet, tools/list and server/discover.\n"
+              "# --hot-functions from tools/call greet and tools/list over HTTP and stdio,\n"
+              "# and server/discover over HTTP.\n"
               "# Names the build no longer has match nothing: regenerate after\n"
               "# a toolchain or dependency update.\n")
     path.write_text(header + "".join(n + "\n" for n in hot))
@@ -233,7 +286,8 @@ def main() -> None:
     parser.add_argument("binaries", nargs="*", type=Path, default=[ROOT / "target/release/wasm-mcp"])
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=200)
-    parser.add_argument("--targets", default="greet,discover")
+    parser.add_argument("--targets", default="greet,discover",
+                        help="of greet, discover, list, stdio-greet, stdio-list")
     parser.add_argument("--peers", type=Path,
                         help="peer-bench's perf-peers binary: rmcp's native greet, measured the same way")
     parser.add_argument("--config-extra", default="", help="TOML added to each build's config")
@@ -241,10 +295,10 @@ def main() -> None:
     parser.add_argument("--hot-functions", type=Path, metavar="FILE",
                         help="write the functions the first build ran to FILE, hottest first "
                              "(host/hot-functions.txt); counts every request from the first, "
-                             "for the targets greet, list and discover")
+                             f"for the targets {HOT_TARGETS}")
     args = parser.parse_args()
     if args.hot_functions:
-        args.targets = "greet,list,discover"
+        args.targets = HOT_TARGETS
         args.warmup = 0
     args.out.mkdir(parents=True, exist_ok=True)
     for old in args.out.glob("*.callgrind*"):
