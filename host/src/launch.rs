@@ -10,7 +10,7 @@ use crate::runtime::Runtime;
 use crate::server::{Backends, Notices, Server};
 use crate::settings;
 use anyhow::{Context as _, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Serving over HTTP instead of stdio (the command line's choice; the
@@ -25,8 +25,36 @@ pub struct Http {
     pub legacy_sse: bool,
 }
 
-/// Serves the plugins in `dir`, watching it for changes when `watch`, over
-/// stdio or as `http` says; `served`, when given, is told the server;
+/// What starting to serve a plugin folder reads from the file system.
+struct FolderSetup {
+    /// The folder's watch, when watched.
+    watch: Option<FolderWatch>,
+    /// Its plugin components, in name order.
+    files: Vec<PathBuf>,
+    /// The audit log, when one is configured.
+    audit: Option<crate::server::audit::Audit>,
+}
+
+impl FolderSetup {
+    /// Reads it (blocking): a folder that is missing or unreadable is said
+    /// plainly, first; the watch starts before the files are listed, so a
+    /// file written while the folder loads is not missed.
+    fn read(dir: &Path, watch: bool, audit: &crate::config::AuditSection) -> Result<Self> {
+        std::fs::read_dir(dir)
+            .map(drop)
+            .with_context(|| format!("the plugin folder {} cannot be read", dir.display()))?;
+        let watch = match watch {
+            true => Some(FolderWatch::start(dir)?),
+            false => None,
+        };
+        Ok(FolderSetup {
+            watch,
+            files: wasm_files(dir)?,
+            audit: crate::server::audit::Audit::open(audit)?,
+        })
+    }
+}
+
 /// The store of plugins' key-value data, when any plugin may be granted
 /// one: `shared` (the replicas' database), else the SQLite file
 /// ([`settings::keyvalue_store_path`]). One that cannot be opened stops
@@ -56,6 +84,8 @@ async fn keyvalue_store(
     Ok(Some(crate::runtime::keyvalue::KeyValueGrant { backend }))
 }
 
+/// Serves the plugins in `dir`, watching it for changes when `watch`, over
+/// stdio or as `http` says; `served`, when given, is told the server;
 /// `notices` are added to the instructions.
 pub async fn serve_folder(
     dir: PathBuf,
@@ -84,12 +114,21 @@ pub async fn serve_folder(
             crate::runtime::lower_this_thread();
             crate::registry::warm_schema_checks();
         });
-    // A plugin folder that is missing or unreadable is said plainly, first.
-    let readable = dir.clone();
-    tokio::task::spawn_blocking(move || std::fs::read_dir(&readable).map(drop))
-        .await?
-        .with_context(|| format!("the plugin folder {} cannot be read", dir.display()))?;
+    // The folder's set-up reads, in one job beside the engine's start:
+    // each blocking step on its own waited for a thread of its own.
+    let reading = {
+        let (dir, audit) = (dir.clone(), config.audit.clone());
+        tokio::task::spawn_blocking(move || FolderSetup::read(&dir, watch, &audit))
+    };
     let mut options = settings::server_options(&config, notices);
+    let policy = Policy::new(config.clone());
+    let FolderSetup {
+        watch,
+        files,
+        audit,
+    } = reading.await??;
+    let policy = policy?;
+    options.audit = audit.map(Arc::new);
     // A host on its own opens its tasks store (an SQLite file) on a thread
     // of its own: the host serves meanwhile, and what needs the store
     // waits until it is open. A replica's stores are shared.
@@ -98,15 +137,6 @@ pub async fn serve_folder(
         .url
         .is_none()
         .then(|| Backends::local(&options));
-    let policy = Policy::new(config.clone())?;
-    // Watch first, so a file written while the folder loads is not missed.
-    let watch = if watch {
-        Some(FolderWatch::start(&dir)?)
-    } else {
-        None
-    };
-    let folder = dir.clone();
-    let files = tokio::task::spawn_blocking(move || wasm_files(&folder)).await??;
     let pulled = config.plugins.values().any(|p| p.source.is_some());
     // `dev` fills its folder itself; a source fills it from a registry.
     if files.is_empty() && served.is_none() && !pulled {
@@ -115,10 +145,6 @@ pub async fn serve_folder(
             "the plugin folder holds no plugin component (*.wasm): nothing is served until one is added"
         );
     }
-    let audit = config.audit.clone();
-    options.audit = tokio::task::spawn_blocking(move || crate::server::audit::Audit::open(&audit))
-        .await??
-        .map(Arc::new);
     let replica = crate::cluster::replica_name(&config);
     let shared = crate::cluster::connect(&config, &replica, options.max_sessions).await?;
     let keyvalue = shared.as_ref().and_then(|s| s.keyvalue.clone());
