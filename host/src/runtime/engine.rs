@@ -256,3 +256,41 @@ impl Drop for Runtime {
         self.ticker.stop();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Runtime, RuntimeConfig};
+
+    /// `(module (table 1 funcref) (memory 1))`: a table of less than a page,
+    /// reset with memset, and a memory, reset from its pages found written.
+    const TABLE_AND_MEMORY: &[u8] = &[
+        0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // header
+        0x04, 0x04, 0x01, 0x70, 0x00, 0x01, // one funcref table, 1 element
+        0x05, 0x03, 0x01, 0x00, 0x01, // one memory, 1 page
+    ];
+
+    /// An instance torn down gives its table and memory slots back to the
+    /// pool at once, with nothing queued for `madvise`: the next instance
+    /// gets the same warm slots, instead of the pool cycling through a
+    /// batch of them (`decommit_batch_size`) while the queue fills with
+    /// empty ranges (vendor/README.md, changes 2 and 6).
+    #[tokio::test]
+    async fn a_torn_down_instance_gives_its_slots_back_at_once() {
+        let runtime = Runtime::new(RuntimeConfig {
+            max_instances: 8,
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        let engine = runtime.engine();
+        let module = wasmtime::Module::new(engine, TABLE_AND_MEMORY).unwrap();
+        for _ in 0..100 {
+            let mut store = wasmtime::Store::new(engine, ());
+            wasmtime::Instance::new_async(&mut store, &module, &[])
+                .await
+                .unwrap();
+        }
+        let pool = engine.pooling_allocator_metrics().unwrap();
+        assert_eq!(pool.unused_warm_tables(), 1, "table slots used");
+        assert_eq!(pool.unused_warm_memories(), 1, "memory slots used");
+    }
+}

@@ -44,7 +44,15 @@ pub unsafe fn reset_with_pagemap(
     len = len.checked_sub(keep_resident).unwrap();
 
     // decommit the rest of it.
-    decommit(ptr, len.byte_count());
+    //
+    // wasm-mcp patch (vendor/README.md): nothing is left to decommit when
+    // `keep_resident` covered it all (a table of a page or less, reset with
+    // memset), and an empty range is not queued: a queued table waits for a
+    // whole batch of decommits before the pool hands it out again, and the
+    // batch is one `process_madvise` of empty ranges.
+    if len.byte_count() > 0 {
+        decommit(ptr, len.byte_count());
+    }
 
     keep_resident.byte_count()
 }
