@@ -35,7 +35,7 @@ measurements, so slow drifts of the machine's load cancel).
     mkdir -p /tmp/before/dist/plugins && cp dist/plugins/hello.wasm /tmp/before/dist/plugins/
                                        # or build hello there (scripts/build) if it changed
     scripts/bench-cpu.py --before /tmp/before [--after .] [--rounds 3] [--seconds 5]
-                         [--connections 1,8,32] [--peers PERF_PEERS] [--json OUT]
+                         [--connections 1,8,32] [--peers PERF_PEERS] [--json OUT] [--pin]
 
 Each checkout needs target/release/wasm-mcp and dist/plugins/hello.wasm.
 Loopback only. wrk shares the machine's cores with the server, and the
@@ -44,6 +44,14 @@ the sender), so CPU per request includes part of the client's receive path.
 On a busy 2-core machine even two identical builds differ by 20% or more at
 a point: use more rounds, longer points and a quiet machine before trusting
 a ratio under about 1.2.
+
+With --pin, every server runs on one core and wrk (one thread) on the
+others, so that client and server never wait for each other's core. Unpinned,
+wrk's wait for a core is part of every latency it reports: at 32 connections
+on 2 cores, a server whose workers seldom sleep keeps wrk off a core for up
+to a scheduler slice (~3 ms) more often, and that shows as its p99, not as
+its own time to answer. Pinned, p50 and p99 are the server's own (each server
+then sizes its runtime for one core: tokio starts one worker).
 """
 
 import argparse
@@ -73,6 +81,9 @@ BODY = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
            "MCP-Protocol-Version": WIRE, "Mcp-Method": "tools/call", "Mcp-Name": "greet"}
 CLK = os.sysconf("SC_CLK_TCK")
+# --pin: the cores the servers run on, and wrk's (None: wherever the kernel puts them)
+SERVER_CPUS: set[int] | None = None
+CLIENT_CPUS: set[int] | None = None
 # wrk prints one JSON line from its done() hook: requests, duration, errors, latency percentiles (us)
 LUA = """wrk.method = "POST"
 wrk.body = [==[%s]==]
@@ -117,11 +128,16 @@ def ctx_switches(pid: int) -> dict[int, int]:
     return out
 
 
+def pinned_to(cpus: set[int] | None):
+    """A preexec_fn that binds the child to `cpus` (None: no binding)."""
+    return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+
+
 class Server:
     def __init__(self, name: str, command: list[str], port: int):
         self.name, self.port = name, port
         self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL, preexec_fn=pinned_to(SERVER_CPUS))
         deadline = time.monotonic() + 60
         while True:
             if self.proc.poll() is not None:
@@ -179,9 +195,11 @@ def run_wrk(server: Server, script: Path, conns: int, seconds: int) -> dict:
     pid = server.proc.pid
     cs0, cpu0 = ctx_switches(pid), cpu_ticks(pid)
     last = dict(cs0)  # each thread's latest count, polled: an exiting thread loses <= 0.1 s of switches
-    wrk = subprocess.Popen(["wrk", f"-t{min(2, conns)}", f"-c{conns}", f"-d{seconds}s", "--timeout", "5s",
+    threads = min(2, conns) if CLIENT_CPUS is None else min(len(CLIENT_CPUS), conns)
+    wrk = subprocess.Popen(["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--timeout", "5s",
                             "--latency", "-s", str(script), f"http://127.0.0.1:{server.port}/mcp"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           preexec_fn=pinned_to(CLIENT_CPUS))
     try:
         deadline = time.monotonic() + seconds + 60
         while wrk.poll() is None and time.monotonic() < deadline:
@@ -239,8 +257,16 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="seconds of c=32 load per server first")
     parser.add_argument("--connections", default="1,8,32")
     parser.add_argument("--json", type=Path, help="write every run here")
+    parser.add_argument("--pin", action="store_true",
+                        help="servers on one core, wrk on the others (see below)")
     args = parser.parse_args()
     connections = [int(c) for c in args.connections.split(",")]
+    global SERVER_CPUS, CLIENT_CPUS
+    if args.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            sys.exit("--pin needs at least 2 cores")
+        SERVER_CPUS, CLIENT_CPUS = {cpus[0]}, set(cpus[1:])
     if not shutil.which("wrk"):
         sys.exit("wrk not found: apt-get install -y wrk")
     if not args.peers.is_file():
@@ -281,8 +307,9 @@ def main() -> None:
             for server in servers.values():
                 server.stop()
     load = open("/proc/loadavg").read().split()[:3]
+    placed = (f"; servers pinned to core {min(SERVER_CPUS)}, wrk to {sorted(CLIENT_CPUS)}" if args.pin else "")
     print(f"greet over HTTP ({WIRE}, stateless), wrk {args.seconds:g} s per point, {args.rounds} round(s), "
-          f"medians; {os.cpu_count()} cores, load average {' '.join(load)} at the end\n")
+          f"medians; {os.cpu_count()} cores, load average {' '.join(load)} at the end{placed}\n")
     print(table(runs, connections))
     exited = [f"{name} c={c} round {r['round']}: {r['threads_exited']}" for name, per in runs.items()
               for c, rs in per.items() for r in rs if r["threads_exited"]]
@@ -292,6 +319,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({"before": str(args.before), "after": str(args.after),
                                          "seconds": args.seconds, "rounds": args.rounds, "loadavg": load,
+                                         "pinned": args.pin,
                                          "runs": runs}, indent=1))
 
 
