@@ -45,13 +45,14 @@ On a busy 2-core machine even two identical builds differ by 20% or more at
 a point: use more rounds, longer points and a quiet machine before trusting
 a ratio under about 1.2.
 
-With --pin, every server runs on one core and wrk (one thread) on the
-others, so that client and server never wait for each other's core. Unpinned,
-wrk's wait for a core is part of every latency it reports: at 32 connections
-on 2 cores, a server whose workers seldom sleep keeps wrk off a core for up
-to a scheduler slice (~3 ms) more often, and that shows as its p99, not as
-its own time to answer. Pinned, p50 and p99 are the server's own (each server
-then sizes its runtime for one core: tokio starts one worker).
+With --pin, every server runs on one core and wrk (a thread per core left)
+on the others, so that client and server never wait for each other's core.
+Unpinned, wrk's wait for a core is part of every latency it reports: at 32
+connections on 2 cores, a server whose workers seldom sleep keeps wrk off a
+core for up to a scheduler slice (a few ms) more often, and that shows as
+its p99, not as its own time to answer. Pinned, p50 and p99 are the
+server's own (each server then sizes its runtime for one core: tokio starts
+one worker).
 """
 
 import argparse
