@@ -60,8 +60,12 @@ class Demo:
         self.front = f"127.0.0.1:{self.port}"
         self.env = dict(os.environ, PORT=str(self.port), WASM_MCP_CLUSTER_DIR=str(tmp_path),
                         WASM_MCP_CLUSTER_NO_BUILD="1")
+        # Ctrl-C (SIGINT) must reach the script however this run was started:
+        # a shell without job control starts background commands with SIGINT
+        # ignored, and bash cannot trap a signal ignored when it starts.
         self.proc = subprocess.Popen([str(SCRIPT)], cwd=ROOT, env=self.env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.stderr: list[str] = []
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=lambda: [lines.put(line) for line in self.proc.stdout] + [lines.put("")],
