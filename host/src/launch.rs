@@ -55,6 +55,56 @@ impl FolderSetup {
     }
 }
 
+/// A plugin folder about to be served: its absolute path, checked, and
+/// the engine already starting (see [`Starting::begin`]).
+pub struct Starting {
+    dir: PathBuf,
+    engine: tokio::sync::oneshot::Receiver<Result<Arc<Runtime>>>,
+}
+
+impl Starting {
+    /// Checks that the host's own folders and files (`dir`, the plugin
+    /// folder, among them) lie outside every root `config` grants, then
+    /// starts the engine (about 1 ms here: its pool's address space, its
+    /// linker) and what checking input schemas needs first (about 2 ms)
+    /// on threads of their own. Called as early as the config is known
+    /// (`serve` calls it before its async runtime is even built): both
+    /// run while the rest of the set-up does, and the first load waits
+    /// for them.
+    pub fn begin(dir: &Path, config: &Config) -> Result<Self> {
+        // Absolute, so the watcher's events name the files the loader
+        // read (a relative folder was never reloaded).
+        let dir = std::path::absolute(dir)
+            .with_context(|| format!("the plugin folder {} has no absolute path", dir.display()))?;
+        settings::check_host_paths(config, &dir)?;
+        let runtime_config = settings::runtime_config(config);
+        let (started, engine) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("engine-start".into())
+            .spawn(move || {
+                let _ = started.send(Runtime::new(runtime_config));
+            })
+            .context("starting a thread for the engine")?;
+        // At a lower priority: it yields the cores to the engine's start
+        // and the first loads, which need it only once they compile their
+        // input schemas.
+        let _ = std::thread::Builder::new()
+            .name("schema-checks".into())
+            .spawn(|| {
+                crate::runtime::lower_this_thread();
+                crate::registry::warm_schema_checks();
+            });
+        Ok(Starting { dir, engine })
+    }
+
+    /// The engine, once started.
+    async fn engine(self) -> Result<Arc<Runtime>> {
+        self.engine
+            .await
+            .context("the engine's start stopped before it ended")?
+    }
+}
+
 /// The store of plugins' key-value data, when any plugin may be granted
 /// one: `shared` (the replicas' database), else the SQLite file
 /// ([`settings::keyvalue_store_path`]). One that cannot be opened stops
@@ -84,36 +134,18 @@ async fn keyvalue_store(
     Ok(Some(crate::runtime::keyvalue::KeyValueGrant { backend }))
 }
 
-/// Serves the plugins in `dir`, watching it for changes when `watch`, over
-/// stdio or as `http` says; `served`, when given, is told the server;
-/// `notices` are added to the instructions.
+/// Serves the plugins in the folder `starting` checked, watching it for
+/// changes when `watch`, over stdio or as `http` says; `served`, when
+/// given, is told the server; `notices` are added to the instructions.
 pub async fn serve_folder(
-    dir: PathBuf,
+    starting: Starting,
     config: Config,
     watch: bool,
     http: Http,
     served: Option<Arc<std::sync::OnceLock<Arc<Server>>>>,
     notices: Arc<Notices>,
 ) -> Result<()> {
-    // Absolute, so the watcher's events name the files the loader read (a
-    // relative folder was never reloaded).
-    let dir = std::path::absolute(&dir)
-        .with_context(|| format!("the plugin folder {} has no absolute path", dir.display()))?;
-    settings::check_host_paths(&config, &dir)?;
-    // The engine starts on a blocking thread (about 2 ms here: its pool's
-    // address space, its linker) while the rest of the set-up is read.
-    let runtime_config = settings::runtime_config(&config);
-    let starting = tokio::task::spawn_blocking(move || Runtime::new(runtime_config));
-    // What checking input schemas needs first (about 3 ms here), on a
-    // thread of its own at a lower priority: it yields the cores to the
-    // engine's start and the first loads, which need it only once they
-    // compile their input schemas.
-    let _ = std::thread::Builder::new()
-        .name("schema-checks".into())
-        .spawn(|| {
-            crate::runtime::lower_this_thread();
-            crate::registry::warm_schema_checks();
-        });
+    let dir = starting.dir.clone();
     // The folder's set-up reads, in one job beside the engine's start:
     // each blocking step on its own waited for a thread of its own.
     let reading = {
@@ -153,7 +185,7 @@ pub async fn serve_folder(
         None => policy,
     };
     let lock = crate::lock::configured(&config).await?;
-    let registry = Arc::new(Registry::new(starting.await??));
+    let registry = Arc::new(Registry::new(starting.engine().await?));
     let loader = Loader::locked(registry.clone(), policy, lock);
     let backends = match shared {
         Some(shared) => shared,

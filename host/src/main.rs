@@ -388,23 +388,42 @@ fn main() -> Result<()> {
     // TLS for registries and trace endpoints, with the crypto the host
     // already has.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    // Traces are asked for in the config of a command that serves, read
-    // here (a bad config is reported by the command itself).
-    let traces = match &cli.command {
+    // `serve` reads its config once, here: its traces are set up before
+    // anything logs, and its engine starts before the async runtime is
+    // built (a bad config is reported by the command itself).
+    let serve_config = match &cli.command {
         Command::Serve {
-            config: Some(path),
+            config,
+            protocol,
+            startup,
             cluster,
             ..
-        } => Config::load(path).ok().map(|mut c| {
-            // A replica's spans say which one it is.
-            let _ = cluster.clone().apply(&mut c);
-            let replica = c
-                .state
-                .url
-                .is_some()
-                .then(|| wasm_mcp::cluster::replica_name(&c));
-            (c.traces, replica)
-        }),
+        } => Some(
+            settings::read_config(config.as_deref()).and_then(|mut config| {
+                config.server.handshake_only |= protocol.handshake_only;
+                startup.apply(&mut config);
+                cluster.clone().apply(&mut config)?;
+                Ok(config)
+            }),
+        ),
+        _ => None,
+    };
+    // Traces are asked for in the config of a command that serves.
+    let traces = match &cli.command {
+        Command::Serve {
+            config: Some(_), ..
+        } => serve_config
+            .as_ref()
+            .and_then(|c| c.as_ref().ok())
+            .map(|c| {
+                // A replica's spans say which one it is.
+                let replica = c
+                    .state
+                    .url
+                    .is_some()
+                    .then(|| wasm_mcp::cluster::replica_name(c));
+                (c.traces.clone(), replica)
+            }),
         Command::Dev {
             config: Some(path), ..
         } => Config::load(path).ok().map(|c| (c.traces, None)),
@@ -473,6 +492,15 @@ fn main() -> Result<()> {
         }
         command => command,
     };
+    let serving = match (&command, serve_config) {
+        (
+            Command::Serve {
+                plugins, no_watch, ..
+            },
+            Some(config),
+        ) => Some(serve_setup(plugins.clone(), config?, *no_watch)?),
+        _ => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // Loading a plugin (reading, decompressing, compiling) runs on
@@ -482,15 +510,11 @@ fn main() -> Result<()> {
         .build()?;
     let result = runtime.block_on(async {
         match command {
-            Command::Serve {
-                plugins,
-                config,
-                no_watch,
-                protocol,
-                startup,
-                http,
-                cluster,
-            } => serve(plugins, config, no_watch, protocol, startup, http, cluster).await,
+            Command::Serve { http, .. } => {
+                let (starting, config, watch) = serving.context("serve was set up")?;
+                launch::serve_folder(starting, config, watch, http.into(), None, Arc::default())
+                    .await
+            }
             Command::Dev {
                 sources,
                 release,
@@ -556,24 +580,20 @@ fn main() -> Result<()> {
     result
 }
 
-async fn serve(
+/// `serve`'s set-up before its async runtime, from `config` (the command
+/// line applied): the plugin folder's start begun (the engine starting
+/// meanwhile), with whether the folder is watched.
+fn serve_setup(
     plugins: Option<PathBuf>,
-    config_path: Option<PathBuf>,
+    config: Config,
     no_watch: bool,
-    protocol: ProtocolArgs,
-    startup: StartupArgs,
-    http: HttpArgs,
-    cluster: ClusterArgs,
-) -> Result<()> {
-    let mut config = settings::load_config(config_path).await?;
-    config.server.handshake_only |= protocol.handshake_only;
-    startup.apply(&mut config);
-    cluster.apply(&mut config)?;
+) -> Result<(launch::Starting, Config, bool)> {
     let dir = plugins
         .or_else(|| config.server.plugins.clone())
         .context("no plugin folder: pass --plugins DIR or set server.plugins in the config")?;
     let watch = config.server.watch && !no_watch;
-    launch::serve_folder(dir, config, watch, http.into(), None, Arc::default()).await
+    let starting = launch::Starting::begin(&dir, &config)?;
+    Ok((starting, config, watch))
 }
 
 /// `wasm-mcp dev`.

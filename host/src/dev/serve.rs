@@ -74,13 +74,6 @@ pub async fn serve(
             }
         });
     }
-    crate::launch::serve_folder(
-        workspace.plugins.clone(),
-        config,
-        true,
-        http,
-        Some(served),
-        notices,
-    )
-    .await
+    let starting = crate::launch::Starting::begin(&workspace.plugins, &config)?;
+    crate::launch::serve_folder(starting, config, true, http, Some(served), notices).await
 }

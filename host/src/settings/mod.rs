@@ -20,8 +20,13 @@ use std::time::Duration;
 /// The config file at `path` (read off the async workers), or the
 /// defaults without one.
 pub async fn load_config(path: Option<PathBuf>) -> Result<Config> {
+    tokio::task::spawn_blocking(move || read_config(path.as_deref())).await?
+}
+
+/// [`load_config`] on the calling thread (blocking).
+pub fn read_config(path: Option<&Path>) -> Result<Config> {
     match path {
-        Some(path) => tokio::task::spawn_blocking(move || Config::load(&path)).await?,
+        Some(path) => Config::load(path),
         None => Ok(Config::default()),
     }
 }
