@@ -89,8 +89,76 @@ pub struct PluginEntry {
     pub plugin: Arc<LoadedPlugin>,
     /// What it listed at load.
     pub listing: Arc<Listing>,
+    /// The input schemas of `listing`'s tools, compiled.
+    pub schemas: Arc<ToolSchemas>,
     /// The skills it ships.
     pub skills: Arc<Skills>,
+}
+
+impl PluginEntry {
+    /// `plugin` with what it listed, its tools' input schemas compiled
+    /// (a tool whose schema does not is logged as skipped, once).
+    pub fn new(plugin: Arc<LoadedPlugin>, listing: Arc<Listing>, skills: Arc<Skills>) -> Self {
+        let schemas = Arc::new(ToolSchemas::compile(plugin.name(), &listing));
+        PluginEntry {
+            plugin,
+            listing,
+            schemas,
+            skills,
+        }
+    }
+
+    /// This entry with another plugin or skills, the same lists (and so the
+    /// same compiled schemas).
+    pub fn with(&self, plugin: Arc<LoadedPlugin>, skills: Arc<Skills>) -> Self {
+        PluginEntry {
+            plugin,
+            listing: self.listing.clone(),
+            schemas: self.schemas.clone(),
+            skills,
+        }
+    }
+}
+
+/// A tool's input schema, compiled ([`compile_input_schema`]).
+struct CompiledSchema {
+    /// The schema.
+    schema: Arc<serde_json::Value>,
+    /// It compiled.
+    validator: Arc<jsonschema::Validator>,
+    /// What checking arguments against it may cost.
+    bound: Arc<super::schema_limits::Bound>,
+}
+
+/// The input schemas of a listing's tools, in its order, compiled once per
+/// listing: a catalogue rebuilt for another plugin's change (each load,
+/// reload and relisting rebuilds it whole) reuses them instead of
+/// compiling every tool's schema again. A schema that does not compile is
+/// `None` (its tool is skipped).
+#[derive(Default)]
+pub struct ToolSchemas(Vec<Option<CompiledSchema>>);
+
+impl ToolSchemas {
+    /// Compiles the input schema of each tool of `listing`, plugin
+    /// `plugin`'s; each that does not compile is logged.
+    pub fn compile(plugin: &str, listing: &Listing) -> Self {
+        let compiled =
+            listing
+                .tools
+                .iter()
+                .map(|tool| match compile_input_schema(&tool.input_schema) {
+                    Ok((schema, validator, bound)) => Some(CompiledSchema {
+                        schema: Arc::new(schema),
+                        validator: Arc::new(validator),
+                        bound: Arc::new(bound),
+                    }),
+                    Err(e) => {
+                        tracing::error!(plugin, tool = %tool.name, "tool skipped: {e}");
+                        None
+                    }
+                });
+        ToolSchemas(compiled.collect())
+    }
 }
 
 /// Everything offered, in a deterministic order. Immutable: a change builds
@@ -154,16 +222,15 @@ impl Catalogue {
     /// The tools of `entry` whose input schema compiles, under unique names.
     fn add_tools(&mut self, entry: &PluginEntry) {
         let plugin = &entry.plugin;
-        for tool in &entry.listing.tools {
-            let (input_schema, validator, schema_bound) = match compile_input_schema(
-                &tool.input_schema,
-            ) {
-                Ok((schema, v, bound)) => (Arc::new(schema), Arc::new(v), Arc::new(bound)),
-                Err(e) => {
-                    tracing::error!(plugin = plugin.name(), tool = %tool.name, "tool skipped: {e}");
-                    continue;
-                }
+        for (i, tool) in entry.listing.tools.iter().enumerate() {
+            let Some(Some(compiled)) = entry.schemas.0.get(i) else {
+                continue;
             };
+            let (input_schema, validator, schema_bound) = (
+                compiled.schema.clone(),
+                compiled.validator.clone(),
+                compiled.bound.clone(),
+            );
             let Some(name) = unique_name(&self.tool_index, plugin.name(), &tool.name, "tool")
             else {
                 continue;

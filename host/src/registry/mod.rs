@@ -12,7 +12,7 @@ pub(crate) mod tests;
 
 pub use catalogue::{
     compile_input_schema, warm_schema_checks, Catalogue, InputSchemaError, PluginEntry,
-    PromptEntry, ResourceEntry, SkillEntry, TemplateEntry, ToolEntry,
+    PromptEntry, ResourceEntry, SkillEntry, TemplateEntry, ToolEntry, ToolSchemas,
 };
 pub use uri_template::UriTemplate;
 
@@ -112,11 +112,7 @@ impl Registry {
             .with_context(|| format!("listing what plugin {} offers", plugin.name()))?;
         views::check(&listing)
             .with_context(|| format!("plugin {} offers a view wrongly", plugin.name()))?;
-        Ok(PluginEntry {
-            plugin,
-            listing: Arc::new(listing),
-            skills: Arc::default(),
-        })
+        Ok(PluginEntry::new(plugin, Arc::new(listing), Arc::default()))
     }
 
     /// Brings plugin `name` up to date with `version` (its component,
@@ -229,11 +225,8 @@ impl Registry {
     /// is still the plugin of its name. Clients see no change.
     fn upgrade(&self, quick: &Arc<LoadedPlugin>, optimized: Arc<LoadedPlugin>) -> bool {
         self.replace_entry(quick.name(), |current| {
-            Arc::ptr_eq(&current.plugin, quick).then(|| PluginEntry {
-                plugin: optimized,
-                listing: current.listing.clone(),
-                skills: current.skills.clone(),
-            })
+            Arc::ptr_eq(&current.plugin, quick)
+                .then(|| current.with(optimized, current.skills.clone()))
         })
         .is_some()
     }
@@ -265,6 +258,7 @@ impl Registry {
             same_version.then(|| PluginEntry {
                 plugin: current.plugin.clone(),
                 listing: entry.listing,
+                schemas: entry.schemas,
                 skills: current.skills.clone(),
             })
         })
@@ -274,11 +268,8 @@ impl Registry {
     /// (by digest).
     fn reskilled(&self, name: &str, skills: Arc<Skills>) -> Option<Change> {
         self.replace_entry(name, |current| {
-            (current.skills.digest != skills.digest).then(|| PluginEntry {
-                plugin: current.plugin.clone(),
-                listing: current.listing.clone(),
-                skills,
-            })
+            (current.skills.digest != skills.digest)
+                .then(|| current.with(current.plugin.clone(), skills))
         })
     }
 

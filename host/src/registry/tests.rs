@@ -92,6 +92,28 @@ async fn later_plugins_by_name_yield_names_and_uris_to_earlier_ones() {
 }
 
 #[tokio::test]
+async fn a_plugin_s_schemas_are_compiled_once_whatever_else_changes() {
+    let registry = registry();
+    registry.install(entry(&registry, "hello", "hello").await);
+    let validators = |registry: &Registry| -> Vec<Arc<jsonschema::Validator>> {
+        let catalogue = registry.catalogue();
+        let tools = catalogue
+            .tools
+            .iter()
+            .filter(|t| t.plugin.name() == "hello");
+        tools.map(|t| t.validator.clone()).collect()
+    };
+    let before = validators(&registry);
+    assert!(!before.is_empty());
+    // Another plugin's arrival rebuilds the catalogue whole: hello's
+    // tools keep the validators compiled when it loaded.
+    registry.install(entry(&registry, "notes", "notes").await);
+    let after = validators(&registry);
+    assert_eq!(before.len(), after.len());
+    assert!(before.iter().zip(&after).all(|(a, b)| Arc::ptr_eq(a, b)));
+}
+
+#[tokio::test]
 async fn a_change_names_exactly_the_lists_that_differ() {
     let registry = registry();
     let hello = entry(&registry, "hello", "hello").await;
