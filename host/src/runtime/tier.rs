@@ -90,9 +90,10 @@ fn lower_compile_priority() {
     });
 }
 
-/// Nice 10 for the calling thread alone (Linux gives each thread its own),
-/// with a short time slice: for a thread of its own doing work nothing
-/// waits for yet.
+/// Nice 10 (or the thread's own nice, if higher: never a higher priority
+/// than it had) for the calling thread alone (Linux gives each thread its
+/// own), with a short time slice: for a thread of its own doing work
+/// nothing waits for yet.
 ///
 /// The slice matters as much as the weight. Linux's scheduler (EEVDF) lets
 /// the thread on a core run out its slice (0.75 ms by default, whatever
@@ -102,8 +103,12 @@ fn lower_compile_priority() {
 /// keep their own), they wait at most that.
 #[cfg(target_os = "linux")]
 pub fn lower_this_thread() {
+    // SAFETY: system calls on this thread's own id, no memory passed.
+    let tid = unsafe { libc::gettid() } as libc::id_t;
+    // (-1 is also getpriority's error: then 10 all the same.)
+    let nice = LOWER_NICE.max(unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) });
     let attr = SchedAttr {
-        nice: LOWER_NICE,
+        nice,
         runtime: LOWER_SLICE_NS,
         ..SchedAttr::default()
     };
@@ -112,9 +117,8 @@ pub fn lower_this_thread() {
     let set = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
     if set != 0 {
         // Refused (a seccomp filter may): the weight alone.
-        // SAFETY: two system calls on this thread's own id, no memory passed.
-        let tid = unsafe { libc::gettid() };
-        let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, LOWER_NICE) };
+        // SAFETY: a system call on this thread's own id, no memory passed.
+        let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) };
     }
 }
 
@@ -184,6 +188,9 @@ mod tests {
     #[test]
     fn a_lowered_thread_has_a_lower_weight_and_a_short_slice() {
         std::thread::spawn(|| {
+            // SAFETY: a system call on this thread, no memory passed.
+            let had =
+                unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
             lower_this_thread();
             let mut attr = SchedAttr::default();
             // SAFETY: the kernel writes at most `size` bytes into `attr`.
@@ -197,7 +204,8 @@ mod tests {
                 )
             };
             assert_eq!(got, 0, "sched_getattr failed");
-            assert_eq!(attr.nice, LOWER_NICE, "{attr:?}");
+            // Nice 10, or the nice it had if that was higher already.
+            assert_eq!(attr.nice, LOWER_NICE.max(had), "{attr:?}");
             // A fair thread's own slice is Linux 6.12's.
             if kernel_at_least(6, 12) {
                 assert_eq!(attr.runtime, LOWER_SLICE_NS, "{attr:?}");
