@@ -30,9 +30,20 @@ function within(ms, promise, what) {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** Lists the tools until one is called `name` (a plugin the test before
+ * put back may still be reloading), for up to two minutes. */
+async function listedWith(client, name, ms = 120_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const { tools } = await client.listTools();
+    if (tools.some((t) => t.name === name)) return tools;
+    if (Date.now() > deadline) throw new Error(`no tool called ${name} in tools/list within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 async function exercise(client) {
-  const { tools } = await client.listTools();
-  assert.ok(tools.some((t) => t.name === "greet"));
+  await listedWith(client, "greet");
   const greet = await client.callTool({ name: "greet", arguments: { name: "ts" } });
   assert.equal(greet.content[0].text, "Hello, ts!");
   const note = await client.readResource({ uri: "notes://note/groceries" });
