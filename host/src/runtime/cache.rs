@@ -13,6 +13,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use subtle::ConstantTimeEq as _;
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
@@ -134,21 +135,14 @@ impl ArtifactCache {
         let Some(path) = self.path_of(source) else {
             return super::tier::compile_optimized(engine, bytes);
         };
-        match self.read_genuine(&path) {
-            Ok(Some(signed)) => {
-                // SAFETY: the bytes carry this host's HMAC over their name and
-                // contents, so `Component::serialize` of an engine with the
-                // same compatibility hash (part of the name) wrote them.
-                match unsafe { Component::deserialize(engine, signed.artifact()) } {
-                    Ok(component) => return Ok(component),
-                    Err(e) => {
-                        tracing::warn!(path = %path.display(), "ignoring unusable cache entry: {e:#}")
-                    }
-                }
-            }
+        match self.load_genuine(engine, &path) {
+            Ok(Some(component)) => return Ok(component),
             Ok(None) => {}
-            Err(e) => {
+            Err(Refused::Untrusted(e)) => {
                 tracing::warn!(path = %path.display(), "ignoring untrusted cache entry: {e:#}")
+            }
+            Err(Refused::Unusable(e)) => {
+                tracing::warn!(path = %path.display(), "ignoring unusable cache entry: {e:#}")
             }
         }
         let started = std::time::Instant::now();
@@ -165,46 +159,54 @@ impl ArtifactCache {
         Ok(component)
     }
 
-    /// The artifact at `path` without its tag, if present and genuine. It
-    /// is read once, straight into the message its tag covers (an artifact
-    /// is hundreds of KiB to MiBs: each copy costs its page faults).
-    fn read_genuine(&self, path: &Path) -> Result<Option<Signed>> {
-        let mut file = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.into()),
+    /// The component in the artifact at `path`, if present and genuine.
+    /// The artifact is read once, straight into the memory its code will
+    /// run from, and its tag is checked there before it is deserialized
+    /// (an artifact is hundreds of KiB to tens of MiB: each copy of it
+    /// costs a page fault per 4 KiB).
+    fn load_genuine(&self, engine: &Engine, path: &Path) -> Result<Option<Component>, Refused> {
+        let Some(mut entry) = Entry::open(path).map_err(Refused::Untrusted)? else {
+            return Ok(None);
         };
-        let meta = file.metadata()?;
-        anyhow::ensure!(meta.is_file(), "{}", files::kind_of(&meta));
+        let mut refused = None;
+        // SAFETY: `deserialize_filled` loads only what `fill` wrote, and it
+        // writes only bytes that carry this host's HMAC over their name and
+        // contents: `Component::serialize` of an engine with the same
+        // compatibility hash (part of the name) wrote them.
+        let loaded = unsafe {
+            Component::deserialize_filled(engine, entry.size, |artifact| {
+                self.read_checked(path, &mut entry, artifact).map_err(|e| {
+                    refused = Some(e);
+                    wasmtime::format_err!("refused")
+                })
+            })
+        };
+        match (loaded, refused) {
+            (Ok(component), _) => Ok(Some(component)),
+            (Err(_), Some(e)) => Err(Refused::Untrusted(e)),
+            (Err(e), None) => Err(Refused::Unusable(e.into())),
+        }
+    }
+
+    /// Reads `entry`'s artifact into `artifact` (its size) and checks that
+    /// it is all of the file and that its tag is this host's.
+    fn read_checked(&self, path: &Path, entry: &mut Entry, artifact: &mut [u8]) -> Result<()> {
+        entry
+            .file
+            .read_exact(artifact)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => anyhow::anyhow!("shorter than it was"),
+                _ => e.into(),
+            })?;
+        anyhow::ensure!(entry.file.read(&mut [0u8; 1])? == 0, "longer than it was");
+        let mut tag = hmac::Context::with_key(&self.key);
+        tag.update(&signed_prefix(path));
+        tag.update(artifact);
         anyhow::ensure!(
-            files::owned_and_private(&meta),
-            "it belongs to another user or others may change it"
+            bool::from(tag.sign().as_ref().ct_eq(&entry.tag[..])),
+            "its tag does not match: not written by this host"
         );
-        let mut tag = [0u8; TAG_LEN];
-        file.read_exact(&mut tag).map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => anyhow::anyhow!("too short to carry a tag"),
-            _ => e.into(),
-        })?;
-        let expected = meta.len().saturating_sub(TAG_LEN as u64);
-        let mut message = signed_prefix(path, expected.min(MAX_ARTIFACT_BYTES) as usize);
-        let artifact_at = message.len();
-        file.take(MAX_ARTIFACT_BYTES + 1)
-            .read_to_end(&mut message)?;
-        let size = (message.len() - artifact_at) as u64;
-        anyhow::ensure!(
-            size <= MAX_ARTIFACT_BYTES,
-            "over the limit of {MAX_ARTIFACT_BYTES} bytes"
-        );
-        hmac::verify(&self.key, &message, &tag)
-            .map_err(|_| anyhow::anyhow!("its tag does not match: not written by this host"))?;
-        Ok(Some(Signed {
-            message,
-            artifact_at,
-        }))
+        Ok(())
     }
 
     fn store(&self, path: &Path, component: &Component) -> Result<()> {
@@ -219,7 +221,7 @@ impl ArtifactCache {
     /// Writes `artifact` with its tag to `tmp`, then moves it to `path`.
     fn write_signed(&self, path: &Path, tmp: &Path, artifact: &[u8]) -> Result<()> {
         let mut tag = hmac::Context::with_key(&self.key);
-        tag.update(&signed_prefix(path, 0));
+        tag.update(&signed_prefix(path));
         tag.update(artifact);
         let tag = tag.sign();
         let mut file = std::fs::OpenOptions::new()
@@ -240,26 +242,67 @@ impl ArtifactCache {
 
 const TAG_LEN: usize = 32;
 
+/// Why a cache entry was not used.
+enum Refused {
+    /// It is not this host's (or not whole): its tag, owner, mode or size.
+    Untrusted(anyhow::Error),
+    /// It is this host's but does not load (the engine refused it).
+    Unusable(anyhow::Error),
+}
+
+/// An artifact file opened to be read: its tag read, its size checked.
+struct Entry {
+    file: std::fs::File,
+    tag: [u8; TAG_LEN],
+    /// The artifact's size: the file's, less the tag.
+    size: usize,
+}
+
+impl Entry {
+    /// The entry at `path`; `None` when there is none.
+    fn open(path: &Path) -> Result<Option<Self>> {
+        let mut file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let meta = file.metadata()?;
+        anyhow::ensure!(meta.is_file(), "{}", files::kind_of(&meta));
+        anyhow::ensure!(
+            files::owned_and_private(&meta),
+            "it belongs to another user or others may change it"
+        );
+        let mut tag = [0u8; TAG_LEN];
+        file.read_exact(&mut tag).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => anyhow::anyhow!("too short to carry a tag"),
+            _ => e.into(),
+        })?;
+        let size = meta.len().saturating_sub(TAG_LEN as u64);
+        anyhow::ensure!(size > 0, "it holds a tag and nothing else");
+        anyhow::ensure!(
+            size <= MAX_ARTIFACT_BYTES,
+            "over the limit of {MAX_ARTIFACT_BYTES} bytes"
+        );
+        Ok(Some(Entry {
+            file,
+            tag,
+            size: size as usize,
+        }))
+    }
+}
+
 /// What an artifact's tag covers is its file name, a zero byte, then its
-/// bytes: the first two, with room for `room` bytes more.
-fn signed_prefix(path: &Path, room: usize) -> Vec<u8> {
+/// bytes: the first two.
+fn signed_prefix(path: &Path) -> Vec<u8> {
     let name = path.file_name().map(|n| n.as_bytes()).unwrap_or_default();
-    let mut message = Vec::with_capacity(name.len() + 1 + room);
+    let mut message = Vec::with_capacity(name.len() + 1);
     message.extend_from_slice(name);
     message.push(0);
     message
-}
-
-/// An artifact read back with what its tag covers.
-struct Signed {
-    message: Vec<u8>,
-    artifact_at: usize,
-}
-
-impl Signed {
-    fn artifact(&self) -> &[u8] {
-        &self.message[self.artifact_at..]
-    }
 }
 
 /// Makes `dir` (0700) if needed; it must be a folder of this user that no
@@ -328,6 +371,16 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    /// `artifact` read back from `path` as the cache reads it.
+    fn read_back(cache: &ArtifactCache, path: &Path) -> Result<Option<Vec<u8>>> {
+        let Some(mut entry) = Entry::open(path)? else {
+            return Ok(None);
+        };
+        let mut artifact = vec![0; entry.size];
+        cache.read_checked(path, &mut entry, &mut artifact)?;
+        Ok(Some(artifact))
+    }
+
     #[test]
     fn an_artifact_reads_back_only_whole_and_with_its_own_tag() {
         let dir = tempfile::tempdir().unwrap();
@@ -340,13 +393,12 @@ mod tests {
         let tmp = dir.path().join("cache").join(".abc.tmp");
         let artifact: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         cache.write_signed(&path, &tmp, &artifact).unwrap();
-        let read = cache.read_genuine(&path).unwrap().unwrap();
-        assert_eq!(read.artifact(), &artifact[..]);
+        assert_eq!(read_back(&cache, &path).unwrap().unwrap(), artifact);
 
         // The tag covers the name: the same bytes under another name are refused.
         let renamed = dir.path().join("cache").join("abd-0123.cwasm");
         std::fs::copy(&path, &renamed).unwrap();
-        let error = cache.read_genuine(&renamed).err().unwrap().to_string();
+        let error = read_back(&cache, &renamed).err().unwrap().to_string();
         assert!(error.contains("tag does not match"), "{error}");
 
         // One byte changed anywhere, or a byte cut off, is refused.
@@ -354,18 +406,83 @@ mod tests {
         for at in [0, TAG_LEN, bytes.len() - 1] {
             bytes[at] ^= 1;
             std::fs::write(&path, &bytes).unwrap();
-            assert!(cache.read_genuine(&path).is_err(), "byte {at} changed");
+            assert!(read_back(&cache, &path).is_err(), "byte {at} changed");
             bytes[at] ^= 1;
         }
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
-        assert!(cache.read_genuine(&path).is_err());
-        std::fs::write(&path, &bytes[..TAG_LEN - 1]).unwrap();
-        let error = cache.read_genuine(&path).err().unwrap().to_string();
-        assert!(error.contains("too short"), "{error}");
+        assert!(read_back(&cache, &path).is_err());
+        for short in [TAG_LEN - 1, TAG_LEN] {
+            std::fs::write(&path, &bytes[..short]).unwrap();
+            let error = read_back(&cache, &path).err().unwrap().to_string();
+            assert!(
+                error.contains("too short") || error.contains("nothing else"),
+                "{error}"
+            );
+        }
         std::fs::write(&path, &bytes).unwrap();
-        assert!(cache.read_genuine(&path).unwrap().is_some());
+        assert!(read_back(&cache, &path).unwrap().is_some());
+
+        // Grown or cut after it was opened: refused, not read in part.
+        let mut entry = Entry::open(&path).unwrap().unwrap();
+        let mut longer = bytes.clone();
+        longer.push(0);
+        std::fs::write(&path, &longer).unwrap();
+        let mut read = vec![0; entry.size];
+        let error = cache
+            .read_checked(&path, &mut entry, &mut read)
+            .unwrap_err();
+        assert!(error.to_string().contains("longer"), "{error}");
+        let mut entry = Entry::open(&path).unwrap().unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
+        let mut read = vec![0; entry.size];
+        let error = cache
+            .read_checked(&path, &mut entry, &mut read)
+            .unwrap_err();
+        assert!(error.to_string().contains("shorter"), "{error}");
 
         std::fs::remove_file(&path).unwrap();
-        assert!(cache.read_genuine(&path).unwrap().is_none());
+        assert!(read_back(&cache, &path).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_component_loads_from_its_own_artifact_and_from_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::default();
+        let cache = ArtifactCache::new(
+            &engine,
+            Some(dir.path().join("cache")),
+            Some(&dir.path().join("cache.key")),
+        );
+        // The smallest component: the preamble alone.
+        let source = ComponentSource::new(b"\0asm\x0d\0\x01\0".to_vec());
+        let path = cache.path_of(&source).unwrap();
+        assert!(matches!(cache.load_genuine(&engine, &path), Ok(None)));
+        let compiled = cache.load(&engine, &source).unwrap();
+        assert!(cache.contains(&source));
+        let loaded = cache.load_genuine(&engine, &path).ok().flatten().unwrap();
+        assert_eq!(
+            loaded.component_type().imports(&engine).count(),
+            compiled.component_type().imports(&engine).count()
+        );
+
+        // Its tag checked before anything is loaded.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        match cache.load_genuine(&engine, &path) {
+            Err(Refused::Untrusted(e)) => assert!(e.to_string().contains("tag"), "{e}"),
+            _ => panic!("a changed artifact was not refused as untrusted"),
+        }
+        // Genuine but not a component the engine loads: unusable.
+        let tmp = dir.path().join("cache").join(".x.tmp");
+        cache.write_signed(&path, &tmp, b"not an artifact").unwrap();
+        assert!(matches!(
+            cache.load_genuine(&engine, &path),
+            Err(Refused::Unusable(_))
+        ));
+        // And the load compiles it again.
+        cache.load(&engine, &source).unwrap();
+        assert!(cache.load_genuine(&engine, &path).ok().flatten().is_some());
     }
 }

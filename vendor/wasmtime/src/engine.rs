@@ -897,6 +897,25 @@ impl Engine {
         )
     }
 
+    /// Like `load_code_bytes`, but `fill` writes the `len` bytes straight
+    /// into the code's own memory, so they are not copied there from
+    /// elsewhere. (wasm-mcp patch: vendor/README.md.)
+    pub(crate) fn load_code_filled(
+        &self,
+        len: usize,
+        expected: ObjectKind,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<Arc<crate::CodeMemory>> {
+        let mut mmap = crate::runtime::vm::MmapVec::with_capacity_and_alignment(
+            len,
+            self.required_code_alignment(),
+        )?;
+        // SAFETY: the memory is new, and neither read-only nor executable
+        // until `load_code` publishes it.
+        fill(unsafe { mmap.as_mut_slice() })?;
+        self.load_code(mmap, expected)
+    }
+
     /// Loads a `CodeMemory` from the specified memory region without copying
     ///
     /// The `expected` marker here is whether the bytes are expected to be

@@ -231,6 +231,24 @@ impl Component {
         Component::from_parts(engine, code, None)
     }
 
+    /// Same as [`Component::deserialize`], but `fill` writes the `len` bytes
+    /// straight into the memory the code will run from: they are neither
+    /// held elsewhere first nor copied. An error from `fill` is returned
+    /// as it is, and nothing is loaded. (wasm-mcp patch: vendor/README.md.)
+    ///
+    /// # Unsafety
+    ///
+    /// The same as that of [`Component::deserialize`], for the bytes `fill`
+    /// writes.
+    pub unsafe fn deserialize_filled(
+        engine: &Engine,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<Component> {
+        let code = engine.load_code_filled(len, ObjectKind::Component, fill)?;
+        Component::from_parts(engine, code, None)
+    }
+
     /// Same as [`Module::deserialize_raw`], but for components.
     ///
     /// See [`Component::deserialize`] for additional information; this method
