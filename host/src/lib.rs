@@ -5,6 +5,7 @@
 //! `reload` sits beside `transport`: it feeds file changes to the server;
 //! `dev` builds plugins from source into a folder that `reload` watches.
 
+pub mod cache_folder;
 pub mod cluster;
 pub mod coalesce;
 pub mod config;

@@ -47,6 +47,7 @@ pub(super) fn server(server: &ServerSection) -> Result<()> {
         "server",
         &[
             ("page_size", server.page_size as u64),
+            ("cache_max_mb", server.cache_max_mb),
             ("max_plugin_mb", server.max_plugin_mb),
             ("skills_per_plugin", server.skills_per_plugin as u64),
             ("skill_file_kb", server.skill_file_kb),

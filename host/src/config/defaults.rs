@@ -6,6 +6,10 @@
 /// kept in the session store.
 pub const MAX_SESSIONS: usize = 10_000;
 
+/// The most the cache folder keeps (compiled components and OCI pulls),
+/// in MiB.
+pub const CACHE_MAX_MB: u64 = 1024;
+
 /// Items per list page.
 pub const PAGE_SIZE: usize = 100;
 /// How long clients may cache list results, in ms (2026-07-28 `ttlMs`).

@@ -267,6 +267,10 @@ pub struct ServerSection {
     pub plugins: Option<PathBuf>,
     /// Where compiled components are cached; `""` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// The most the cache folder keeps, in MiB: compiled components and
+    /// OCI pulls together. Past it, the least recently used are removed
+    /// (each is made again when next needed); the one just written stays.
+    pub cache_max_mb: u64,
     /// Items per page of `tools/list` and the other lists.
     pub page_size: usize,
     /// Instructions for the model, sent in `initialize` and `server/discover`.
@@ -356,6 +360,7 @@ impl Default for ServerSection {
         ServerSection {
             plugins: None,
             cache_dir: None,
+            cache_max_mb: defaults::CACHE_MAX_MB,
             page_size: defaults::PAGE_SIZE,
             instructions: None,
             list_ttl_ms: defaults::LIST_TTL_MS,

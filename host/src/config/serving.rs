@@ -326,6 +326,7 @@ fn sizes(config: &Config, note: &mut impl FnMut(&[&str], String)) {
         sizes.push((keys.iter().map(|k| k.to_string()).collect(), value, per_mb));
     };
     add(&["server", "max_plugin_mb"], s.max_plugin_mb, 1);
+    add(&["server", "cache_max_mb"], s.cache_max_mb, 1);
     add(&["server", "skills_mb"], s.skills_mb, 1);
     add(&["server", "skill_file_kb"], s.skill_file_kb, 1024);
     add(&["server", "max_requests_mb"], s.max_requests_mb as u64, 1);

@@ -249,6 +249,9 @@ pub struct PullLimits {
     /// Its skills (`[server] skills_per_plugin`, `skill_file_kb`,
     /// `skills_mb`).
     pub skills: crate::skills::Limits,
+    /// The cache folder the store is in, in bytes (`[server]
+    /// cache_max_mb`).
+    pub cache: u64,
 }
 
 impl PullLimits {
@@ -263,6 +266,7 @@ impl PullLimits {
             },
             deadline: Duration::from_secs(server.oci_pull_timeout_secs),
             skills: crate::skills::Limits::of(config),
+            cache: server.cache_max_mb << 20,
         }
     }
 }
@@ -359,7 +363,16 @@ async fn pull_within(
     // Kept by the component's digest; what is kept is checked again on use.
     let stored = store.join(format!("sha256-{hex}.wasm"));
     let component = match read(&stored, max_bytes).await {
-        Ok(kept) if sha256_hex(&kept) == hex => kept,
+        Ok(kept) if sha256_hex(&kept) == hex => {
+            let used = stored.clone();
+            tokio::task::spawn_blocking(move || {
+                if let Ok(file) = std::fs::File::open(used) {
+                    crate::cache_folder::touch(&file);
+                }
+            })
+            .await?;
+            kept
+        }
         _ => {
             let body = repository
                 .blob(
@@ -372,6 +385,15 @@ async fn pull_within(
                 .await
                 .with_context(|| format!("creating {}", store.display()))?;
             replace(&stored, &body).await?;
+            // The store is `oci/` in the cache folder, which it shares
+            // with the compiled components.
+            if let Some(folder) = store.parent() {
+                let (folder, kept, limit) = (folder.to_owned(), stored.clone(), limits.cache);
+                tokio::task::spawn_blocking(move || {
+                    crate::cache_folder::prune_logged(&folder, limit, &kept)
+                })
+                .await?;
+            }
             body
         }
     };

@@ -78,6 +78,8 @@ pub(super) struct ArtifactCache {
     dir: Option<PathBuf>,
     engine_key: String,
     key: hmac::Key,
+    /// The most the cache folder keeps, in bytes.
+    max_bytes: u64,
 }
 
 /// The largest artifact read back.
@@ -85,9 +87,15 @@ const MAX_ARTIFACT_BYTES: u64 = 2 << 30;
 
 impl ArtifactCache {
     /// A cache in `dir` whose artifacts are signed with the key in
-    /// `key_file` (made on first use); `None` disables caching. A folder or
-    /// key that cannot be trusted disables the cache, with a warning.
-    pub(super) fn new(engine: &Engine, dir: Option<PathBuf>, key_file: Option<&Path>) -> Self {
+    /// `key_file` (made on first use), the folder kept within `max_bytes`;
+    /// `None` disables caching. A folder or key that cannot be trusted
+    /// disables the cache, with a warning.
+    pub(super) fn new(
+        engine: &Engine,
+        dir: Option<PathBuf>,
+        key_file: Option<&Path>,
+        max_bytes: u64,
+    ) -> Self {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = format!("{:016x}", hasher.finish());
@@ -114,6 +122,7 @@ impl ArtifactCache {
             dir,
             engine_key,
             key,
+            max_bytes,
         }
     }
 
@@ -182,7 +191,10 @@ impl ArtifactCache {
             })
         };
         match (loaded, refused) {
-            (Ok(component), _) => Ok(Some(component)),
+            (Ok(component), _) => {
+                crate::cache_folder::touch(&entry.file);
+                Ok(Some(component))
+            }
             (Err(_), Some(e)) => Err(Refused::Untrusted(e)),
             (Err(e), None) => Err(Refused::Unusable(e.into())),
         }
@@ -215,7 +227,9 @@ impl ArtifactCache {
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".{}-{seq}.tmp", std::process::id()));
         let artifact = component.serialize()?;
-        self.write_signed(path, &tmp, &artifact)
+        self.write_signed(path, &tmp, &artifact)?;
+        crate::cache_folder::prune_logged(dir, self.max_bytes, path);
+        Ok(())
     }
 
     /// Writes `artifact` with its tag to `tmp`, then moves it to `path`.
@@ -388,6 +402,7 @@ mod tests {
             &Engine::default(),
             Some(dir.path().join("cache")),
             Some(&dir.path().join("cache.key")),
+            1 << 30,
         );
         let path = dir.path().join("cache").join("abc-0123.cwasm");
         let tmp = dir.path().join("cache").join(".abc.tmp");
@@ -452,6 +467,7 @@ mod tests {
             &engine,
             Some(dir.path().join("cache")),
             Some(&dir.path().join("cache.key")),
+            1 << 30,
         );
         // The smallest component: the preamble alone.
         let source = ComponentSource::new(b"\0asm\x0d\0\x01\0".to_vec());
@@ -484,5 +500,26 @@ mod tests {
         // And the load compiles it again.
         cache.load(&engine, &source).unwrap();
         assert!(cache.load_genuine(&engine, &path).ok().flatten().is_some());
+    }
+
+    #[test]
+    fn storing_keeps_the_folder_within_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::default();
+        // A bound below any artifact: each new one replaces the one before.
+        let cache = ArtifactCache::new(
+            &engine,
+            Some(dir.path().join("cache")),
+            Some(&dir.path().join("cache.key")),
+            1,
+        );
+        let first = ComponentSource::new(b"\0asm\x0d\0\x01\0".to_vec());
+        // The same, with a custom section: another component.
+        let second = ComponentSource::new(b"\0asm\x0d\0\x01\0\0\x03\x01x\0".to_vec());
+        cache.load(&engine, &first).unwrap();
+        assert!(cache.contains(&first));
+        cache.load(&engine, &second).unwrap();
+        assert!(cache.contains(&second), "the entry just written stays");
+        assert!(!cache.contains(&first), "the one before went");
     }
 }

@@ -19,6 +19,8 @@ pub struct RuntimeConfig {
     /// The secret that signs cached artifacts (made on first use), kept
     /// outside the cache folder.
     pub cache_key_file: Option<PathBuf>,
+    /// The most the cache folder keeps, in bytes ([`crate::cache_folder`]).
+    pub cache_max_bytes: u64,
     /// The most linear memory any instance may be granted, in bytes (the
     /// size of a pooled memory slot; each plugin's own cap is in its grants).
     pub max_memory_bytes: usize,
@@ -31,6 +33,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             cache_dir: None,
             cache_key_file: None,
+            cache_max_bytes: crate::config::defaults::CACHE_MAX_MB << 20,
             max_memory_bytes: Limits::default().memory_bytes,
             max_instances: 1000,
         }
@@ -109,6 +112,7 @@ impl Runtime {
             &optimized.engine,
             config.cache_dir.clone(),
             config.cache_key_file.as_deref(),
+            config.cache_max_bytes,
         );
         Ok(Arc::new(Runtime {
             optimized,

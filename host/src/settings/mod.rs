@@ -170,6 +170,7 @@ pub fn runtime_config(config: &Config) -> RuntimeConfig {
     RuntimeConfig {
         cache_dir,
         cache_key_file: state_dir().map(|dir| dir.join("cache.key")),
+        cache_max_bytes: config.server.cache_max_mb << 20,
         max_memory_bytes: config.max_memory_bytes(),
         max_instances: config.server.max_instances,
     }
