@@ -4,9 +4,7 @@
 //! only a copy (a component compiles again, a pull is pulled again), so
 //! dropping one costs time, never a plugin.
 
-use std::path::Path;
-#[cfg(test)]
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 /// A write left behind (`.*.tmp`) by a host that stopped while writing is
@@ -40,31 +38,15 @@ pub fn prune(dir: &Path, max_bytes: u64, keep: &Path) -> Pruned {
     let mut entries = Vec::new();
     let mut pruned = Pruned::default();
     let now = SystemTime::now();
-    for (folder, kind) in [(dir.to_owned(), artifact as Kind), (dir.join("oci"), pull)] {
-        let Ok(listing) = std::fs::read_dir(&folder) else {
-            continue;
-        };
-        for item in listing.flatten().take(MAX_ENTRIES) {
-            let Some(name) = item.file_name().to_str().map(str::to_owned) else {
-                continue;
-            };
-            // Not followed: a link or a folder is never an entry.
-            let Ok(meta) = item.metadata() else { continue };
-            if !meta.is_file() {
-                continue;
-            }
-            let modified = meta.modified().unwrap_or(now);
-            let path = item.path();
-            match kind(&name) {
-                Some(Found::Entry) => entries.push((modified, meta.len(), path)),
-                Some(Found::Write) => {
-                    let age = now.duration_since(modified).unwrap_or_default();
-                    if age > STALE_WRITE && std::fs::remove_file(&path).is_ok() {
-                        pruned.entries += 1;
-                        pruned.bytes += meta.len();
-                    }
+    for file in scan(dir) {
+        match file.found {
+            Found::Entry => entries.push((file.modified, file.len, file.path)),
+            Found::Write => {
+                let age = now.duration_since(file.modified).unwrap_or_default();
+                if age > STALE_WRITE && std::fs::remove_file(&file.path).is_ok() {
+                    pruned.entries += 1;
+                    pruned.bytes += file.len;
                 }
-                None => {}
             }
         }
     }
@@ -133,19 +115,49 @@ fn pull(name: &str) -> Option<Found> {
     }
 }
 
-/// The entries of `dir` that count against the bound, oldest use first.
-#[cfg(test)]
-fn entries(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
+/// One file of the cache folder that is an entry or a write.
+struct Listed {
+    found: Found,
+    modified: SystemTime,
+    len: u64,
+    path: PathBuf,
+}
+
+/// The entries and writes of the cache folder `dir` (regular files only:
+/// a link or a folder is never one), at most [`MAX_ENTRIES`] per folder.
+fn scan(dir: &Path) -> Vec<Listed> {
+    let mut files = Vec::new();
     for (folder, kind) in [(dir.to_owned(), artifact as Kind), (dir.join("oci"), pull)] {
-        for item in std::fs::read_dir(folder).into_iter().flatten().flatten() {
-            let name = item.file_name();
-            let meta = item.metadata().unwrap();
-            if let (Some(Found::Entry), true) = (name.to_str().and_then(kind), meta.is_file()) {
-                found.push((meta.modified().unwrap(), item.path()));
+        let Ok(listing) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for item in listing.flatten().take(MAX_ENTRIES) {
+            let Some(found) = item.file_name().to_str().and_then(kind) else {
+                continue;
+            };
+            // Not followed.
+            let Ok(meta) = item.metadata() else { continue };
+            if meta.is_file() {
+                files.push(Listed {
+                    found,
+                    modified: meta.modified().unwrap_or_else(|_| SystemTime::now()),
+                    len: meta.len(),
+                    path: item.path(),
+                });
             }
         }
     }
+    files
+}
+
+/// The entries of `dir` that count against the bound, oldest use first.
+#[cfg(test)]
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<_> = scan(dir)
+        .into_iter()
+        .filter(|f| matches!(f.found, Found::Entry))
+        .map(|f| (f.modified, f.path))
+        .collect();
     found.sort();
     found.into_iter().map(|(_, path)| path).collect()
 }

@@ -385,6 +385,16 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    /// A cache in `dir` (its key beside it) kept within `max_bytes`.
+    fn cache_in(dir: &Path, engine: &Engine, max_bytes: u64) -> ArtifactCache {
+        ArtifactCache::new(
+            engine,
+            Some(dir.join("cache")),
+            Some(&dir.join("cache.key")),
+            max_bytes,
+        )
+    }
+
     /// `artifact` read back from `path` as the cache reads it.
     fn read_back(cache: &ArtifactCache, path: &Path) -> Result<Option<Vec<u8>>> {
         let Some(mut entry) = Entry::open(path)? else {
@@ -398,12 +408,7 @@ mod tests {
     #[test]
     fn an_artifact_reads_back_only_whole_and_with_its_own_tag() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = ArtifactCache::new(
-            &Engine::default(),
-            Some(dir.path().join("cache")),
-            Some(&dir.path().join("cache.key")),
-            1 << 30,
-        );
+        let cache = cache_in(dir.path(), &Engine::default(), 1 << 30);
         let path = dir.path().join("cache").join("abc-0123.cwasm");
         let tmp = dir.path().join("cache").join(".abc.tmp");
         let artifact: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
@@ -463,12 +468,7 @@ mod tests {
     fn a_component_loads_from_its_own_artifact_and_from_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::default();
-        let cache = ArtifactCache::new(
-            &engine,
-            Some(dir.path().join("cache")),
-            Some(&dir.path().join("cache.key")),
-            1 << 30,
-        );
+        let cache = cache_in(dir.path(), &engine, 1 << 30);
         // The smallest component: the preamble alone.
         let source = ComponentSource::new(b"\0asm\x0d\0\x01\0".to_vec());
         let path = cache.path_of(&source).unwrap();
@@ -507,12 +507,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::default();
         // A bound below any artifact: each new one replaces the one before.
-        let cache = ArtifactCache::new(
-            &engine,
-            Some(dir.path().join("cache")),
-            Some(&dir.path().join("cache.key")),
-            1,
-        );
+        let cache = cache_in(dir.path(), &engine, 1);
         let first = ComponentSource::new(b"\0asm\x0d\0\x01\0".to_vec());
         // The same, with a custom section: another component.
         let second = ComponentSource::new(b"\0asm\x0d\0\x01\0\0\x03\x01x\0".to_vec());
